@@ -9,3 +9,7 @@ pub mod status;
 pub use codec::{DecodeError, DecodeResult, FileId, Message, Reader, WriteLe};
 pub use header::{Command, Header, HEADER_LEN};
 pub use status::NtStatus;
+pub mod auth;
+pub mod crypto;
+pub mod fscc;
+pub mod messages;
