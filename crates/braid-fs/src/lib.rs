@@ -1,1 +1,37 @@
-pub mod dummy {}
+//! `braid_fs`: the protocol-neutral file service.
+//!
+//! It implements Windows/NTFS file semantics (MS-FSA) over a local POSIX
+//! directory: opens with share modes, delete-on-close, byte-range locks,
+//! case-insensitive names, DOS attributes and creation times. It knows no
+//! wire format; the SMB (and later NFS) servers map its neutral types.
+//!
+//! The API is synchronous and thread-safe; async servers call it from
+//! `spawn_blocking`. There is no global lock on the I/O path: per-file state
+//! lives in a sharded table keyed by (device, inode), each entry with its own
+//! mutex.
+//!
+//! Safety: every client path is validated ([`path`]) and resolved beneath the
+//! share root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
+
+pub mod clock;
+pub mod error;
+mod handle;
+mod info;
+pub mod locks;
+mod open_table;
+pub mod path;
+mod service;
+mod share;
+mod sys;
+pub mod types;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{FsError, FsResult};
+pub use handle::OpenHandle;
+pub use service::FileService;
+pub use share::ShareRef;
+pub use types::{
+    access, attr, map_generic, share as share_access, BasicTimes, CreateAction, DirEntry,
+    DirectoryRequirement, Disposition, FileInfo, FsStats, LockOwner, OpenParams, Opened,
+    RequestCtx,
+};
