@@ -6,20 +6,30 @@
 
 mod wire;
 
+pub mod close;
+pub mod create;
 pub mod echo;
 pub mod error;
+pub mod flush;
 pub mod logoff;
 pub mod negotiate;
+pub mod read;
 pub mod session_setup;
 pub mod tree_connect;
 pub mod tree_disconnect;
+pub mod write;
 
+pub use close::{CloseRequest, CloseResponse};
+pub use create::{CreateContext, CreateRequest, CreateResponse};
 pub use echo::{EchoRequest, EchoResponse};
 pub use error::ErrorResponse;
+pub use flush::{FlushRequest, FlushResponse};
 pub use logoff::{LogoffRequest, LogoffResponse};
 pub use negotiate::{
     parse_smb1_negotiate_dialects, NegotiateContext, NegotiateRequest, NegotiateResponse,
 };
+pub use read::{encode_read_response_header, ReadRequest, ReadResponse};
 pub use session_setup::{SessionSetupRequest, SessionSetupResponse};
 pub use tree_connect::{TreeConnectRequest, TreeConnectResponse};
 pub use tree_disconnect::{TreeDisconnectRequest, TreeDisconnectResponse};
+pub use write::{decode_write_request_ref, WriteRequest, WriteRequestFixed, WriteResponse};
