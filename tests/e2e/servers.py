@@ -1,0 +1,318 @@
+"""Start and stop the SMB server under test: Braid, or Samba's smbd as a reference.
+
+Used by the pytest fixture (conftest.py) and, through the small command line at
+the bottom, by the shell scripts (conformance run, benchmark):
+
+    python3 tests/e2e/servers.py start --target samba --share-dir D --workdir W
+        -> prints "PID PORT SHARE USER PASSWORD" once the server accepts
+           connections, leaves it running, and exits.
+
+Both servers listen on loopback only. Samba runs with a private configuration
+whose state lives entirely under the work directory; it authenticates a system
+user (created with useradd if missing) whose password is set with smbpasswd.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+BRAID_BIN = Path(os.environ.get("BRAID_BIN", REPO_ROOT / "target" / "release" / "braid"))
+
+DEFAULT_SHARE = "share"
+# Samba maps SMB users to Unix accounts, so the test user must exist in
+# /etc/passwd. Braid is given the same name so both targets look alike.
+DEFAULT_USER = "braidtest"
+START_TIMEOUT = 30.0
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """Ask the kernel for a currently unused TCP port on host."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and all its live descendants (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo.extend(children.get(p, []))
+    return tree
+
+
+@dataclass
+class Server:
+    target: str
+    host: str
+    port: int
+    share: str
+    user: str
+    password: str
+    share_dir: Path
+    workdir: Path
+    pid: int
+    log_path: Path
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+
+    def alive(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        stop_pid(self.pid, timeout)
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def stop_pid(pid: int, timeout: float = 10.0) -> None:
+    """Stop a server started by start(): SIGTERM to it and its descendants
+    (smbd's per-connection children and helpers), SIGKILL after timeout."""
+    pids = process_tree(pid)
+    # The main process first, so that it can shut its children down itself.
+    for group in ([pid], pids):
+        for p in group:
+            try:
+                os.kill(p, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + timeout / 2
+        while time.monotonic() < deadline:
+            if not any(Path(f"/proc/{p}").exists() and not _zombie(p) for p in group):
+                break
+            time.sleep(0.05)
+    if not any(Path(f"/proc/{p}").exists() and not _zombie(p) for p in pids):
+        return
+    for p in pids:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return False
+
+
+def wait_until_accepting(host: str, port: int, proc: subprocess.Popen, log_path: Path,
+                         timeout: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"server exited with status {proc.returncode} before accepting; log:\n"
+                + log_path.read_text(errors="replace")[-4000:]
+            )
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"server did not accept on {host}:{port} within {timeout}s")
+
+
+def _spawn(argv: list[str], log_path: Path, cwd: Path) -> subprocess.Popen:
+    log = open(log_path, "ab")
+    try:
+        return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    finally:
+        log.close()
+
+
+def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
+                share: str = DEFAULT_SHARE, user: str = DEFAULT_USER,
+                password: str | None = None) -> Server:
+    if not BRAID_BIN.exists():
+        raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
+    port = port or free_port()
+    password = password or "Pw-" + secrets.token_hex(8)
+    log_path = workdir / "braid.log"
+    argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
+            "--share", f"{share}={share_dir}", "--user", f"{user}:{password}"]
+    proc = _spawn(argv, log_path, workdir)
+    wait_until_accepting("127.0.0.1", port, proc, log_path)
+    return Server("braid", "127.0.0.1", port, share, user, password, share_dir, workdir,
+                  proc.pid, log_path, proc)
+
+
+SAMBA_CONF = """\
+[global]
+    server role = standalone server
+    smb ports = {port}
+    # Two loopback addresses with distinct interface indexes and a non-zero
+    # speed, so that multichannel tests see interfaces to bind channels on.
+    interfaces = "127.0.0.1;if_index=1,speed=10000000000,capability=RSS" \
+"127.0.0.2;if_index=2,speed=10000000000,capability=RSS"
+    bind interfaces only = yes
+    server multi channel support = yes
+    server min protocol = SMB2_02
+    pid directory = {w}/run
+    lock directory = {w}/lock
+    state directory = {w}/state
+    cache directory = {w}/cache
+    private dir = {w}/private
+    ncalrpc dir = {w}/ncalrpc
+    usershare path = {w}/usershares
+    max log size = 0
+    log level = 1
+    disable netbios = yes
+    load printers = no
+    printing = bsd
+    printcap name = /dev/null
+    disable spoolss = yes
+    map to guest = never
+    passdb backend = tdbsam
+
+[{share}]
+    path = {share_dir}
+    read only = no
+    guest ok = no
+    # What smbtorture's conformance list needs from Samba (all pass with these):
+    # - smb2.getinfo.fsinfo queries FS quota info, which smbd answers for uid 0
+    #   only: admin users makes the test user act as root on this share.
+    # - smb2.session.reauth4 sets a DACL granting the anonymous SID from an
+    #   anonymous re-authenticated session: smbd can store that as an NT ACL in
+    #   an xattr but cannot map it onto a POSIX ACL.
+    admin users = {user}
+    vfs objects = acl_xattr
+    acl_xattr:ignore system acls = yes
+"""
+
+
+def ensure_unix_user(name: str) -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--system", "--no-create-home",
+                        "--shell", "/usr/sbin/nologin", name], check=True)
+        return pwd.getpwnam(name)
+
+
+def make_reachable(path: Path) -> None:
+    """Let the unprivileged Samba user traverse down to path (mkdtemp makes 0700 dirs)."""
+    for p in [path, *path.parents]:
+        if p == Path("/"):
+            break
+        mode = p.stat().st_mode
+        if mode & 0o011 != 0o011:
+            os.chmod(p, mode | 0o011)
+
+
+def give_to_share_owner(share_dir: Path, *paths: Path) -> None:
+    """chown paths (recursively) to the owner of share_dir, so that files seeded
+    from outside the server are writable through it under Samba too."""
+    st = share_dir.stat()
+    for top in paths:
+        for p in [top, *(top.rglob("*") if top.is_dir() else [])]:
+            os.chown(p, st.st_uid, st.st_gid, follow_symlinks=False)
+
+
+def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
+                share: str = DEFAULT_SHARE, user: str = DEFAULT_USER,
+                password: str | None = None) -> Server:
+    for tool in ("smbd", "smbpasswd"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(f"{tool} not found: apt-get install samba")
+    port = port or free_port()
+    password = password or "Pw-" + secrets.token_hex(8)
+    account = ensure_unix_user(user)
+    os.chown(share_dir, account.pw_uid, account.pw_gid)
+    make_reachable(share_dir)
+
+    for sub in ("run", "lock", "state", "cache", "private", "ncalrpc", "usershares"):
+        (workdir / sub).mkdir(parents=True, exist_ok=True)
+    conf = workdir / "smb.conf"
+    conf.write_text(SAMBA_CONF.format(port=port, w=workdir, share=share, share_dir=share_dir,
+                                        user=user))
+    subprocess.run(["smbpasswd", "-c", str(conf), "-a", "-s", user],
+                   input=f"{password}\n{password}\n", text=True, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    log_path = workdir / "smbd.stdout"
+    argv = ["smbd", "--foreground", "--no-process-group", "--debug-stdout", "-s", str(conf)]
+    proc = _spawn(argv, log_path, workdir)
+    wait_until_accepting("127.0.0.1", port, proc, log_path)
+    return Server("samba", "127.0.0.1", port, share, user, password, share_dir, workdir,
+                  proc.pid, log_path, proc)
+
+
+def start(target: str, share_dir: Path, workdir: Path, **kwargs) -> Server:
+    if target == "braid":
+        return start_braid(share_dir, workdir, **kwargs)
+    if target == "samba":
+        return start_samba(share_dir, workdir, **kwargs)
+    raise ValueError(f"unknown target {target!r} (expected braid or samba)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_start = sub.add_parser("start", help="start a server, print PID PORT SHARE USER PASSWORD")
+    p_start.add_argument("--target", choices=["braid", "samba"], required=True)
+    p_start.add_argument("--share-dir", type=Path, required=True)
+    p_start.add_argument("--workdir", type=Path, required=True)
+    p_start.add_argument("--port", type=int)
+    p_start.add_argument("--share", default=DEFAULT_SHARE)
+    p_start.add_argument("--user", default=DEFAULT_USER)
+    p_start.add_argument("--password")
+    p_stop = sub.add_parser("stop", help="stop a server (and its children) by PID")
+    p_stop.add_argument("pid", type=int)
+    args = parser.parse_args()
+
+    if args.cmd == "stop":
+        stop_pid(args.pid)
+        return 0
+    args.share_dir.mkdir(parents=True, exist_ok=True)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    server = start(args.target, args.share_dir.resolve(), args.workdir.resolve(),
+                   port=args.port, share=args.share, user=args.user, password=args.password)
+    print(server.pid, server.port, server.share, server.user, server.password)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
