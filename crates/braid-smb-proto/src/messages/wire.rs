@@ -100,6 +100,24 @@ macro_rules! empty_message {
 }
 pub(crate) use empty_message;
 
+/// MS-SMB2 2.2.34 / 2.2.36 / 2.2.38: the StructureSize-9 "output buffer"
+/// response shared by QUERY_DIRECTORY, CHANGE_NOTIFY and QUERY_INFO.
+pub(crate) fn decode_output_response(msg: &[u8]) -> DecodeResult<Vec<u8>> {
+    let mut r = crate::codec::body_reader(msg, 9)?;
+    let off = r.u16()? as usize;
+    let len = r.u32()? as usize;
+    Ok(var_region(msg, off, len, 9, "OutputBuffer")?.to_vec())
+}
+
+pub(crate) fn encode_output_response(out: &mut Vec<u8>, output: &[u8]) {
+    out.put_u16(9);
+    let off = len16(out.len() + 6, "OutputBufferOffset");
+    out.put_u16(off);
+    out.put_u32(len32(output.len(), "OutputBuffer"));
+    out.extend_from_slice(output);
+    min_buffer(out, 9);
+}
+
 #[cfg(test)]
 pub(crate) mod test_util {
     use crate::codec::Message;
