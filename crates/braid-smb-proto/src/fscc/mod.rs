@@ -22,6 +22,7 @@
 pub mod dir_info;
 pub mod file_info;
 pub mod fs_info;
+pub mod security;
 
 use crate::status::NtStatus;
 use thiserror::Error;
@@ -32,6 +33,9 @@ pub use file_info::{
     SetBasicInfo, SetFileInfo, SetLinkInfo,
 };
 pub use fs_info::{encode_fs_info, query_fs_info, FsStats, VolumeInfo};
+pub use security::{
+    build_file_security_descriptor, query_security_output, Ace, Acl, SecurityDescriptor, Sid,
+};
 
 // MS-SMB2 2.2.37: the InfoType field of QUERY_INFO / SET_INFO.
 /// `InfoType`: file information (MS-FSCC 2.4 classes).
