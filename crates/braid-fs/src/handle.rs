@@ -1,13 +1,104 @@
 //! Open handles: positioned I/O, metadata, rename, delete-on-close, locks.
 
-use std::sync::Arc;
+use std::ffi::OsStr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
-use crate::error::FsResult;
-use crate::types::{BasicTimes, DirEntry, FileInfo, LockOwner};
+use crate::clock::Clock;
+use crate::error::{last_errno, FsError, FsResult};
+use crate::info::{self, DosMeta};
+use crate::locks::{Holder, IoKind};
+use crate::open_table::{FileKey, Node, NodeTable};
+use crate::path;
+use crate::service::preallocate;
+use crate::share::ShareRef;
+use crate::sys;
+use crate::types::{access as acc, attr, BasicTimes, DirEntry, FileInfo, LockOwner};
 
-pub(crate) struct HandleInner {}
+pub(crate) struct HandleInner {
+    pub(crate) id: u64,
+    pub(crate) share: ShareRef,
+    pub(crate) nodes: Arc<NodeTable>,
+    #[allow(dead_code)]
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) node: Arc<Node>,
+    pub(crate) fd: OwnedFd,
+    pub(crate) is_dir: bool,
+    pub(crate) access: u32,
+    pub(crate) share_access: u32,
+    /// Internal share-relative path ('/'-joined, on-disk case).
+    pub(crate) path: Mutex<String>,
+    pub(crate) closed: AtomicBool,
+}
+
+impl HandleInner {
+    fn rel(&self) -> String {
+        self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_rel(&self, p: String) {
+        *self.path.lock().unwrap_or_else(|p| p.into_inner()) = p;
+    }
+
+    /// Leave the file's open table; performs delete-on-close when this was
+    /// the last open of a delete-pending file (MS-FSA 2.1.5.4).
+    fn release(&self) {
+        self.share.0.unregister(self.id);
+        let node = &self.node;
+        let mut s = node.lock();
+        if let Some(i) = s.opens.iter().position(|o| o.id == self.id) {
+            let e = s.opens.swap_remove(i);
+            // Open.DeleteOnClose turns into File.DeletePending on close.
+            if e.delete_on_close {
+                s.delete_pending = true;
+            }
+        }
+        s.locks.remove_open(self.id);
+        if s.opens.is_empty() {
+            if s.delete_pending {
+                if let Err(e) = self.unlink_now() {
+                    tracing::debug!(path = %self.rel(), error = %e, "delete on close failed");
+                }
+            }
+            s.dead = true;
+            self.nodes.remove(node);
+        }
+        drop(s);
+        node.notify.notify_waiters();
+    }
+
+    /// Remove this file's current name, if it still names this file.
+    fn unlink_now(&self) -> FsResult<()> {
+        let rel = self.rel();
+        if rel.is_empty() {
+            return Err(FsError::CannotDelete);
+        }
+        let (parent, name) = path::split_last(&rel);
+        let root = self.share.0.root_fd();
+        let pfd = path::open_beneath(root, parent, libc::O_PATH | libc::O_DIRECTORY, 0)
+            .map_err(FsError::from_errno)?;
+        let cname = sys::cstr(name)?;
+        let st = sys::lstat_at(pfd.as_raw_fd(), &cname).map_err(FsError::from_errno)?;
+        if FileKey::of(&st) != self.node.key {
+            return Err(FsError::NotFound);
+        }
+        let flag = if self.is_dir { libc::AT_REMOVEDIR } else { 0 };
+        // SAFETY: plain syscall on a validated single component.
+        sys::check(unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), flag) })
+    }
+}
+
+impl Drop for HandleInner {
+    fn drop(&mut self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.release();
+        }
+    }
+}
 
 /// One open of a file or directory. Cheap to clone (an `Arc` inside); all
 /// clones are the same open. `close()` ends the open; dropping the last
@@ -17,88 +108,486 @@ pub struct OpenHandle(pub(crate) Arc<HandleInner>);
 
 impl std::fmt::Debug for OpenHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenHandle").finish_non_exhaustive()
+        f.debug_struct("OpenHandle")
+            .field("id", &self.0.id)
+            .field("path", &self.0.rel())
+            .finish_non_exhaustive()
     }
 }
 
 impl OpenHandle {
+    pub(crate) fn fd(&self) -> RawFd {
+        self.0.fd.as_raw_fd()
+    }
+
+    fn live(&self) -> FsResult<()> {
+        if self.0.closed.load(Ordering::Acquire) {
+            Err(FsError::FileClosed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn need(&self, rights: u32) -> FsResult<()> {
+        self.live()?;
+        if self.0.access & rights == 0 {
+            return Err(FsError::AccessDenied);
+        }
+        Ok(())
+    }
+
+    fn holder(&self, owner: LockOwner) -> Holder {
+        Holder {
+            open_id: self.0.id,
+            owner,
+        }
+    }
+
     /// Unique id of this open within the service.
     pub fn open_id(&self) -> u64 {
-        todo!()
+        self.0.id
     }
+
+    /// The share this open belongs to.
+    pub fn share(&self) -> &ShareRef {
+        &self.0.share
+    }
+
     /// Share-relative path with `\` separators, in on-disk case ("" = root).
+    /// Follows renames of this file (by any open).
     pub fn path(&self) -> String {
-        todo!()
+        path::to_client(&self.0.rel())
     }
+
     pub fn is_directory(&self) -> bool {
-        todo!()
+        self.0.is_dir
     }
+
     /// The concrete access rights granted (GENERIC_*/MAXIMUM_ALLOWED resolved).
     pub fn granted_access(&self) -> u32 {
-        todo!()
+        self.0.access
     }
+
+    /// The FILE_SHARE_* mode of this open.
     pub fn share_access(&self) -> u32 {
-        todo!()
+        self.0.share_access
     }
-    /// Positioned read; short at EOF.
-    pub fn read(&self, _offset: u64, _len: usize) -> FsResult<Vec<u8>> {
-        todo!()
+
+    /// Positioned read (MS-FSA 2.1.5.3); short at EOF. Needs FILE_READ_DATA
+    /// or FILE_EXECUTE. Does not check byte-range locks: call
+    /// [`OpenHandle::check_io_lock`] first.
+    pub fn read(&self, offset: u64, len: usize) -> FsResult<Vec<u8>> {
+        let mut buf = vec![0u8; len];
+        let n = self.read_into(offset, &mut buf)?;
+        buf.truncate(n);
+        Ok(buf)
     }
-    pub fn read_into(&self, _offset: u64, _buf: &mut [u8]) -> FsResult<usize> {
-        todo!()
+
+    /// Positioned read into `buf`; returns the bytes read (short at EOF).
+    pub fn read_into(&self, offset: u64, buf: &mut [u8]) -> FsResult<usize> {
+        self.need(acc::FILE_READ_DATA | acc::FILE_EXECUTE)?;
+        if self.0.is_dir {
+            return Err(FsError::IsADirectory);
+        }
+        sys::pread(self.fd(), buf, offset)
     }
-    pub fn write(&self, _offset: u64, _data: &[u8]) -> FsResult<usize> {
-        todo!()
+
+    /// Positioned write (MS-FSA 2.1.5.4); returns bytes written. A full disk
+    /// is [`FsError::DiskFull`]; bytes already on disk are not touched.
+    /// Write-through opens are durable before this returns (O_DSYNC).
+    /// Does not check byte-range locks: call [`OpenHandle::check_io_lock`].
+    pub fn write(&self, offset: u64, data: &[u8]) -> FsResult<usize> {
+        self.need(acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA)?;
+        if self.0.is_dir {
+            return Err(FsError::IsADirectory);
+        }
+        match sys::pwrite(self.fd(), data, offset) {
+            // The host fd is read-only (e.g. MAXIMUM_ALLOWED downgraded).
+            Err(FsError::FileClosed) => Err(FsError::AccessDenied),
+            r => r,
+        }
     }
+
+    /// Flush data and metadata to stable storage (fsync).
     pub fn flush(&self) -> FsResult<()> {
-        todo!()
+        self.live()?;
+        // SAFETY: plain syscall.
+        match unsafe { libc::fsync(self.fd()) } {
+            0 => Ok(()),
+            _ => match last_errno() {
+                libc::EBADF | libc::EINVAL => Ok(()), // O_PATH opens have nothing to flush
+                e => Err(FsError::from_errno(e)),
+            },
+        }
     }
+
+    /// Current metadata.
     pub fn info(&self) -> FsResult<FileInfo> {
-        todo!()
+        self.live()?;
+        let dp = self.0.node.lock().delete_pending;
+        info::fd_info(self.fd(), dp)
     }
-    pub fn set_basic(&self, _times: BasicTimes, _attributes: Option<u32>) -> FsResult<()> {
-        todo!()
+
+    /// FileBasicInformation (MS-FSA 2.1.5.14.2): set times (creation, last
+    /// access, last write, change; `None` = unchanged) and DOS attributes.
+    /// Change time cannot be set on POSIX and is ignored. Needs
+    /// FILE_WRITE_ATTRIBUTES.
+    pub fn set_basic(&self, times: BasicTimes, attributes: Option<u32>) -> FsResult<()> {
+        self.need(acc::FILE_WRITE_ATTRIBUTES)?;
+        let [creation, atime, mtime, _change] = times;
+        let fd = self.fd();
+        if let Some(a) = attributes {
+            // MS-FSA 2.1.5.14.2: DIRECTORY on a file (or TEMPORARY on a
+            // directory) is invalid.
+            if (a & attr::DIRECTORY != 0 && !self.0.is_dir)
+                || (a & attr::TEMPORARY != 0 && self.0.is_dir)
+            {
+                return Err(FsError::InvalidParameter);
+            }
+        }
+        if attributes.is_some() || creation.is_some() {
+            let st = sys::fstat(fd)?;
+            let old = info::read_dos(fd);
+            let mut m = old.unwrap_or(DosMeta {
+                attributes: info::attributes(&st, None) & attr::SETTABLE,
+                creation: None,
+            });
+            if let Some(a) = attributes {
+                m.attributes = a & attr::SETTABLE;
+            }
+            if let Some(c) = creation {
+                m.creation = Some(c);
+            }
+            if Some(m) != old {
+                info::write_dos(fd, &m, &st)?;
+            }
+        }
+        if atime.is_some() || mtime.is_some() {
+            sys::futimens(fd, atime, mtime)?;
+        }
+        Ok(())
     }
-    pub fn set_end_of_file(&self, _size: u64) -> FsResult<()> {
-        todo!()
+
+    /// FileEndOfFileInformation (MS-FSA 2.1.5.14.4): truncate or extend.
+    pub fn set_end_of_file(&self, size: u64) -> FsResult<()> {
+        self.need(acc::FILE_WRITE_DATA)?;
+        if self.0.is_dir {
+            return Err(FsError::InvalidParameter);
+        }
+        if size > i64::MAX as u64 {
+            return Err(FsError::DiskFull);
+        }
+        // SAFETY: plain syscall.
+        match unsafe { libc::ftruncate(self.fd(), size as i64) } {
+            0 => Ok(()),
+            _ => match last_errno() {
+                libc::EFBIG => Err(FsError::DiskFull),
+                libc::EBADF => Err(FsError::AccessDenied),
+                e => Err(FsError::from_errno(e)),
+            },
+        }
     }
-    pub fn set_allocation(&self, _size: u64) -> FsResult<()> {
-        todo!()
+
+    /// FileAllocationInformation (MS-FSA 2.1.5.14.1): a size below EOF
+    /// truncates the file; otherwise space is reserved and data kept.
+    pub fn set_allocation(&self, size: u64) -> FsResult<()> {
+        self.need(acc::FILE_WRITE_DATA)?;
+        if self.0.is_dir {
+            return Err(FsError::InvalidParameter);
+        }
+        let st = sys::fstat(self.fd())?;
+        if size < st.st_size as u64 {
+            self.set_end_of_file(size)
+        } else {
+            preallocate(self.fd(), size)
+        }
     }
-    pub fn rename(&self, _new_path: &str, _replace_if_exists: bool) -> FsResult<()> {
-        todo!()
+
+    /// FileRenameInformation (MS-FSA 2.1.5.14.11). Needs DELETE access.
+    /// * target exists and `!replace_if_exists` → NameCollision;
+    /// * target is a directory, is open, or is read-only → AccessDenied;
+    /// * this is a directory with opens beneath it → AccessDenied;
+    /// * a case-only change of the same name is allowed.
+    ///
+    /// Updates the path of every open of this file in the share.
+    pub fn rename(&self, new_path: &str, replace_if_exists: bool) -> FsResult<()> {
+        self.need(acc::DELETE)?;
+        let comps = path::parse(new_path)?;
+        let old_rel = self.0.rel();
+        if comps.is_empty() || old_rel.is_empty() {
+            return Err(FsError::AccessDenied);
+        }
+        let share = &self.0.share.0;
+        let prefix = format!("{old_rel}/");
+        if self.0.is_dir
+            && share
+                .all_opens()
+                .iter()
+                .any(|h| h.id != self.0.id && h.rel().starts_with(&prefix))
+        {
+            return Err(FsError::AccessDenied);
+        }
+        let root = share.root_fd();
+        let t = path::resolve(root, &comps)?;
+        let client_name = comps.last().map(String::as_str).unwrap_or_default();
+        let (sp, sname) = path::split_last(&old_rel);
+        let spfd = path::open_beneath(root, sp, libc::O_PATH | libc::O_DIRECTORY, 0)
+            .map_err(FsError::from_errno)?;
+        let csrc = sys::cstr(sname)?;
+        let tp = t.parent_fd.as_raw_fd();
+        let cclient = sys::cstr(client_name)?;
+        let final_name;
+        if t.exists {
+            let ctgt = sys::cstr(&t.name)?;
+            let tst = sys::lstat_at(tp, &ctgt).map_err(FsError::from_errno)?;
+            if FileKey::of(&tst) == self.0.node.key {
+                // Same file: possibly a case-only rename.
+                if t.rel() == old_rel && t.name == client_name {
+                    return Ok(());
+                }
+                rename_at(
+                    spfd.as_raw_fd(),
+                    &csrc,
+                    tp,
+                    &cclient,
+                    libc::RENAME_NOREPLACE,
+                )?;
+                final_name = client_name.to_string();
+            } else {
+                if !replace_if_exists {
+                    return Err(FsError::NameCollision);
+                }
+                if tst.st_mode & libc::S_IFMT == libc::S_IFDIR {
+                    return Err(FsError::AccessDenied);
+                }
+                let tnode = self.0.nodes.get(&FileKey::of(&tst));
+                let guard = tnode.as_ref().map(|n| n.lock());
+                if guard.as_ref().is_some_and(|g| !g.opens.is_empty()) {
+                    return Err(FsError::AccessDenied);
+                }
+                let tmeta = info::read_dos_at(tp, OsStr::from_bytes(t.name.as_bytes()));
+                if info::attributes(&tst, tmeta.as_ref()) & attr::READONLY != 0 {
+                    return Err(FsError::AccessDenied);
+                }
+                rename_at(spfd.as_raw_fd(), &csrc, tp, &ctgt, 0)?;
+                drop(guard);
+                // Keep the client's spelling of the new name.
+                if t.name != client_name
+                    && rename_at(tp, &ctgt, tp, &cclient, libc::RENAME_NOREPLACE).is_ok()
+                {
+                    final_name = client_name.to_string();
+                } else {
+                    final_name = t.name.clone();
+                }
+            }
+        } else {
+            rename_at(
+                spfd.as_raw_fd(),
+                &csrc,
+                tp,
+                &cclient,
+                libc::RENAME_NOREPLACE,
+            )?;
+            final_name = client_name.to_string();
+        }
+        let new_rel = path::join(&t.parent_rel, &final_name);
+        for h in share.all_opens() {
+            let p = h.rel();
+            if p == old_rel {
+                h.set_rel(new_rel.clone());
+            } else if let Some(rest) = p.strip_prefix(&prefix) {
+                h.set_rel(format!("{new_rel}/{rest}"));
+            }
+        }
+        self.0.set_rel(new_rel);
+        Ok(())
     }
-    pub fn set_delete_on_close(&self, _delete: bool) -> FsResult<()> {
-        todo!()
+
+    /// FileDispositionInformation (MS-FSA 2.1.5.14.3): mark or unmark the
+    /// file for deletion when its last open closes. Needs DELETE access;
+    /// read-only → CannotDelete; non-empty directory → DirectoryNotEmpty.
+    pub fn set_delete_on_close(&self, delete: bool) -> FsResult<()> {
+        self.need(acc::DELETE)?;
+        if delete {
+            if self.0.rel().is_empty() {
+                return Err(FsError::CannotDelete);
+            }
+            let st = sys::fstat(self.fd())?;
+            let meta = info::read_dos(self.fd());
+            if info::attributes(&st, meta.as_ref()) & attr::READONLY != 0 {
+                return Err(FsError::CannotDelete);
+            }
+            if self.0.is_dir && !sys::list_dir(self.fd())?.is_empty() {
+                return Err(FsError::DirectoryNotEmpty);
+            }
+            self.0.node.lock().delete_pending = true;
+        } else {
+            let mut s = self.0.node.lock();
+            s.delete_pending = false;
+            if let Some(o) = s.opens.iter_mut().find(|o| o.id == self.0.id) {
+                o.delete_on_close = false;
+            }
+        }
+        Ok(())
     }
+
+    /// Snapshot of a directory, including "." and "..". Entries that are not
+    /// regular files or directories, and symlinks leaving the share, are
+    /// omitted. Needs FILE_LIST_DIRECTORY.
     pub fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
-        todo!()
+        self.need(acc::FILE_LIST_DIRECTORY)?;
+        if !self.0.is_dir {
+            return Err(FsError::NotADirectory);
+        }
+        let root = self.0.share.0.root_fd();
+        let rel = self.0.rel();
+        let dfd = sys::openat(self.fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            .map_err(FsError::from_errno)?;
+        let dfd = dfd.as_raw_fd();
+        let me = self.info()?;
+        let parent = if rel.is_empty() {
+            me.clone()
+        } else {
+            let (p, _) = path::split_last(&rel);
+            let pfd = path::open_beneath(root, p, libc::O_RDONLY | libc::O_DIRECTORY, 0)
+                .map_err(FsError::from_errno)?;
+            info::fd_info(pfd.as_raw_fd(), false)?
+        };
+        let mut out = vec![
+            DirEntry {
+                name: ".".into(),
+                info: me,
+            },
+            DirEntry {
+                name: "..".into(),
+                info: parent,
+            },
+        ];
+        for name in sys::list_dir(dfd)? {
+            let os = OsStr::from_bytes(&name);
+            let Ok(cname) = std::ffi::CString::new(name.clone()) else {
+                continue;
+            };
+            let Ok(mut st) = sys::lstat_at(dfd, &cname) else {
+                continue; // vanished
+            };
+            let mut meta = None;
+            let fmt = st.st_mode & libc::S_IFMT;
+            let btime;
+            if fmt == libc::S_IFLNK {
+                // Follow only if it stays inside the share.
+                let Ok(s) = std::str::from_utf8(&name) else {
+                    continue;
+                };
+                let Ok(fd) = path::open_beneath(root, &path::join(&rel, s), libc::O_PATH, 0) else {
+                    continue;
+                };
+                let Ok(s2) = sys::fstat(fd.as_raw_fd()) else {
+                    continue;
+                };
+                st = s2;
+                btime = sys::btime(fd.as_raw_fd());
+            } else {
+                meta = info::read_dos_at(dfd, os);
+                btime = sys::btime_at(dfd, &cname);
+            }
+            let fmt = st.st_mode & libc::S_IFMT;
+            if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
+                continue;
+            }
+            let dp = self
+                .0
+                .nodes
+                .get(&FileKey::of(&st))
+                .is_some_and(|n| n.lock().delete_pending);
+            out.push(DirEntry {
+                name: String::from_utf8_lossy(&name).into_owned(),
+                info: info::file_info(&st, btime, meta.as_ref(), dp),
+            });
+        }
+        Ok(out)
     }
-    pub fn lock(
-        &self,
-        _offset: u64,
-        _len: u64,
-        _exclusive: bool,
-        _owner: LockOwner,
-    ) -> FsResult<()> {
-        todo!()
+
+    /// Byte-range lock (MS-FSA 2.1.5.8), failing immediately with
+    /// LockNotGranted on conflict. To wait, retry after
+    /// [`OpenHandle::lock_changed`] fires.
+    pub fn lock(&self, offset: u64, len: u64, exclusive: bool, owner: LockOwner) -> FsResult<()> {
+        self.live()?;
+        if self.0.is_dir {
+            return Err(FsError::InvalidParameter);
+        }
+        let h = self.holder(owner);
+        self.0.node.lock().locks.lock(offset, len, exclusive, h)
     }
-    pub fn unlock(&self, _offset: u64, _len: u64, _owner: LockOwner) -> FsResult<()> {
-        todo!()
+
+    /// Byte-range unlock (MS-FSA 2.1.5.9): the exact range, same open and owner.
+    pub fn unlock(&self, offset: u64, len: u64, owner: LockOwner) -> FsResult<()> {
+        self.live()?;
+        if self.0.is_dir {
+            return Err(FsError::InvalidParameter);
+        }
+        let h = self.holder(owner);
+        self.0.node.lock().locks.unlock(offset, len, h)?;
+        self.0.node.notify.notify_waiters();
+        Ok(())
     }
+
+    /// MS-FSA 2.1.4.10 for I/O: would reading/writing this range conflict
+    /// with a byte-range lock? Err(LockConflict) if so.
     pub fn check_io_lock(
         &self,
-        _offset: u64,
-        _len: u64,
-        _is_write: bool,
-        _owner: LockOwner,
+        offset: u64,
+        len: u64,
+        is_write: bool,
+        owner: LockOwner,
     ) -> FsResult<()> {
-        todo!()
+        self.live()?;
+        let s = self.0.node.lock();
+        if s.locks.is_empty() {
+            return Ok(());
+        }
+        let kind = if is_write {
+            IoKind::Write
+        } else {
+            IoKind::Read
+        };
+        s.locks.check_io(offset, len, kind, self.holder(owner))
     }
+
+    /// Notified (`notify_waiters`) whenever locks of this file are released
+    /// (unlock or close) or an open of it closes. Create the `notified()`
+    /// future *before* retrying the lock to avoid missing a wake-up.
     pub fn lock_changed(&self) -> Arc<Notify> {
-        todo!()
+        self.0.node.notify.clone()
     }
+
+    /// Close the open (MS-FSA 2.1.5.4): releases its locks and share mode,
+    /// deletes the file if this was the last open and delete is pending.
+    /// Returns the attributes as of the close.
     pub fn close(&self) -> FsResult<FileInfo> {
-        todo!()
+        if self.0.closed.swap(true, Ordering::AcqRel) {
+            return Err(FsError::FileClosed);
+        }
+        self.0.release();
+        info::fd_info(self.fd(), false)
     }
+}
+
+fn rename_at(
+    sfd: RawFd,
+    sname: &std::ffi::CStr,
+    tfd: RawFd,
+    tname: &std::ffi::CStr,
+    flags: u32,
+) -> FsResult<()> {
+    // SAFETY: plain syscall with single validated components.
+    let r = unsafe { libc::renameat2(sfd, sname.as_ptr(), tfd, tname.as_ptr(), flags) };
+    if r < 0 {
+        return Err(match last_errno() {
+            libc::EEXIST | libc::ENOTEMPTY => FsError::NameCollision,
+            libc::EBUSY => FsError::AccessDenied,
+            e => FsError::from_errno(e),
+        });
+    }
+    Ok(())
 }

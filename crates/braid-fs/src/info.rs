@@ -1,1 +1,185 @@
-//! TODO
+//! File metadata in Windows terms: DOS attributes and creation time that
+//! POSIX cannot hold live in the `user.braid.dos` xattr; where xattrs are
+//! unsupported we fall back to what the mode bits and statx can say.
+
+use std::ffi::{CStr, OsStr};
+use std::os::fd::RawFd;
+use std::time::SystemTime;
+
+use crate::error::{FsError, FsResult};
+use crate::sys;
+use crate::types::{attr, FileInfo};
+
+pub(crate) const DOS_XATTR: &CStr = c"user.braid.dos";
+const VERSION: u8 = 1;
+
+/// What we persist beyond POSIX metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct DosMeta {
+    /// FILE_ATTRIBUTE_* restricted to [`attr::SETTABLE`].
+    pub attributes: u32,
+    /// Creation time set by a client (overrides statx btime).
+    pub creation: Option<SystemTime>,
+}
+
+impl DosMeta {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(18);
+        v.push(VERSION);
+        v.extend_from_slice(&self.attributes.to_le_bytes());
+        match self.creation {
+            Some(t) => {
+                let ts = sys::to_timespec(t);
+                v.push(1);
+                v.extend_from_slice(&(ts.tv_sec as i64).to_le_bytes());
+                v.extend_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
+            }
+            None => v.push(0),
+        }
+        v
+    }
+
+    pub fn decode(b: &[u8]) -> Option<DosMeta> {
+        if b.len() < 6 || b[0] != VERSION {
+            return None;
+        }
+        let attributes = u32::from_le_bytes(b[1..5].try_into().ok()?) & attr::SETTABLE;
+        let creation = if b[5] == 1 && b.len() >= 18 {
+            let sec = i64::from_le_bytes(b[6..14].try_into().ok()?);
+            let nsec = u32::from_le_bytes(b[14..18].try_into().ok()?);
+            if nsec >= 1_000_000_000 {
+                return None;
+            }
+            Some(sys::ts(sec, nsec as i64))
+        } else {
+            None
+        };
+        Some(DosMeta {
+            attributes,
+            creation,
+        })
+    }
+}
+
+/// Read the stored DOS metadata of an open fd (None: absent/unsupported).
+pub(crate) fn read_dos(fd: RawFd) -> Option<DosMeta> {
+    sys::fgetxattr(fd, DOS_XATTR).and_then(|b| DosMeta::decode(&b))
+}
+
+pub(crate) fn read_dos_at(dirfd: RawFd, name: &OsStr) -> Option<DosMeta> {
+    sys::getxattr_at(dirfd, name, DOS_XATTR).and_then(|b| DosMeta::decode(&b))
+}
+
+/// Persist DOS metadata. Where xattrs are unsupported, READONLY falls back
+/// to clearing/setting the owner write bit; other bits and the creation
+/// time are then not kept.
+pub(crate) fn write_dos(fd: RawFd, meta: &DosMeta, st: &libc::stat) -> FsResult<()> {
+    match sys::fsetxattr(fd, DOS_XATTR, &meta.encode()) {
+        Ok(()) => Ok(()),
+        Err(libc::ENOTSUP) | Err(libc::EPERM) | Err(libc::EBADF) => {
+            let ro = meta.attributes & attr::READONLY != 0;
+            let mode = st.st_mode & 0o7777;
+            let new = if ro { mode & !0o222 } else { mode | 0o200 };
+            if new != mode {
+                // SAFETY: plain syscall.
+                sys::check(unsafe { libc::fchmod(fd, new) })?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(FsError::from_errno(e)),
+    }
+}
+
+pub(crate) fn is_dir(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFDIR
+}
+
+/// Effective DOS attributes from stat + stored metadata.
+pub(crate) fn attributes(st: &libc::stat, meta: Option<&DosMeta>) -> u32 {
+    let dir = is_dir(st);
+    let mut a = match meta {
+        Some(m) => m.attributes & attr::SETTABLE,
+        None => {
+            let mut a = if dir { 0 } else { attr::ARCHIVE };
+            if !dir && st.st_mode & 0o200 == 0 {
+                a |= attr::READONLY;
+            }
+            a
+        }
+    };
+    if dir {
+        a |= attr::DIRECTORY;
+    }
+    if a == 0 {
+        a = attr::NORMAL;
+    }
+    a
+}
+
+/// Build a [`FileInfo`] from stat, optional birth time and stored metadata.
+pub(crate) fn file_info(
+    st: &libc::stat,
+    btime: Option<SystemTime>,
+    meta: Option<&DosMeta>,
+    delete_pending: bool,
+) -> FileInfo {
+    let dir = is_dir(st);
+    let atime = sys::ts(st.st_atime, st.st_atime_nsec);
+    let mtime = sys::ts(st.st_mtime, st.st_mtime_nsec);
+    let ctime = sys::ts(st.st_ctime, st.st_ctime_nsec);
+    let creation = meta
+        .and_then(|m| m.creation)
+        .or(btime)
+        .unwrap_or_else(|| mtime.min(ctime));
+    FileInfo {
+        creation_time: creation,
+        last_access_time: atime,
+        last_write_time: mtime,
+        change_time: ctime,
+        allocation_size: if dir { 0 } else { st.st_blocks as u64 * 512 },
+        end_of_file: if dir { 0 } else { st.st_size as u64 },
+        attributes: attributes(st, meta),
+        number_of_links: st.st_nlink as u32,
+        delete_pending,
+        is_directory: dir,
+        file_id: st.st_ino,
+    }
+}
+
+/// Info of an open fd.
+pub(crate) fn fd_info(fd: RawFd, delete_pending: bool) -> FsResult<FileInfo> {
+    let st = sys::fstat(fd)?;
+    let meta = read_dos(fd);
+    Ok(file_info(
+        &st,
+        sys::btime(fd),
+        meta.as_ref(),
+        delete_pending,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn dos_meta_roundtrip() {
+        let m = DosMeta {
+            attributes: attr::HIDDEN | attr::READONLY,
+            creation: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
+        };
+        assert_eq!(DosMeta::decode(&m.encode()), Some(m));
+        let m2 = DosMeta {
+            attributes: attr::ARCHIVE,
+            creation: None,
+        };
+        assert_eq!(DosMeta::decode(&m2.encode()), Some(m2));
+        let old = DosMeta {
+            attributes: 0,
+            creation: Some(UNIX_EPOCH - Duration::from_secs(86_400 * 365)),
+        };
+        assert_eq!(DosMeta::decode(&old.encode()), Some(old));
+        assert_eq!(DosMeta::decode(&[9, 0, 0]), None);
+    }
+}

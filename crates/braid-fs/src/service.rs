@@ -1,22 +1,46 @@
-//! The file service: shares, open (MS-FSA 2.1.5.1), statistics.
+//! The file service: shares, open/create (MS-FSA 2.1.5.1), statistics.
 
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::clock::Clock;
-use crate::error::FsResult;
-use crate::share::ShareRef;
-use crate::types::{FsStats, OpenParams, Opened, RequestCtx};
+use crate::error::{last_errno, FsError, FsResult};
+use crate::handle::{HandleInner, OpenHandle};
+use crate::info::{self, DosMeta};
+use crate::open_table::{check_share_access, FileKey, Node, NodeTable, OpenEntry};
+use crate::path;
+use crate::share::{Share, ShareRef};
+use crate::sys;
+use crate::types::{
+    access as acc, attr, map_generic, share as sh, CreateAction, DirectoryRequirement, Disposition,
+    FsStats, OpenParams, Opened, RequestCtx,
+};
 
-/// The protocol-neutral file service. `Send + Sync`; share one `Arc` between
-/// all connections.
+/// The protocol-neutral file service. `Send + Sync`; share one `Arc`
+/// between all connections and call it from blocking worker threads.
 pub struct FileService {
     pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) nodes: Arc<NodeTable>,
+    next_id: AtomicU64,
 }
+
+/// Rights a read-only file never grants for writing (MS-FSA 2.1.5.1.2.1).
+const RO_DENIED: u32 = acc::FILE_WRITE_DATA
+    | acc::FILE_APPEND_DATA
+    | acc::FILE_ADD_SUBDIRECTORY
+    | acc::FILE_DELETE_CHILD;
 
 impl FileService {
     pub fn new(clock: Arc<dyn Clock>) -> Arc<FileService> {
-        Arc::new(FileService { clock })
+        Arc::new(FileService {
+            clock,
+            nodes: Arc::new(NodeTable::default()),
+            next_id: AtomicU64::new(1),
+        })
     }
 
     /// The injected clock.
@@ -24,24 +48,443 @@ impl FileService {
         &self.clock
     }
 
-    /// Export `root` as share `name`. The root is opened once; a missing or
-    /// non-directory path is an error.
-    pub fn add_share(&self, _name: &str, _root: impl AsRef<Path>) -> FsResult<ShareRef> {
-        todo!()
-    }
-
-    /// Open or create a file (MS-FSA 2.1.5.1).
-    pub fn open(
-        &self,
-        _ctx: &RequestCtx,
-        _share: &ShareRef,
-        _params: OpenParams,
-    ) -> FsResult<Opened> {
-        todo!()
+    /// Export `root` as share `name`. The root is opened once (`O_PATH`);
+    /// a missing path is `NotFound`, a non-directory `NotADirectory`.
+    pub fn add_share(&self, name: &str, root: impl AsRef<Path>) -> FsResult<ShareRef> {
+        let p = root.as_ref();
+        let c = CString::new(p.as_os_str().as_bytes()).map_err(|_| FsError::InvalidParameter)?;
+        // SAFETY: plain syscall with a valid C string.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(match last_errno() {
+                libc::ENOTDIR => FsError::NotADirectory,
+                e => FsError::from_errno(e),
+            });
+        }
+        // SAFETY: fresh fd.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(ShareRef(Arc::new(Share::new(
+            name.to_string(),
+            p.to_path_buf(),
+            fd,
+        ))))
     }
 
     /// statvfs of the share's file system.
-    pub fn fs_stats(&self, _share: &ShareRef) -> FsResult<FsStats> {
-        todo!()
+    pub fn fs_stats(&self, share: &ShareRef) -> FsResult<FsStats> {
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: valid out pointer; fstatvfs works on O_PATH fds.
+        sys::check(unsafe { libc::fstatvfs(share.0.root_fd(), &mut s) })?;
+        Ok(FsStats {
+            block_size: if s.f_frsize != 0 {
+                s.f_frsize
+            } else {
+                s.f_bsize
+            } as u64,
+            total_blocks: s.f_blocks as u64,
+            free_blocks: s.f_bfree as u64,
+            available_blocks: s.f_bavail as u64,
+            total_files: s.f_files as u64,
+            free_files: s.f_ffree as u64,
+            max_name_len: s.f_namemax as u64,
+        })
     }
+
+    /// Open or create a file or directory (MS-FSA 2.1.5.1).
+    pub fn open(&self, ctx: &RequestCtx, share: &ShareRef, p: OpenParams) -> FsResult<Opened> {
+        let _ = &ctx.identity; // no ACLs yet: the share's host permissions apply.
+        let comps = path::parse(&p.path)?;
+        // MS-FSA 2.1.5.1 parameter validation.
+        if p.directory == DirectoryRequirement::MustBeDirectory
+            && matches!(
+                p.disposition,
+                Disposition::Supersede | Disposition::Overwrite | Disposition::OverwriteIf
+            )
+        {
+            return Err(FsError::InvalidParameter);
+        }
+        if p.share_access & !sh::ALL != 0 {
+            return Err(FsError::InvalidParameter);
+        }
+        let mut access = map_generic(p.access);
+        if access & acc::ACCESS_SYSTEM_SECURITY != 0 {
+            return Err(FsError::PrivilegeNotHeld);
+        }
+        let max = access & acc::MAXIMUM_ALLOWED != 0;
+        access &= !acc::MAXIMUM_ALLOWED;
+        if max {
+            access |= acc::FILE_ALL_ACCESS;
+        }
+        if p.delete_on_close && access & acc::DELETE == 0 {
+            return Err(FsError::AccessDenied);
+        }
+        // A create can race with another create or a delete; retry a little.
+        for _ in 0..4 {
+            if let Some(o) = self.try_open(share, &comps, &p, access, max)? {
+                return Ok(o);
+            }
+        }
+        Err(FsError::SharingViolation)
+    }
+
+    fn try_open(
+        &self,
+        share: &ShareRef,
+        comps: &[String],
+        p: &OpenParams,
+        access: u32,
+        max: bool,
+    ) -> FsResult<Option<Opened>> {
+        let root = share.0.root_fd();
+        if comps.is_empty() {
+            if p.delete_on_close {
+                return Err(FsError::CannotDelete);
+            }
+            return self
+                .open_existing(share, String::new(), p, access, max)
+                .map(Some);
+        }
+        let r = path::resolve(root, comps)?;
+        if r.exists {
+            if p.disposition == Disposition::Create {
+                return Err(FsError::NameCollision);
+            }
+            match self.open_existing(share, r.rel(), p, access, max) {
+                // Vanished between lookup and open: start again.
+                Err(FsError::NotFound) => Ok(None),
+                other => other.map(Some),
+            }
+        } else {
+            match p.disposition {
+                Disposition::Open | Disposition::Overwrite => Err(FsError::NotFound),
+                _ => self.create(share, r, p, access, max),
+            }
+        }
+    }
+
+    /// Open the fd of an existing file with the least host rights needed.
+    fn open_fd(
+        root: i32,
+        rel: &str,
+        p: &OpenParams,
+        want_write: bool,
+        max: bool,
+        access: u32,
+    ) -> FsResult<(OwnedFd, bool)> {
+        let mut base = libc::O_NONBLOCK | libc::O_NOCTTY;
+        if p.directory == DirectoryRequirement::MustBeDirectory {
+            base |= libc::O_DIRECTORY;
+        }
+        if p.write_through {
+            base |= libc::O_DSYNC;
+        }
+        let map = |e: i32| match e {
+            libc::ENOTDIR if p.directory == DirectoryRequirement::MustBeDirectory => {
+                FsError::NotADirectory
+            }
+            libc::ENOTDIR => FsError::PathNotFound,
+            e => FsError::from_errno(e),
+        };
+        if want_write || max {
+            match path::open_beneath(root, rel, base | libc::O_RDWR, 0) {
+                Ok(fd) => return Ok((fd, true)),
+                Err(libc::EISDIR) => {}
+                Err(libc::EACCES | libc::EPERM | libc::EROFS | libc::ETXTBSY) if !want_write => {}
+                Err(e) => return Err(map(e)),
+            }
+        }
+        match path::open_beneath(root, rel, base | libc::O_RDONLY, 0) {
+            Ok(fd) => Ok((fd, false)),
+            Err(libc::EACCES | libc::EPERM)
+                if access & (acc::FILE_READ_DATA | acc::FILE_EXECUTE) == 0 || max =>
+            {
+                let f = libc::O_PATH | (base & libc::O_DIRECTORY);
+                path::open_beneath(root, rel, f, 0)
+                    .map(|fd| (fd, false))
+                    .map_err(map)
+            }
+            Err(e) => Err(map(e)),
+        }
+    }
+
+    /// MS-FSA 2.1.5.1.2: open of an existing file.
+    fn open_existing(
+        &self,
+        share: &ShareRef,
+        rel: String,
+        p: &OpenParams,
+        mut access: u32,
+        max: bool,
+    ) -> FsResult<Opened> {
+        let overwrite = matches!(
+            p.disposition,
+            Disposition::Supersede | Disposition::Overwrite | Disposition::OverwriteIf
+        );
+        let want_write =
+            (!max && access & (acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA) != 0) || overwrite;
+        let (fd, writable) = Self::open_fd(share.0.root_fd(), &rel, p, want_write, max, access)?;
+        let st = sys::fstat(fd.as_raw_fd())?;
+        let fmt = st.st_mode & libc::S_IFMT;
+        if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
+            // FIFOs, sockets and devices are not served.
+            return Err(FsError::AccessDenied);
+        }
+        let is_dir = fmt == libc::S_IFDIR;
+        match p.directory {
+            DirectoryRequirement::MustBeDirectory if !is_dir => return Err(FsError::NotADirectory),
+            DirectoryRequirement::MustNotBeDirectory if is_dir => {
+                return Err(FsError::IsADirectory)
+            }
+            _ => {}
+        }
+        if is_dir && overwrite {
+            return Err(FsError::InvalidParameter);
+        }
+        let meta = info::read_dos(fd.as_raw_fd());
+        let attrs = info::attributes(&st, meta.as_ref());
+        let readonly = attrs & attr::READONLY != 0;
+        // MS-FSA 2.1.5.1.2.1: read-only files refuse write access and deletion.
+        if readonly && p.delete_on_close {
+            return Err(FsError::CannotDelete);
+        }
+        if readonly && !is_dir {
+            if overwrite || (!max && access & RO_DENIED != 0) {
+                return Err(FsError::AccessDenied);
+            }
+            access &= !RO_DENIED;
+        }
+        if max && !writable && !is_dir {
+            access &= !(acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA);
+        }
+        if overwrite {
+            // MS-FSA 2.1.5.1.2: overwriting a HIDDEN/SYSTEM file must keep the bits.
+            let lost = attrs & (attr::HIDDEN | attr::SYSTEM) & !p.attributes;
+            if lost != 0 {
+                return Err(FsError::AccessDenied);
+            }
+        }
+        let (node, id) = self.register(&st, access, p)?;
+        let handle = self.make_handle(share, id, node, fd, is_dir, access, p.share_access, rel);
+        let action = if overwrite {
+            let r = (|| {
+                let fdr = handle.fd();
+                // SAFETY: plain syscall.
+                sys::check(unsafe { libc::ftruncate(fdr, 0) })?;
+                let m = DosMeta {
+                    attributes: (p.attributes & attr::SETTABLE) | attr::ARCHIVE,
+                    creation: meta.and_then(|m| m.creation),
+                };
+                info::write_dos(fdr, &m, &st)?;
+                if let Some(a) = p.allocation_size {
+                    preallocate(fdr, a)?;
+                }
+                Ok::<_, FsError>(())
+            })();
+            if let Err(e) = r {
+                let _ = handle.close();
+                return Err(e);
+            }
+            if p.disposition == Disposition::Supersede {
+                CreateAction::Superseded
+            } else {
+                CreateAction::Overwritten
+            }
+        } else {
+            CreateAction::Opened
+        };
+        let info = handle.info()?;
+        Ok(Opened {
+            handle,
+            action,
+            info,
+        })
+    }
+
+    /// MS-FSA 2.1.5.1.1: creation of a new file or directory.
+    fn create(
+        &self,
+        share: &ShareRef,
+        r: path::Resolved,
+        p: &OpenParams,
+        access: u32,
+        max: bool,
+    ) -> FsResult<Option<Opened>> {
+        if p.delete_on_close && p.attributes & attr::READONLY != 0 {
+            return Err(FsError::CannotDelete);
+        }
+        let parent = r.parent_fd.as_raw_fd();
+        // Nothing may be created in a directory that is being deleted.
+        let pst = sys::fstat(parent)?;
+        if let Some(n) = self.nodes.get(&FileKey::of(&pst)) {
+            if n.lock().delete_pending {
+                return Err(FsError::DeletePending);
+            }
+        }
+        let cname = sys::cstr(&r.name)?;
+        let is_dir = p.directory == DirectoryRequirement::MustBeDirectory;
+        let fd = if is_dir {
+            // SAFETY: plain syscall; single validated component.
+            if unsafe { libc::mkdirat(parent, cname.as_ptr(), 0o777) } < 0 {
+                return match last_errno() {
+                    libc::EEXIST => Ok(None),
+                    e => Err(FsError::from_errno(e)),
+                };
+            }
+            sys::openat(
+                parent,
+                &cname,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+                0,
+            )
+            .map_err(FsError::from_errno)?
+        } else {
+            let mut f =
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR | libc::O_NOFOLLOW | libc::O_NOCTTY;
+            if p.write_through {
+                f |= libc::O_DSYNC;
+            }
+            match sys::openat(parent, &cname, f, 0o666) {
+                Ok(fd) => fd,
+                Err(libc::EEXIST) => return Ok(None),
+                Err(e) => return Err(FsError::from_errno(e)),
+            }
+        };
+        let cleanup = || {
+            let flag = if is_dir { libc::AT_REMOVEDIR } else { 0 };
+            // SAFETY: plain syscall.
+            unsafe { libc::unlinkat(parent, cname.as_ptr(), flag) };
+        };
+        let st = match sys::fstat(fd.as_raw_fd()) {
+            Ok(st) => st,
+            Err(e) => {
+                cleanup();
+                return Err(e);
+            }
+        };
+        let mut attrs = p.attributes & attr::SETTABLE;
+        if !is_dir {
+            attrs |= attr::ARCHIVE;
+        }
+        let default = if is_dir { 0 } else { attr::ARCHIVE };
+        let setup = (|| {
+            if attrs != default {
+                let m = DosMeta {
+                    attributes: attrs,
+                    creation: None,
+                };
+                info::write_dos(fd.as_raw_fd(), &m, &st)?;
+            }
+            if let (Some(a), false) = (p.allocation_size, is_dir) {
+                preallocate(fd.as_raw_fd(), a)?;
+            }
+            Ok::<_, FsError>(())
+        })();
+        if let Err(e) = setup {
+            cleanup();
+            return Err(e);
+        }
+        let mut access = access;
+        if max && attrs & attr::READONLY != 0 && !is_dir {
+            access &= !RO_DENIED;
+        }
+        let (node, id) = match self.register(&st, access, p) {
+            Ok(x) => x,
+            Err(e) => {
+                cleanup();
+                return Err(e);
+            }
+        };
+        let handle = self.make_handle(share, id, node, fd, is_dir, access, p.share_access, r.rel());
+        let info = handle.info()?;
+        Ok(Some(Opened {
+            handle,
+            action: CreateAction::Created,
+            info,
+        }))
+    }
+
+    /// Enter an open into the file's share-mode table (MS-FSA 2.1.5.1.2).
+    fn register(&self, st: &libc::stat, access: u32, p: &OpenParams) -> FsResult<(Arc<Node>, u64)> {
+        let key = FileKey::of(st);
+        loop {
+            let node = self.nodes.get_or_insert(key);
+            let mut s = node.lock();
+            if s.dead {
+                continue;
+            }
+            if s.delete_pending {
+                return Err(FsError::DeletePending);
+            }
+            check_share_access(&s.opens, access, p.share_access)?;
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            s.opens.push(OpenEntry {
+                id,
+                access,
+                share_access: p.share_access,
+                delete_on_close: p.delete_on_close,
+            });
+            drop(s);
+            return Ok((node, id));
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn make_handle(
+        &self,
+        share: &ShareRef,
+        id: u64,
+        node: Arc<Node>,
+        fd: OwnedFd,
+        is_dir: bool,
+        access: u32,
+        share_access: u32,
+        rel: String,
+    ) -> OpenHandle {
+        let inner = Arc::new(HandleInner {
+            id,
+            share: share.clone(),
+            nodes: self.nodes.clone(),
+            clock: self.clock.clone(),
+            node,
+            fd,
+            is_dir,
+            access,
+            share_access,
+            path: Mutex::new(rel),
+            closed: AtomicBool::new(false),
+        });
+        share.0.register(id, Arc::downgrade(&inner));
+        OpenHandle(inner)
+    }
+}
+
+/// Reserve `size` bytes without changing the file size (best effort: file
+/// systems without fallocate are fine, a full disk is not).
+pub(crate) fn preallocate(fd: i32, size: u64) -> FsResult<()> {
+    if size == 0 {
+        return Ok(());
+    }
+    // SAFETY: plain syscall.
+    let r = unsafe {
+        libc::fallocate(
+            fd,
+            libc::FALLOC_FL_KEEP_SIZE,
+            0,
+            size.min(i64::MAX as u64) as i64,
+        )
+    };
+    if r < 0 {
+        return match last_errno() {
+            libc::ENOSPC => Err(FsError::DiskFull),
+            libc::EDQUOT => Err(FsError::QuotaExceeded),
+            libc::EFBIG => Err(FsError::DiskFull),
+            _ => Ok(()),
+        };
+    }
+    Ok(())
 }

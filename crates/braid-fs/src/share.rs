@@ -1,11 +1,59 @@
-//! Shares: an exported directory, held as an `O_PATH` fd.
+//! Shares: an exported directory, held as an `O_PATH` fd, plus a registry of
+//! the share's opens (used by rename to find and update affected opens).
 
+use std::collections::HashMap;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::handle::HandleInner;
+
+const SHARDS: usize = 16;
 
 pub(crate) struct Share {
     pub(crate) name: String,
     pub(crate) root_path: PathBuf,
+    pub(crate) root: OwnedFd,
+    opens: Vec<Mutex<HashMap<u64, Weak<HandleInner>>>>,
+}
+
+impl Share {
+    pub(crate) fn new(name: String, root_path: PathBuf, root: OwnedFd) -> Share {
+        Share {
+            name,
+            root_path,
+            root,
+            opens: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    pub(crate) fn root_fd(&self) -> RawFd {
+        self.root.as_raw_fd()
+    }
+
+    fn shard(&self, id: u64) -> std::sync::MutexGuard<'_, HashMap<u64, Weak<HandleInner>>> {
+        self.opens[(id as usize) % SHARDS]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn register(&self, id: u64, h: Weak<HandleInner>) {
+        self.shard(id).insert(id, h);
+    }
+
+    pub(crate) fn unregister(&self, id: u64) {
+        self.shard(id).remove(&id);
+    }
+
+    /// Snapshot of all live opens of the share.
+    pub(crate) fn all_opens(&self) -> Vec<Arc<HandleInner>> {
+        let mut v = Vec::new();
+        for s in &self.opens {
+            let m = s.lock().unwrap_or_else(|p| p.into_inner());
+            v.extend(m.values().filter_map(Weak::upgrade));
+        }
+        v
+    }
 }
 
 /// A reference to an exported share. Cheap to clone.

@@ -1,1 +1,325 @@
-//! TODO
+//! Thin, safe wrappers over the Linux system calls the backend needs.
+//! Every path-taking call here is relative to a directory fd; the only
+//! multi-component paths go through [`openat2_beneath`].
+
+use std::ffi::{CStr, CString, OsStr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::error::{last_errno, FsError, FsResult};
+
+pub(crate) fn cstr(s: &str) -> FsResult<CString> {
+    CString::new(s).map_err(|_| FsError::InvalidName)
+}
+
+/// `openat2(dirfd, path, how{flags, mode, RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS})`.
+/// Returns the raw errno on failure so callers can tell ENOENT from ENOTDIR.
+pub(crate) fn openat2_beneath(
+    dirfd: RawFd,
+    path: &CStr,
+    flags: i32,
+    mode: u32,
+) -> Result<OwnedFd, i32> {
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_CLOEXEC) as u64;
+    how.mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 {
+        mode as u64
+    } else {
+        0
+    };
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
+    // EAGAIN: a concurrent rename raced the lookup; retry a few times.
+    for _ in 0..8 {
+        // SAFETY: valid pointers; size matches the struct passed.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dirfd,
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                std::mem::size_of::<libc::open_how>(),
+            )
+        };
+        if r >= 0 {
+            // SAFETY: the kernel returned a fresh fd.
+            return Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) });
+        }
+        let e = last_errno();
+        if e != libc::EAGAIN && e != libc::EINTR {
+            return Err(e);
+        }
+    }
+    Err(libc::EAGAIN)
+}
+
+/// `openat(dirfd, name, flags)` for a single, already validated component.
+pub(crate) fn openat(dirfd: RawFd, name: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, i32> {
+    // SAFETY: plain syscall with a valid C string.
+    let r = unsafe { libc::openat(dirfd, name.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if r < 0 {
+        Err(last_errno())
+    } else {
+        // SAFETY: fresh fd.
+        Ok(unsafe { OwnedFd::from_raw_fd(r) })
+    }
+}
+
+pub(crate) fn fstat(fd: RawFd) -> FsResult<libc::stat> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: st is a valid out pointer.
+    if unsafe { libc::fstat(fd, &mut st) } < 0 {
+        return Err(FsError::last_os());
+    }
+    Ok(st)
+}
+
+/// `fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)`; raw errno on failure.
+pub(crate) fn lstat_at(dirfd: RawFd, name: &CStr) -> Result<libc::stat, i32> {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers.
+    if unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } < 0 {
+        return Err(last_errno());
+    }
+    Ok(st)
+}
+
+/// Birth time via statx, if the file system records it.
+pub(crate) fn btime(fd: RawFd) -> Option<SystemTime> {
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let empty = c"";
+    // SAFETY: valid pointers; AT_EMPTY_PATH stats the fd itself.
+    let r = unsafe {
+        libc::statx(
+            fd,
+            empty.as_ptr(),
+            libc::AT_EMPTY_PATH,
+            libc::STATX_BTIME,
+            &mut stx,
+        )
+    };
+    if r < 0 || stx.stx_mask & libc::STATX_BTIME == 0 {
+        return None;
+    }
+    Some(ts(stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec as i64))
+}
+
+/// Seconds + nanoseconds since the epoch (may be negative) to SystemTime.
+pub(crate) fn ts(sec: i64, nsec: i64) -> SystemTime {
+    if sec >= 0 {
+        UNIX_EPOCH + Duration::new(sec as u64, nsec as u32)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(sec.unsigned_abs()) + Duration::from_nanos(nsec as u64)
+    }
+}
+
+pub(crate) fn to_timespec(t: SystemTime) -> libc::timespec {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => libc::timespec {
+            tv_sec: d.as_secs() as libc::time_t,
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        },
+        Err(e) => {
+            let d = e.duration();
+            let mut sec = -(d.as_secs() as i64);
+            let mut nsec = -(d.subsec_nanos() as i64);
+            if nsec < 0 {
+                sec -= 1;
+                nsec += 1_000_000_000;
+            }
+            libc::timespec {
+                tv_sec: sec as libc::time_t,
+                tv_nsec: nsec as libc::c_long,
+            }
+        }
+    }
+}
+
+/// futimens with optional atime/mtime (UTIME_OMIT for None).
+pub(crate) fn futimens(
+    fd: RawFd,
+    atime: Option<SystemTime>,
+    mtime: Option<SystemTime>,
+) -> FsResult<()> {
+    let omit = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: libc::UTIME_OMIT,
+    };
+    let times = [
+        atime.map(to_timespec).unwrap_or(omit),
+        mtime.map(to_timespec).unwrap_or(omit),
+    ];
+    // SAFETY: valid array of two timespecs.
+    if unsafe { libc::futimens(fd, times.as_ptr()) } < 0 {
+        return Err(FsError::last_os());
+    }
+    Ok(())
+}
+
+/// Read an xattr of an open fd. `Ok(None)` when absent or unsupported.
+pub(crate) fn fgetxattr(fd: RawFd, name: &CStr) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; 64];
+    // SAFETY: buffer pointer and length are valid.
+    let r = unsafe { libc::fgetxattr(fd, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if r < 0 {
+        return None;
+    }
+    buf.truncate(r as usize);
+    Some(buf)
+}
+
+/// Read an xattr of `name` inside the directory `dirfd` without following a
+/// final symlink. `name` is a single component from readdir (no `/`), so the
+/// `/proc/self/fd/N/name` path cannot leave the directory.
+pub(crate) fn getxattr_at(dirfd: RawFd, name: &OsStr, attr: &CStr) -> Option<Vec<u8>> {
+    let mut p = format!("/proc/self/fd/{dirfd}/").into_bytes();
+    p.extend_from_slice(name.as_bytes());
+    let p = CString::new(p).ok()?;
+    let mut buf = vec![0u8; 64];
+    // SAFETY: valid pointers.
+    let r = unsafe {
+        libc::lgetxattr(
+            p.as_ptr(),
+            attr.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if r < 0 {
+        return None;
+    }
+    buf.truncate(r as usize);
+    Some(buf)
+}
+
+/// Set an xattr; returns the raw errno on failure.
+pub(crate) fn fsetxattr(fd: RawFd, name: &CStr, val: &[u8]) -> Result<(), i32> {
+    // SAFETY: valid pointers.
+    let r = unsafe { libc::fsetxattr(fd, name.as_ptr(), val.as_ptr().cast(), val.len(), 0) };
+    if r < 0 {
+        Err(last_errno())
+    } else {
+        Ok(())
+    }
+}
+
+/// Names in a directory (excluding "." and ".."), read through a fresh fd so
+/// the caller's fd offset is untouched.
+pub(crate) fn list_dir(dirfd: RawFd) -> FsResult<Vec<Vec<u8>>> {
+    let fd =
+        openat(dirfd, c".", libc::O_RDONLY | libc::O_DIRECTORY, 0).map_err(FsError::from_errno)?;
+    let raw = fd.as_raw_fd();
+    // SAFETY: fdopendir takes ownership of the fd on success.
+    let dir = unsafe { libc::fdopendir(raw) };
+    if dir.is_null() {
+        return Err(FsError::last_os());
+    }
+    std::mem::forget(fd);
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: dir is a valid DIR*.
+        let ent = unsafe { libc::readdir64(dir) };
+        if ent.is_null() {
+            break;
+        }
+        // SAFETY: d_name is NUL-terminated.
+        let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) }.to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        out.push(name.to_vec());
+    }
+    // SAFETY: closes the DIR and its fd.
+    unsafe { libc::closedir(dir) };
+    Ok(out)
+}
+
+pub(crate) fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> FsResult<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        let off = offset
+            .checked_add(done as u64)
+            .ok_or(FsError::InvalidParameter)?;
+        if off > i64::MAX as u64 {
+            break;
+        }
+        // SAFETY: pointer/len are within buf.
+        let r = unsafe {
+            libc::pread64(
+                fd,
+                buf[done..].as_mut_ptr().cast(),
+                buf.len() - done,
+                off as i64,
+            )
+        };
+        if r < 0 {
+            let e = last_errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(FsError::from_errno(e));
+        }
+        if r == 0 {
+            break;
+        }
+        done += r as usize;
+    }
+    Ok(done)
+}
+
+pub(crate) fn pwrite(fd: RawFd, data: &[u8], offset: u64) -> FsResult<usize> {
+    let mut done = 0;
+    while done < data.len() {
+        let off = offset
+            .checked_add(done as u64)
+            .ok_or(FsError::InvalidParameter)?;
+        if off > i64::MAX as u64 {
+            return Err(FsError::FileTooLarge);
+        }
+        // SAFETY: pointer/len are within data.
+        let r = unsafe {
+            libc::pwrite64(
+                fd,
+                data[done..].as_ptr().cast(),
+                data.len() - done,
+                off as i64,
+            )
+        };
+        if r < 0 {
+            let e = last_errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(FsError::from_errno(e));
+        }
+        done += r as usize;
+    }
+    Ok(done)
+}
+
+pub(crate) fn check(r: libc::c_int) -> FsResult<()> {
+    if r < 0 {
+        Err(FsError::last_os())
+    } else {
+        Ok(())
+    }
+}
+
+/// Birth time of `name` in `dirfd`, without following a final symlink.
+pub(crate) fn btime_at(dirfd: RawFd, name: &CStr) -> Option<SystemTime> {
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers.
+    let r = unsafe {
+        libc::statx(
+            dirfd,
+            name.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_BTIME,
+            &mut stx,
+        )
+    };
+    if r < 0 || stx.stx_mask & libc::STATX_BTIME == 0 {
+        return None;
+    }
+    Some(ts(stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec as i64))
+}

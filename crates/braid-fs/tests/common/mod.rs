@@ -1,0 +1,85 @@
+#![allow(dead_code)]
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use braid_fs::*;
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+pub struct Env {
+    pub dir: PathBuf,
+    pub share_dir: PathBuf,
+    pub fs: Arc<FileService>,
+    pub share: ShareRef,
+    pub ctx: RequestCtx,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn env() -> Env {
+    let dir = std::env::temp_dir().join(format!(
+        "braid-fs-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let share_dir = dir.join("share");
+    std::fs::create_dir_all(&share_dir).unwrap();
+    let fs = FileService::new(Arc::new(SystemClock));
+    let share = fs.add_share("test", &share_dir).unwrap();
+    Env {
+        dir,
+        share_dir,
+        fs,
+        share,
+        ctx: RequestCtx::new("tester"),
+    }
+}
+
+pub const RW: u32 = access::FILE_READ_DATA | access::FILE_WRITE_DATA;
+pub const ALL: u32 = share_access::ALL;
+
+impl Env {
+    pub fn open(
+        &self,
+        path: &str,
+        acc: u32,
+        share: u32,
+        disp: Disposition,
+    ) -> Result<Opened, FsError> {
+        let mut p = OpenParams::new(path, acc, disp);
+        p.share_access = share;
+        self.fs.open(&self.ctx, &self.share, p)
+    }
+
+    pub fn open_p(&self, p: OpenParams) -> Result<Opened, FsError> {
+        self.fs.open(&self.ctx, &self.share, p)
+    }
+
+    pub fn create_file(&self, path: &str, data: &[u8]) {
+        let o = self
+            .open(path, RW, ALL, Disposition::Create)
+            .unwrap_or_else(|e| panic!("create {path}: {e}"));
+        o.handle.write(0, data).unwrap();
+        o.handle.close().unwrap();
+    }
+
+    pub fn mkdir(&self, path: &str) {
+        let mut p = OpenParams::new(path, access::FILE_READ_DATA, Disposition::Create);
+        p.directory = DirectoryRequirement::MustBeDirectory;
+        self.open_p(p).unwrap().handle.close().unwrap();
+    }
+
+    pub fn host(&self, rel: &str) -> PathBuf {
+        self.share_dir.join(rel)
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.host(rel).symlink_metadata().is_ok()
+    }
+}

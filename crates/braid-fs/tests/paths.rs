@@ -1,0 +1,168 @@
+//! Path safety and name matching.
+mod common;
+use braid_fs::*;
+use common::*;
+
+#[test]
+fn add_share_errors() {
+    let e = env();
+    assert!(matches!(
+        e.fs.add_share("x", e.dir.join("missing")),
+        Err(FsError::NotFound)
+    ));
+    std::fs::write(e.dir.join("file"), b"x").unwrap();
+    assert!(matches!(
+        e.fs.add_share("x", e.dir.join("file")),
+        Err(FsError::NotADirectory)
+    ));
+}
+
+#[test]
+fn escape_attempts_are_refused() {
+    let e = env();
+    std::fs::write(e.dir.join("secret"), b"outside").unwrap();
+    let r = access::FILE_READ_DATA;
+    for p in [
+        "..\\secret",
+        "..\\..\\etc\\passwd",
+        "a\\..\\..\\secret",
+        "..",
+        ".",
+    ] {
+        assert!(
+            matches!(
+                e.open(p, r, ALL, Disposition::Open),
+                Err(FsError::InvalidName)
+            ),
+            "{p}"
+        );
+    }
+    // Absolute paths are taken relative to the share root.
+    assert!(matches!(
+        e.open("/etc/passwd", r, ALL, Disposition::Open),
+        Err(FsError::PathNotFound)
+    ));
+    // Symlinks leaving the share are refused by the kernel.
+    std::os::unix::fs::symlink("/etc", e.host("etc")).unwrap();
+    std::os::unix::fs::symlink("../secret", e.host("up")).unwrap();
+    std::os::unix::fs::symlink(e.dir.join("secret"), e.host("abs")).unwrap();
+    assert!(matches!(
+        e.open("etc\\passwd", r, ALL, Disposition::Open),
+        Err(FsError::AccessDenied)
+    ));
+    assert!(matches!(
+        e.open("etc", r, ALL, Disposition::Open),
+        Err(FsError::AccessDenied)
+    ));
+    assert!(matches!(
+        e.open("up", r, ALL, Disposition::Open),
+        Err(FsError::AccessDenied)
+    ));
+    assert!(matches!(
+        e.open("abs", r, ALL, Disposition::Open),
+        Err(FsError::AccessDenied)
+    ));
+    // Creating through an escaping symlink directory is refused too.
+    assert!(matches!(
+        e.open("etc\\evil", RW, ALL, Disposition::Create),
+        Err(FsError::AccessDenied)
+    ));
+    assert!(!std::path::Path::new("/etc/evil").exists());
+    // Escaping symlinks are hidden from listings.
+    let d = e.open("", r, ALL, Disposition::Open).unwrap().handle;
+    let names: Vec<_> = d.read_dir().unwrap().into_iter().map(|x| x.name).collect();
+    assert!(
+        !names.iter().any(|n| n == "etc" || n == "up" || n == "abs"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn symlink_inside_share_is_followed() {
+    let e = env();
+    e.mkdir("real");
+    e.create_file("real\\f.txt", b"hello");
+    std::os::unix::fs::symlink("real", e.host("link")).unwrap();
+    e.mkdir("sub");
+    std::os::unix::fs::symlink("../real/f.txt", e.host("sub/lf")).unwrap();
+    let o = e
+        .open(
+            "link\\f.txt",
+            access::FILE_READ_DATA,
+            ALL,
+            Disposition::Open,
+        )
+        .unwrap();
+    assert_eq!(o.handle.read(0, 100).unwrap(), b"hello");
+    let o = e
+        .open("sub\\lf", access::FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap();
+    assert_eq!(o.handle.read(0, 100).unwrap(), b"hello");
+    let d = e
+        .open("sub", access::FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap();
+    let l = d.handle.read_dir().unwrap();
+    let lf = l.iter().find(|x| x.name == "lf").unwrap();
+    assert_eq!(lf.info.end_of_file, 5);
+}
+
+#[test]
+fn missing_components() {
+    let e = env();
+    let r = access::FILE_READ_DATA;
+    assert!(matches!(
+        e.open("nope", r, ALL, Disposition::Open),
+        Err(FsError::NotFound)
+    ));
+    assert!(matches!(
+        e.open("nodir\\nope", r, ALL, Disposition::Open),
+        Err(FsError::PathNotFound)
+    ));
+    assert!(matches!(
+        e.open("nodir\\nope", RW, ALL, Disposition::Create),
+        Err(FsError::PathNotFound)
+    ));
+    e.create_file("file", b"");
+    assert!(matches!(
+        e.open("file\\x", r, ALL, Disposition::Open),
+        Err(FsError::PathNotFound)
+    ));
+    for bad in ["a*b", "a?", "x:stream", "tab\tname", "dot.", "space "] {
+        assert!(matches!(
+            e.open(bad, RW, ALL, Disposition::Create),
+            Err(FsError::InvalidName)
+        ));
+    }
+}
+
+#[test]
+fn case_insensitive_lookup_keeps_case() {
+    let e = env();
+    e.mkdir("Dir");
+    e.create_file("Dir\\MixedCase.TXT", b"data");
+    assert!(e.exists("Dir/MixedCase.TXT"));
+    let o = e
+        .open(
+            "dir\\mixedcase.txt",
+            access::FILE_READ_DATA,
+            ALL,
+            Disposition::Open,
+        )
+        .unwrap();
+    assert_eq!(o.handle.path(), "Dir\\MixedCase.TXT");
+    assert_eq!(o.handle.read(0, 10).unwrap(), b"data");
+    // Creating another case of an existing name collides.
+    assert!(matches!(
+        e.open("DIR\\MIXEDCASE.txt", RW, ALL, Disposition::Create),
+        Err(FsError::NameCollision)
+    ));
+    // OpenIf opens the existing one.
+    let o2 = e
+        .open("DIR\\MIXEDCASE.txt", RW, ALL, Disposition::OpenIf)
+        .unwrap();
+    assert_eq!(o2.action, CreateAction::Opened);
+    // Unicode case folding.
+    e.create_file("Ärger", b"");
+    e.open("ärger", access::FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap();
+}
