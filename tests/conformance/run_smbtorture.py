@@ -16,12 +16,16 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "e2e"))
+import servers  # noqa: E402  (tests/e2e/servers.py)
 RESULT_RE = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess): (\S+)(.*)$")
 
 
@@ -62,30 +66,78 @@ def owner(result_name: str, names: list[str]) -> str | None:
     return None
 
 
-def run_batch(args, names: list[str], timeout: float, log) -> dict[str, list[tuple[str, str]]]:
-    """Run names in one smbtorture call; return {listed name: [(status, detail)]}."""
+def run_batch(args, names: list[str], timeout: float, log):
+    """Run names in one smbtorture call.
+
+    Returns ({listed name: [(status, detail)]}, listed name of the test that was
+    running when smbtorture stopped without finishing it, or None)."""
     cmd = ["smbtorture", f"//{args.host}/{args.share}", "-p", str(args.port),
            "-U", f"{args.user}%{args.password}", "--fullname", *args.extra, *names]
-    log.write(f"\n===== {' '.join(cmd[:3])} ... {' '.join(names)}\n")
+    log.write(f"\n===== smbtorture //{args.host}/{args.share} -p {args.port} "
+              f"{' '.join(args.extra + names)}\n")
     log.flush()
-    results: dict[str, list[tuple[str, str]]] = {}
     try:
         out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=timeout).stdout
+        timed_out = False
     except subprocess.TimeoutExpired as e:
-        out = e.stdout or b""
-        log.write(f"===== batch timed out after {timeout}s\n")
+        out, timed_out = e.stdout or b"", True
     text = out.decode(errors="replace")
     log.write(text)
+    if timed_out:
+        log.write(f"\n===== timed out after {timeout:.0f}s\n")
     log.flush()
-    for line in text.splitlines():
+
+    results: dict[str, list[tuple[str, str]]] = {}
+    running = None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("test: "):
+            running = owner(line[6:].strip(), names)
+            continue
         m = RESULT_RE.match(line)
         if not m:
             continue
         status, name, detail = m.groups()
+        if detail.strip() == "[":  # multi-line reason, up to a line "]"
+            reason = []
+            for follow in lines[i + 1:]:
+                if follow == "]":
+                    break
+                reason.append(follow.strip())
+            detail = " ".join(reason)
         listed = owner(name, names)
         if listed is not None:
             results.setdefault(listed, []).append((status, detail.strip(" []")))
+        running = None
+    if running is not None:
+        reason = f"timed out after {timeout:.0f}s" if timed_out else "smbtorture died"
+        results.setdefault(running, []).append(("error", reason))
+    return results
+
+
+def run_all(args, tests: list[str], log) -> dict[str, list[tuple[str, str]]]:
+    """Run tests in batches; a batch cut short by a hang or crash is resumed
+    after the test that was running."""
+    deadline = time.monotonic() + args.total_timeout
+    results: dict[str, list[tuple[str, str]]] = {}
+    for i in range(0, len(tests), args.batch_size):
+        queue = tests[i:i + args.batch_size]
+        while queue:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                for name in queue:
+                    results[name] = [("error", f"not run: total timeout {args.total_timeout:.0f}s")]
+                break
+            got = run_batch(args, queue, min(args.batch_timeout, left), log)
+            results.update(got)
+            remaining = [n for n in queue if n not in results]
+            if remaining and len(remaining) == len(queue):
+                # No progress at all (e.g. smbtorture refused to start): give up on
+                # the first one so that the loop always advances.
+                results[remaining[0]] = [("error", "no result from smbtorture")]
+                remaining = remaining[1:]
+            queue = remaining
     return results
 
 
@@ -105,25 +157,29 @@ def verdict(outcomes: list[tuple[str, str]]) -> tuple[bool, str]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--start", choices=["braid", "samba"],
+                   help="start this server (free port, fresh share) for the run, stop it after;"
+                        " otherwise give --port, --user and --password of a running one")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--port", type=int)
     p.add_argument("--share", default="share")
-    p.add_argument("--user", required=True)
+    p.add_argument("--user")
     p.add_argument("--password", default=os.environ.get("SMB_PASSWORD"),
                    help="default: $SMB_PASSWORD")
     p.add_argument("--list", type=Path, default=HERE / "smbtorture.txt")
     p.add_argument("--pending", type=Path, default=HERE / "smbtorture-pending.txt")
     p.add_argument("--batch-size", type=int, default=30)
-    p.add_argument("--batch-timeout", type=float, default=600.0)
-    p.add_argument("--test-timeout", type=float, default=180.0,
-                   help="timeout when re-running a test on its own")
+    p.add_argument("--batch-timeout", type=float, default=300.0,
+                   help="seconds for one smbtorture call (default 300)")
+    p.add_argument("--total-timeout", type=float, default=1200.0,
+                   help="tests not started by then are failed as not run (default 1200)")
     p.add_argument("--log", type=Path, default=Path("smbtorture.log"),
                    help="full smbtorture output (default ./smbtorture.log)")
     p.add_argument("--filter", help="only run tests whose name contains this string")
     p.add_argument("extra", nargs="*", help="extra smbtorture options (after --)")
     args = p.parse_args()
-    if args.password is None:
-        p.error("--password or $SMB_PASSWORD is required")
+    if not args.start and None in (args.port, args.user, args.password):
+        p.error("give --start, or --port, --user and --password (or $SMB_PASSWORD)")
 
     required, pending = read_list(args.list), read_list(args.pending)
     listing = subprocess.run(["smbtorture", "--list"], capture_output=True, text=True)
@@ -138,14 +194,29 @@ def main() -> int:
     if args.filter:
         tests = [t for t in tests if args.filter in t]
     started = time.monotonic()
-    results: dict[str, list[tuple[str, str]]] = {}
-    with open(args.log, "w") as log:
-        for i in range(0, len(tests), args.batch_size):
-            batch = tests[i:i + args.batch_size]
-            results.update(run_batch(args, batch, args.batch_timeout, log))
-            for name in batch:
-                if name not in results:  # the batch died before reaching it
-                    results.update(run_batch(args, [name], args.test_timeout, log))
+    server, died = None, False
+    if args.start:
+        base = Path(tempfile.mkdtemp(prefix=f"smbtorture-{args.start}-"))
+        (base / "share").mkdir()
+        (base / "server").mkdir()
+        try:
+            server = servers.start(args.start, base / "share", base / "server")
+        except RuntimeError as e:
+            print(f"run_smbtorture: could not start {args.start}: {e}")
+            print(f"smbtorture: 0 passed, {len(required)} failed (server did not start)")
+            return 1
+        args.host, args.port, args.share = server.host, server.port, server.share
+        args.user, args.password = server.user, server.password
+        print(f"started {args.start} on port {server.port} (pid {server.pid}, log {server.log_path})")
+    try:
+        with open(args.log, "w") as log:
+            results = run_all(args, tests, log)
+    finally:
+        if server is not None:
+            died = not server.alive()
+            if died:
+                print(f"{args.start} server died during the run; log tail:\n{server.log_tail()}")
+            server.stop()
 
     counts = {"req_pass": 0, "req_fail": 0, "pend_pass": 0, "pend_fail": 0}
     for name in tests:
@@ -161,7 +232,12 @@ def main() -> int:
               " (not counted; move passing ones to smbtorture.txt)")
     print(f"smbtorture: {counts['req_pass']} passed, {counts['req_fail']} failed"
           f" ({elapsed:.0f}s; log {args.log})")
-    return 0 if counts["req_fail"] == 0 else 1
+    if server is not None:
+        if counts["req_fail"] == 0 and not died:
+            shutil.rmtree(base, ignore_errors=True)
+        else:
+            print(f"server files kept in {base}")
+    return 0 if counts["req_fail"] == 0 and not died else 1
 
 
 if __name__ == "__main__":
