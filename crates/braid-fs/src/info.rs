@@ -31,7 +31,7 @@ impl DosMeta {
             Some(t) => {
                 let ts = sys::to_timespec(t);
                 v.push(1);
-                v.extend_from_slice(&(ts.tv_sec as i64).to_le_bytes());
+                v.extend_from_slice(&{ ts.tv_sec }.to_le_bytes());
                 v.extend_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
             }
             None => v.push(0),

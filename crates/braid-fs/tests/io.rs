@@ -1,0 +1,301 @@
+//! I/O, metadata, rename, byte-range locks.
+mod common;
+use std::time::{Duration, UNIX_EPOCH};
+
+use braid_fs::access::*;
+use braid_fs::*;
+use common::*;
+
+#[test]
+fn read_write_eof() {
+    let e = env();
+    let o = e.open("f", RW, ALL, Disposition::Create).unwrap();
+    let h = &o.handle;
+    assert_eq!(h.write(0, b"hello world").unwrap(), 11);
+    assert_eq!(h.read(6, 100).unwrap(), b"world");
+    assert_eq!(h.read(100, 10).unwrap(), b"");
+    let mut buf = [0u8; 4];
+    assert_eq!(h.read_into(1, &mut buf).unwrap(), 4);
+    assert_eq!(&buf, b"ello");
+    // Sparse write past EOF.
+    h.write(20, b"!").unwrap();
+    assert_eq!(h.info().unwrap().end_of_file, 21);
+    h.set_end_of_file(5).unwrap();
+    assert_eq!(h.read(0, 100).unwrap(), b"hello");
+    h.set_end_of_file(8).unwrap();
+    assert_eq!(h.read(0, 100).unwrap(), b"hello\0\0\0");
+    // Allocation: >= EOF keeps data, < EOF truncates.
+    h.set_allocation(1 << 20).unwrap();
+    let i = h.info().unwrap();
+    assert_eq!(i.end_of_file, 8);
+    assert!(i.allocation_size >= 8);
+    h.set_allocation(3).unwrap();
+    assert_eq!(h.read(0, 100).unwrap(), b"hel");
+    h.flush().unwrap();
+    let i = h.close().unwrap();
+    assert_eq!(i.end_of_file, 3);
+    assert!(matches!(h.read(0, 1), Err(FsError::FileClosed)));
+    assert!(matches!(h.close(), Err(FsError::FileClosed)));
+    // Write-through open.
+    let mut p = OpenParams::new("wt", RW, Disposition::Create);
+    p.write_through = true;
+    p.allocation_size = Some(4096);
+    let o = e.open_p(p).unwrap();
+    assert!(o.info.allocation_size >= 4096 || o.info.allocation_size == 0);
+    assert_eq!(o.info.end_of_file, 0);
+    o.handle.write(0, b"durable").unwrap();
+    assert_eq!(std::fs::read(e.host("wt")).unwrap(), b"durable");
+}
+
+#[test]
+fn info_and_set_basic() {
+    let e = env();
+    let o = e
+        .open("f", RW | FILE_WRITE_ATTRIBUTES, ALL, Disposition::Create)
+        .unwrap();
+    let h = &o.handle;
+    let i = h.info().unwrap();
+    assert_eq!(i.number_of_links, 1);
+    assert!(!i.delete_pending);
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(i.file_id, std::fs::metadata(e.host("f")).unwrap().ino());
+    let ct = UNIX_EPOCH + Duration::new(1_000_000_000, 100);
+    let at = UNIX_EPOCH + Duration::new(1_100_000_000, 0);
+    let wt = UNIX_EPOCH + Duration::new(1_200_000_000, 500);
+    h.set_basic(
+        [Some(ct), Some(at), Some(wt), None],
+        Some(attr::HIDDEN | attr::SYSTEM),
+    )
+    .unwrap();
+    let i = h.info().unwrap();
+    assert_eq!(i.creation_time, ct);
+    assert_eq!(i.last_access_time, at);
+    assert_eq!(i.last_write_time, wt);
+    assert_eq!(i.attributes, attr::HIDDEN | attr::SYSTEM);
+    // NORMAL clears everything.
+    h.set_basic([None; 4], Some(attr::NORMAL)).unwrap();
+    assert_eq!(h.info().unwrap().attributes, attr::NORMAL);
+    assert!(matches!(
+        h.set_basic([None; 4], Some(attr::DIRECTORY)),
+        Err(FsError::InvalidParameter)
+    ));
+    // Persisted: a new open sees it, and listings too.
+    h.set_basic([None; 4], Some(attr::ARCHIVE | attr::HIDDEN))
+        .unwrap();
+    h.close().unwrap();
+    let o = e
+        .open("f", FILE_READ_ATTRIBUTES, ALL, Disposition::Open)
+        .unwrap();
+    assert_eq!(o.info.attributes, attr::ARCHIVE | attr::HIDDEN);
+    assert_eq!(o.info.creation_time, ct);
+    let d = e.open("", FILE_READ_DATA, ALL, Disposition::Open).unwrap();
+    let l = d.handle.read_dir().unwrap();
+    let f = l.iter().find(|x| x.name == "f").unwrap();
+    assert_eq!(f.info.attributes, attr::ARCHIVE | attr::HIDDEN);
+    assert_eq!(f.info.creation_time, ct);
+    // Needs FILE_WRITE_ATTRIBUTES.
+    assert!(matches!(
+        o.handle.set_basic([None; 4], Some(attr::NORMAL)),
+        Err(FsError::AccessDenied)
+    ));
+}
+
+#[test]
+fn rename_semantics() {
+    let e = env();
+    e.create_file("a", b"A");
+    e.create_file("b", b"B");
+    let o = e
+        .open("a", DELETE | FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap();
+    let other = e
+        .open("a", FILE_READ_ATTRIBUTES, ALL, Disposition::Open)
+        .unwrap();
+    assert!(matches!(
+        o.handle.rename("b", false),
+        Err(FsError::NameCollision)
+    ));
+    assert!(matches!(
+        o.handle.rename("B", false),
+        Err(FsError::NameCollision)
+    ));
+    // Target open → AccessDenied even with replace.
+    let ob = e.open("b", FILE_READ_DATA, ALL, Disposition::Open).unwrap();
+    assert!(matches!(
+        o.handle.rename("b", true),
+        Err(FsError::AccessDenied)
+    ));
+    ob.handle.close().unwrap();
+    o.handle.rename("b", true).unwrap();
+    assert!(!e.exists("a"));
+    assert_eq!(std::fs::read(e.host("b")).unwrap(), b"A");
+    assert_eq!(o.handle.path(), "b");
+    assert_eq!(other.handle.path(), "b");
+    // Case-only rename.
+    o.handle.rename("B", false).unwrap();
+    assert!(
+        e.exists("B")
+            && !std::fs::read_dir(&e.share_dir)
+                .unwrap()
+                .any(|d| d.unwrap().file_name() == "b")
+    );
+    assert_eq!(o.handle.path(), "B");
+    // Move into a directory; missing target dir.
+    e.mkdir("dir");
+    assert!(matches!(
+        o.handle.rename("nodir\\x", false),
+        Err(FsError::PathNotFound)
+    ));
+    o.handle.rename("DIR\\moved", false).unwrap();
+    assert_eq!(o.handle.path(), "dir\\moved");
+    assert_eq!(o.handle.read(0, 10).unwrap(), b"A");
+    // Replacing a directory is refused.
+    e.mkdir("d2");
+    assert!(matches!(
+        o.handle.rename("d2", true),
+        Err(FsError::AccessDenied)
+    ));
+    assert!(matches!(
+        o.handle.rename("bad*", true),
+        Err(FsError::InvalidName)
+    ));
+    o.handle.close().unwrap();
+    other.handle.close().unwrap();
+    // Renaming a directory with an open beneath it → AccessDenied.
+    let d = e
+        .open("dir", DELETE | FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap();
+    let child = e
+        .open("dir\\moved", FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap();
+    assert!(matches!(
+        d.handle.rename("dir3", false),
+        Err(FsError::AccessDenied)
+    ));
+    child.handle.close().unwrap();
+    d.handle.rename("dir3", false).unwrap();
+    assert!(e.exists("dir3/moved"));
+    let c = e
+        .open("dir3\\moved", FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap();
+    assert_eq!(c.handle.path(), "dir3\\moved");
+    // Delete-on-close after rename deletes the new name.
+    let x = e
+        .open("dir3\\moved", DELETE, ALL, Disposition::Open)
+        .unwrap();
+    x.handle.rename("gone", false).unwrap();
+    x.handle.set_delete_on_close(true).unwrap();
+    x.handle.close().unwrap();
+    assert!(e.exists("gone"), "still open by c (same file)");
+    drop(c);
+    assert!(!e.exists("gone"));
+}
+
+#[test]
+fn locks_between_handles() {
+    let e = env();
+    e.create_file("f", &[0u8; 100]);
+    let a = e.open("f", RW, ALL, Disposition::Open).unwrap().handle;
+    let b = e.open("f", RW, ALL, Disposition::Open).unwrap().handle;
+    let o = LockOwner(0);
+    a.lock(10, 10, true, o).unwrap();
+    assert!(matches!(
+        b.lock(15, 1, false, o),
+        Err(FsError::LockNotGranted)
+    ));
+    assert!(matches!(
+        b.check_io_lock(0, 11, false, o),
+        Err(FsError::LockConflict)
+    ));
+    assert!(matches!(
+        b.check_io_lock(19, 1, true, o),
+        Err(FsError::LockConflict)
+    ));
+    b.check_io_lock(0, 10, true, o).unwrap();
+    a.check_io_lock(10, 10, true, o).unwrap();
+    // A different owner on the same open is a different holder.
+    assert!(matches!(
+        a.check_io_lock(10, 1, false, LockOwner(7)),
+        Err(FsError::LockConflict)
+    ));
+    assert!(matches!(b.unlock(10, 10, o), Err(FsError::RangeNotLocked)));
+    assert!(matches!(a.unlock(10, 5, o), Err(FsError::RangeNotLocked)));
+    assert!(matches!(
+        a.lock(u64::MAX, 2, true, o),
+        Err(FsError::InvalidLockRange)
+    ));
+    a.lock(u64::MAX, 1, true, o).unwrap();
+    // Waiters are told when locks go.
+    let n = b.lock_changed();
+    let notified = n.notified();
+    let mut notified = Box::pin(notified);
+    notified.as_mut().enable();
+    a.unlock(10, 10, o).unwrap();
+    let rt = tokio_rt();
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(1), notified)
+            .await
+            .unwrap()
+    });
+    b.lock(15, 1, false, o).unwrap();
+    // Close releases locks.
+    b.close().unwrap();
+    a.lock(0, 100, true, o).unwrap();
+    let d = e
+        .open("", FILE_READ_DATA, ALL, Disposition::Open)
+        .unwrap()
+        .handle;
+    assert!(matches!(
+        d.lock(0, 1, true, o),
+        Err(FsError::InvalidParameter)
+    ));
+}
+
+fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn fs_stats_and_manual_clock() {
+    let e = env();
+    let s = e.fs.fs_stats(&e.share).unwrap();
+    assert!(s.block_size > 0 && s.total_blocks > 0 && s.available_blocks <= s.total_blocks);
+    let c = std::sync::Arc::new(ManualClock::new(UNIX_EPOCH));
+    let fs = FileService::new(c.clone());
+    c.advance(Duration::from_secs(3));
+    assert_eq!(fs.clock().now(), UNIX_EPOCH + Duration::from_secs(3));
+}
+
+#[test]
+fn concurrent_opens_are_consistent() {
+    let e = env();
+    e.create_file("f", b"");
+    let fs = e.fs.clone();
+    let share = e.share.clone();
+    let wins = std::sync::atomic::AtomicU32::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..200 {
+                    let mut p = OpenParams::new("f", RW, Disposition::Open);
+                    p.share_access = 0;
+                    if let Ok(o) = fs.open(&RequestCtx::default(), &share, p) {
+                        wins.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        // Exclusive: nobody else can be in here.
+                        let mut q = OpenParams::new("f", FILE_READ_DATA, Disposition::Open);
+                        q.share_access = ALL;
+                        assert!(matches!(
+                            fs.open(&RequestCtx::default(), &share, q),
+                            Err(FsError::SharingViolation)
+                        ));
+                        o.handle.close().unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert!(wins.load(std::sync::atomic::Ordering::Relaxed) > 0);
+}
