@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Braid's test command: everything CI runs (.ci/run calls this).
+#
+#   scripts/test.sh
+#
+# On a Debian 12 machine, as root, it installs what is missing (Samba's smbd,
+# smbclient and smbtorture; Python's smbprotocol and pytest), then runs:
+#   1. cargo fmt --check, cargo clippy -D warnings, cargo test --workspace
+#   2. cargo build --release -p braid
+#   3. the end-to-end suites (tests/e2e, pytest) against target/release/braid
+#   4. the smbtorture conformance list (tests/conformance) against it
+# and ends with a summary whose last line is "N passed, N failed".
+# Exit status is non-zero if anything failed.
+#
+# Environment:
+#   BRAID_E2E_TARGET=samba  run steps 3-4 against Samba's smbd instead (to check
+#                           the harness itself); default braid
+#   SKIP_CARGO=1            skip the cargo steps (only with BRAID_E2E_TARGET=samba)
+#   BRAID_TEST_LOGS=DIR     where step logs go (default target/test-logs)
+#
+# Rust must already be installed (rustup: https://rustup.rs); the script looks in
+# ~/.cargo/bin when cargo is not on PATH.
+
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+TARGET=${BRAID_E2E_TARGET:-braid}
+SKIP_CARGO=${SKIP_CARGO:-0}
+LOGS=${BRAID_TEST_LOGS:-$ROOT/target/test-logs}
+mkdir -p "$LOGS"
+export BRAID_E2E_TARGET=$TARGET
+
+PASSED=0
+FAILED=0
+SUMMARY=()
+START=$SECONDS
+
+say() { printf '\n==== %s\n' "$*"; }
+
+# record NAME PASSED FAILED SECONDS
+record() {
+    PASSED=$((PASSED + $2))
+    FAILED=$((FAILED + $3))
+    SUMMARY+=("$(printf '%-28s %5d passed %5d failed %6ds' "$1" "$2" "$3" "$4")")
+}
+
+# check NAME TIMEOUT CMD...: a step that counts as one check; its log goes to
+# $LOGS/NAME.log and its tail is shown when it fails.
+check() {
+    local name=$1 limit=$2 t0=$SECONDS rc
+    shift 2
+    say "$name: $*"
+    timeout --kill-after=30 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        record "$name" 1 0 $((SECONDS - t0))
+    else
+        [ $rc -eq 124 ] && echo "$name: timed out after ${limit}s"
+        tail -n 60 "$LOGS/$name.log"
+        echo "$name: FAILED (exit $rc, full log $LOGS/$name.log)"
+        record "$name" 0 1 $((SECONDS - t0))
+    fi
+    return $rc
+}
+
+# ---- dependencies -------------------------------------------------------------
+
+install_dependencies() {
+    local missing=() cmd pkg
+    for pair in smbd:samba smbpasswd:samba smbclient:smbclient smbtorture:samba-testsuite \
+                python3:python3 useradd:passwd timeout:coreutils; do
+        cmd=${pair%%:*} pkg=${pair#*:}
+        command -v "$cmd" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null 2>&1 \
+            || missing+=("$pkg")
+    done
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        missing+=(python3-pip)
+    fi
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "installing Debian packages: ${missing[*]}"
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "need root to install ${missing[*]}"; return 1
+        fi
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) \
+            || return 1
+    fi
+    export PATH=$PATH:/usr/sbin:/sbin
+
+    if ! python3 -c 'import smbprotocol, smbclient, pytest' 2>/dev/null; then
+        say "installing Python packages: smbprotocol pytest"
+        python3 -m pip install -q smbprotocol pytest 2>/dev/null \
+            || python3 -m pip install -q --break-system-packages smbprotocol pytest \
+            || return 1
+    fi
+
+    if ! command -v cargo >/dev/null 2>&1; then
+        if [ -x "$HOME/.cargo/bin/cargo" ]; then
+            export PATH=$HOME/.cargo/bin:$PATH
+        elif [ "$SKIP_CARGO" != 1 ]; then
+            echo "cargo not found: install Rust with rustup (https://rustup.rs)"; return 1
+        fi
+    fi
+}
+
+say "dependencies"
+t0=$SECONDS
+if install_dependencies >"$LOGS/dependencies.log" 2>&1; then
+    record dependencies 1 0 $((SECONDS - t0))
+else
+    cat "$LOGS/dependencies.log"
+    record dependencies 0 1 $((SECONDS - t0))
+    printf '%s\n' "${SUMMARY[@]}"
+    echo "$PASSED passed, $FAILED failed"
+    exit 1
+fi
+export PATH=$PATH:/usr/sbin:/sbin
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH=$PATH:$HOME/.cargo/bin
+
+# ---- cargo --------------------------------------------------------------------
+
+BUILD_OK=1
+if [ "$SKIP_CARGO" = 1 ]; then
+    [ "$TARGET" = braid ] && { echo "SKIP_CARGO=1 needs BRAID_E2E_TARGET=samba"; exit 2; }
+    say "cargo steps skipped (SKIP_CARGO=1)"
+else
+    check cargo-fmt 600 cargo fmt --all --check
+    check cargo-clippy 2400 cargo clippy --workspace --all-targets -- -D warnings
+
+    say "cargo-test: cargo test --workspace"
+    t0=$SECONDS
+    timeout --kill-after=30 2400 cargo test --workspace >"$LOGS/cargo-test.log" 2>&1
+    rc=$?
+    read -r tp tf < <(grep -E '^test result: ' "$LOGS/cargo-test.log" |
+        sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\1 \2/' |
+        awk '{p += $1; f += $2} END {print p + 0, f + 0}')
+    if [ $rc -ne 0 ] && [ "$tf" -eq 0 ]; then
+        tf=1   # did not build, or timed out
+    fi
+    if [ $rc -ne 0 ]; then
+        grep -E '^(test .* FAILED|error(\[|:)|failures:)' "$LOGS/cargo-test.log" | head -n 40
+        tail -n 30 "$LOGS/cargo-test.log"
+        echo "cargo-test: FAILED (exit $rc, full log $LOGS/cargo-test.log)"
+    fi
+    record cargo-test "$tp" "$tf" $((SECONDS - t0))
+
+    check cargo-build-release 2400 cargo build --release -p braid || BUILD_OK=0
+fi
+
+# ---- end to end ------------------------------------------------------------------
+
+if [ "$TARGET" = braid ] && [ $BUILD_OK = 0 ]; then
+    say "e2e and smbtorture skipped: the release build failed"
+    record e2e 0 1 0
+    record smbtorture 0 1 0
+else
+    say "e2e: pytest tests/e2e against $TARGET"
+    t0=$SECONDS
+    timeout --kill-after=30 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider \
+        --junitxml="$LOGS/e2e.xml" 2>&1 | tee "$LOGS/e2e.log" | tail -n 40
+    rc=${PIPESTATUS[0]}
+    read -r ep ef < <(python3 - "$LOGS/e2e.xml" <<'EOF' 2>/dev/null || echo "0 0"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+total = sum(int(s.get("tests", 0)) for s in suites)
+bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+skipped = sum(int(s.get("skipped", 0)) for s in suites)
+print(total - bad - skipped, bad)
+EOF
+)
+    if [ $rc -ne 0 ] && [ "$ef" -eq 0 ]; then
+        ef=1   # collection error, crash or timeout
+        echo "e2e: pytest exited $rc (full log $LOGS/e2e.log)"
+    fi
+    record e2e "$ep" "$ef" $((SECONDS - t0))
+
+    say "smbtorture: tests/conformance against $TARGET"
+    t0=$SECONDS
+    timeout --kill-after=30 1800 python3 tests/conformance/run_smbtorture.py --start "$TARGET" \
+        --log "$LOGS/smbtorture.log" >"$LOGS/smbtorture-results.txt" 2>&1
+    rc=$?
+    grep -v '^PASS ' "$LOGS/smbtorture-results.txt"
+    read -r sp sf < <(sed -nE 's/^smbtorture: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' \
+        "$LOGS/smbtorture-results.txt" | tail -n 1)
+    sp=${sp:-0} sf=${sf:-0}
+    if [ $rc -ne 0 ] && [ "$sf" -eq 0 ]; then
+        sf=1
+        echo "smbtorture: runner exited $rc (see $LOGS/smbtorture-results.txt)"
+    fi
+    record smbtorture "$sp" "$sf" $((SECONDS - t0))
+fi
+
+# ---- summary --------------------------------------------------------------------
+
+say "summary (target $TARGET, $((SECONDS - START))s, logs in $LOGS)"
+printf '%s\n' "${SUMMARY[@]}"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
