@@ -374,6 +374,12 @@ impl SpnegoServer {
         lookup: &dyn Fn(&str, &str) -> Option<[u8; 16]>,
     ) -> Result<SpnegoStep, AuthError> {
         match state {
+            // Samba's gensec: an empty first buffer gets the negTokenInit2
+            // (as in the NEGOTIATE response) and the exchange starts over.
+            ServerState::Start if input.is_empty() => {
+                self.state = ServerState::Start;
+                Ok(SpnegoStep::Continue(server_initial_token()))
+            }
             ServerState::Start => match parse_token(input)? {
                 Token::Ntlmssp(msg) => {
                     self.raw = true;
@@ -867,6 +873,26 @@ mod tests {
     }
 
     #[test]
+    fn empty_first_buffer_gets_init_token() {
+        let mut s = server();
+        assert_eq!(
+            s.step(&[], &users).unwrap(),
+            SpnegoStep::Continue(server_initial_token())
+        );
+        let mut c = SpnegoClient::new(NtlmClient::new("alice", "", "pw"), E);
+        let SpnegoStep::Continue(t2) = s.step(&c.initial_token(), &users).unwrap() else {
+            panic!()
+        };
+        let ClientStep::Send(t3) = c.step(&t2).unwrap() else {
+            panic!()
+        };
+        assert!(matches!(
+            s.step(&t3, &users).unwrap(),
+            SpnegoStep::Done { .. }
+        ));
+    }
+
+    #[test]
     fn raw_ntlmssp() {
         let mut s = server();
         let mut c = NtlmClient::new("alice", "", "pw");
@@ -988,6 +1014,19 @@ mod tests {
         assert_eq!(
             hex::encode(out.session_key),
             "ff2e29949c49d02694dbd3f224870a75"
+        );
+    }
+
+    #[test]
+    fn samba_gensec_fixture() {
+        let out = replay(include_str!("testdata/samba_spnego.hex"));
+        assert_eq!(
+            (out.user.as_str(), out.domain.as_str()),
+            ("alice", "WORKGROUP")
+        );
+        assert_eq!(
+            hex::encode(out.session_key),
+            "a7ad987f237b7615b54fff3f38ef6d34"
         );
     }
 
