@@ -1,4 +1,15 @@
 //! Tokio SMB server: listeners, connections, sessions and channels, one file
 //! per SMB2 command under `smb/ops/`, and a dispatch table.
 
+pub mod config;
+pub mod conn;
+pub mod credits;
+pub mod server;
+pub mod session;
+pub mod sharded;
+pub mod smb;
+pub mod state;
 pub mod userdb;
+
+pub use config::{ServerConfig, ShareConfig};
+pub use server::Server;

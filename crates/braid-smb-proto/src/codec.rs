@@ -142,7 +142,7 @@ impl WriteLe for Vec<u8> {
 
 /// UTF-16LE bytes to a Rust string; unpaired surrogates are invalid names.
 pub fn utf16le_to_string(b: &[u8]) -> DecodeResult<String> {
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return Err(DecodeError::Invalid("odd-length UTF-16 string"));
     }
     let units = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));

@@ -1,1 +1,264 @@
-fn main() {}
+//! The `braid` binary: `braid serve`, `braid user`.
+
+mod config;
+
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use braid_server::userdb::UserDb;
+use braid_server::{Server, ServerConfig, ShareConfig};
+use clap::{Parser, Subcommand};
+
+/// The embedded default: `braid serve` with no arguments.
+const DEFAULT_LISTEN: &str = "127.0.0.1:4445";
+const DEFAULT_SHARE: (&str, &str) = ("share", "braid-share");
+const DEFAULT_USER: (&str, &str) = ("braid", "braid");
+const DEFAULT_USERS_FILE: &str = "braid-users";
+
+#[derive(Parser)]
+#[command(name = "braid", version, about = "Braid: an SMB 3.1.1 file server")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Serve shares over SMB.
+    Serve(ServeArgs),
+    /// Manage the users file.
+    User {
+        #[command(subcommand)]
+        cmd: UserCmd,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// TOML config file (see docs/CONFIG.md); flags below add to it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Address to listen on (repeatable), e.g. 127.0.0.1:4445.
+    #[arg(long)]
+    listen: Vec<String>,
+    /// Share a directory: NAME=PATH (repeatable).
+    #[arg(long)]
+    share: Vec<String>,
+    /// A user for this run only: NAME:PASSWORD (repeatable).
+    #[arg(long)]
+    user: Vec<String>,
+    /// Users file managed by `braid user add`.
+    #[arg(long)]
+    users_file: Option<PathBuf>,
+    /// Signing policy: required (default) or enabled.
+    #[arg(long)]
+    signing: Option<String>,
+    /// Allow anonymous sessions.
+    #[arg(long)]
+    allow_guest: bool,
+    /// Log filter, e.g. info, debug, braid_server=trace.
+    #[arg(long, default_value = "info")]
+    log: String,
+}
+
+#[derive(Subcommand)]
+enum UserCmd {
+    /// Add or update a user; the password is prompted for, or read from stdin.
+    Add {
+        name: String,
+        #[arg(long, default_value = DEFAULT_USERS_FILE)]
+        users_file: PathBuf,
+    },
+    /// Remove a user.
+    Remove {
+        name: String,
+        #[arg(long, default_value = DEFAULT_USERS_FILE)]
+        users_file: PathBuf,
+    },
+    /// List users.
+    List {
+        #[arg(long, default_value = DEFAULT_USERS_FILE)]
+        users_file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Serve(args) => serve(args),
+        Cmd::User { cmd } => user(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("braid: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read_password() -> Result<String, String> {
+    if std::io::stdin().is_terminal() {
+        let p = rpassword::prompt_password("Password: ").map_err(|e| format!("reading password: {e}"))?;
+        let again = rpassword::prompt_password("Again: ").map_err(|e| format!("reading password: {e}"))?;
+        if p != again {
+            return Err("passwords differ".into());
+        }
+        Ok(p)
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).map_err(|e| format!("reading password: {e}"))?;
+        Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    }
+}
+
+fn user(cmd: UserCmd) -> Result<(), String> {
+    match cmd {
+        UserCmd::Add { name, users_file } => {
+            let password = read_password()?;
+            if password.is_empty() {
+                return Err("empty password refused".into());
+            }
+            UserDb::add_user(&users_file, &name, &password).map_err(|e| e.to_string())?;
+            println!("user '{name}' saved in {}", users_file.display());
+        }
+        UserCmd::Remove { name, users_file } => {
+            UserDb::remove_user(&users_file, &name).map_err(|e| e.to_string())?;
+            println!("user '{name}' removed from {}", users_file.display());
+        }
+        UserCmd::List { users_file } => {
+            let db = UserDb::load(&users_file).map_err(|e| e.to_string())?;
+            for u in db.list() {
+                println!("{u}");
+            }
+        }
+    }
+    Ok(())
+}
+
+fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
+    let file = match &args.config {
+        Some(p) => config::load(p)?,
+        None => config::FileConfig::default(),
+    };
+    let embedded = args.config.is_none()
+        && args.listen.is_empty()
+        && args.share.is_empty()
+        && args.user.is_empty()
+        && args.users_file.is_none();
+    let mut cfg = ServerConfig::default();
+
+    let mut listen: Vec<String> = file.listen.clone().unwrap_or_default();
+    listen.extend(args.listen.iter().cloned());
+    if listen.is_empty() {
+        listen.push(DEFAULT_LISTEN.to_string());
+    }
+    cfg.listen = listen.iter().map(|s| config::parse_listen(s)).collect::<Result<_, _>>()?;
+
+    let mut shares = file.shares;
+    for s in &args.share {
+        shares.push(config::parse_share_flag(s)?);
+    }
+    if embedded {
+        let dir = PathBuf::from(DEFAULT_SHARE.1);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        shares.push(config::ShareEntry { name: DEFAULT_SHARE.0.into(), path: dir });
+    }
+    if shares.is_empty() {
+        return Err("no shares: add --share NAME=PATH or a [[share]] table in the config".into());
+    }
+    let mut seen = std::collections::HashSet::new();
+    for s in &shares {
+        config::validate_share_name(&s.name)?;
+        if !seen.insert(s.name.to_lowercase()) {
+            return Err(format!("share '{}' is defined twice", s.name));
+        }
+        let meta = std::fs::metadata(&s.path)
+            .map_err(|e| format!("share '{}': path {}: {e}; create the directory or fix the path", s.name, s.path.display()))?;
+        if !meta.is_dir() {
+            return Err(format!("share '{}': path {} is not a directory", s.name, s.path.display()));
+        }
+        cfg.shares.push(ShareConfig { name: s.name.clone(), path: s.path.clone() });
+    }
+
+    let signing = args.signing.clone().or(file.signing).unwrap_or_else(|| "required".into());
+    cfg.signing_required = match signing.as_str() {
+        "required" => true,
+        "enabled" => false,
+        other => return Err(format!("signing = '{other}': use \"required\" or \"enabled\"")),
+    };
+    cfg.allow_guest = args.allow_guest || file.allow_guest.unwrap_or(false);
+    if let Some(m) = file.max_io_size {
+        if !(65536..=8 * 1024 * 1024).contains(&m) {
+            return Err(format!("max_io_size = {m}: use a value from 65536 to 8388608"));
+        }
+        cfg.max_io_size = m;
+        cfg.max_transact_size = m;
+    }
+    if let Some(c) = file.max_credits {
+        if c < 16 {
+            return Err(format!("max_credits = {c}: use at least 16"));
+        }
+        cfg.max_credits = c;
+    }
+    if let Some(t) = file.idle_timeout_secs {
+        if t < 10 {
+            return Err(format!("idle_timeout_secs = {t}: use at least 10"));
+        }
+        cfg.idle_timeout = std::time::Duration::from_secs(t);
+    }
+    if let Some(n) = file.server_name {
+        cfg.netbios_name = n;
+    }
+
+    let users_file = args.users_file.clone().or(file.users_file);
+    let mut users = match &users_file {
+        Some(p) => UserDb::load(p).map_err(|e| e.to_string())?,
+        None => UserDb::default(),
+    };
+    let mut flag_users: Vec<(String, String)> =
+        args.user.iter().map(|u| config::parse_user_flag(u)).collect::<Result<_, _>>()?;
+    if embedded {
+        flag_users.push((DEFAULT_USER.0.into(), DEFAULT_USER.1.into()));
+    }
+    for (n, p) in &flag_users {
+        users.insert_password(n, p).map_err(|e| format!("--user {n}: {e}"))?;
+    }
+    if users.is_empty() && !cfg.allow_guest {
+        return Err("no users: add --user NAME:PASSWORD, --users-file FILE (see `braid user add`), or users_file in the config".into());
+    }
+    Ok((cfg, users, embedded))
+}
+
+fn serve(args: ServeArgs) -> Result<(), String> {
+    let filter = tracing_subscriber::EnvFilter::try_new(&args.log)
+        .map_err(|e| format!("--log '{}': {e}", args.log))?;
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let (cfg, users, embedded) = build(&args)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting runtime: {e}"))?;
+    rt.block_on(async move {
+        let shares: Vec<String> = cfg.shares.iter().map(|s| format!("{}={}", s.name, s.path.display())).collect();
+        let server = Server::bind(cfg, users).await?;
+        for a in server.local_addrs() {
+            println!("braid: listening on {a}");
+        }
+        println!("braid: shares {}", shares.join(", "));
+        if embedded {
+            println!(
+                "braid: embedded default: user '{}' password '{}' (loopback only; use --user or a users file for anything else)",
+                DEFAULT_USER.0, DEFAULT_USER.1
+            );
+        }
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        tokio::select! {
+            _ = server.run() => {}
+            _ = tokio::signal::ctrl_c() => { println!("braid: stopping"); }
+        }
+        Ok(())
+    })
+}

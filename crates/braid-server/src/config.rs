@@ -1,0 +1,61 @@
+//! Server settings after the binary has parsed and validated its config.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct ShareConfig {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: Vec<SocketAddr>,
+    pub shares: Vec<ShareConfig>,
+    /// MS-SMB2 3.3.1.5 RequireMessageSigning.
+    pub signing_required: bool,
+    /// Allow anonymous/guest sessions (off unless explicitly enabled).
+    pub allow_guest: bool,
+    /// Largest READ/WRITE payload offered in NEGOTIATE (large MTU).
+    pub max_io_size: u32,
+    pub max_transact_size: u32,
+    /// Credits a connection may hold outstanding.
+    pub max_credits: u16,
+    /// Connections with no traffic for this long are closed.
+    pub idle_timeout: Duration,
+    /// A connection that has not finished NEGOTIATE+SESSION_SETUP in this time is closed.
+    pub handshake_timeout: Duration,
+    /// Delay before answering a failed logon, against password guessing.
+    pub logon_failure_delay: Duration,
+    pub netbios_name: String,
+    pub domain: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: vec!["127.0.0.1:4445".parse().expect("static address")],
+            shares: Vec::new(),
+            signing_required: true,
+            allow_guest: false,
+            max_io_size: 8 * 1024 * 1024,
+            max_transact_size: 8 * 1024 * 1024,
+            max_credits: 8192,
+            idle_timeout: Duration::from_secs(15 * 60),
+            handshake_timeout: Duration::from_secs(60),
+            logon_failure_delay: Duration::from_millis(200),
+            netbios_name: "BRAID".into(),
+            domain: "WORKGROUP".into(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Frames larger than this are refused before anything is allocated:
+    /// the largest WRITE plus headers, transform header and compound slack.
+    pub fn max_frame_len(&self) -> usize {
+        self.max_io_size as usize + 64 * 1024
+    }
+}

@@ -1,0 +1,267 @@
+//! One TCP connection: framing (MS-SMB2 2.1 direct TCP), the reader that
+//! checks message ids and spawns a task per frame, and the writer that
+//! sends responses in completion order with vectored writes.
+
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use bytes::Bytes;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use braid_smb_proto::crypto::{Cipher, PreauthHash, SigningAlgorithm};
+
+use crate::credits::CreditWindow;
+use crate::smb::frame;
+use crate::state::ServerState;
+
+/// What NEGOTIATE settled (MS-SMB2 3.3.1.7 Connection.*).
+#[derive(Debug, Clone)]
+pub struct Negotiated {
+    pub dialect: u16,
+    pub client_guid: [u8; 16],
+    pub client_security_mode: u16,
+    pub client_capabilities: u32,
+    pub client_dialects: Vec<u16>,
+    pub server_capabilities: u32,
+    pub server_security_mode: u16,
+    pub signing_algorithm: SigningAlgorithm,
+    pub cipher: Option<Cipher>,
+}
+
+/// A request that may complete later (blocking lock, change notify).
+pub struct PendingRequest {
+    pub async_id: Option<u64>,
+    pub session_id: u64,
+    pub cancel: CancellationToken,
+}
+
+/// One frame to send: parts written with one vectored write.
+pub type OutFrame = Vec<Bytes>;
+
+pub struct Connection {
+    pub id: u64,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub server: Arc<ServerState>,
+    out: mpsc::UnboundedSender<OutFrame>,
+    pub negotiated: OnceLock<Negotiated>,
+    /// MS-SMB2 3.3.1.7 Connection.PreauthIntegrityHashValue (3.1.1 only).
+    pub preauth: Mutex<Option<PreauthHash>>,
+    /// Set once the first NEGOTIATE was seen (even an SMB1 one).
+    pub negotiate_started: Mutex<bool>,
+    pub credits: Mutex<CreditWindow>,
+    pub pending: Mutex<HashMap<u64, PendingRequest>>,
+    next_async_id: AtomicU64,
+    pub sessions: Mutex<HashSet<u64>>,
+    pub closing: CancellationToken,
+    pub connected_at: Instant,
+}
+
+impl Connection {
+    pub fn send(&self, frame: OutFrame) {
+        // A closed writer means the connection is going away; nothing to do.
+        let _ = self.out.send(frame);
+    }
+
+    pub fn negotiated(&self) -> Option<&Negotiated> {
+        self.negotiated.get()
+    }
+
+    pub fn dialect(&self) -> u16 {
+        self.negotiated.get().map(|n| n.dialect).unwrap_or(0)
+    }
+
+    pub fn new_async_id(&self) -> u64 {
+        self.next_async_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn register_pending(&self, message_id: u64, session_id: u64) -> CancellationToken {
+        let cancel = self.closing.child_token();
+        self.pending
+            .lock()
+            .unwrap()
+            .insert(message_id, PendingRequest { async_id: None, session_id, cancel: cancel.clone() });
+        cancel
+    }
+
+    pub fn set_pending_async(&self, message_id: u64, async_id: u64) {
+        if let Some(p) = self.pending.lock().unwrap().get_mut(&message_id) {
+            p.async_id = Some(async_id);
+        }
+    }
+
+    pub fn finish_pending(&self, message_id: u64) {
+        self.pending.lock().unwrap().remove(&message_id);
+    }
+
+    /// MS-SMB2 3.3.5.16: cancel by async id, or by message id for a request
+    /// that has not gone async yet.
+    pub fn cancel(&self, message_id: u64, async_id: Option<u64>) {
+        let pending = self.pending.lock().unwrap();
+        let found = match async_id {
+            Some(a) => pending.values().find(|p| p.async_id == Some(a)),
+            None => pending.get(&message_id).filter(|p| p.async_id.is_none()),
+        };
+        if let Some(p) = found {
+            p.cancel.cancel();
+        }
+    }
+
+    /// Cancel pending requests of a session (logoff) — MS-SMB2 3.3.5.6.
+    pub fn cancel_session_requests(&self, session_id: u64) {
+        for p in self.pending.lock().unwrap().values() {
+            if p.session_id == session_id {
+                p.cancel.cancel();
+            }
+        }
+    }
+}
+
+/// Serve one accepted TCP connection until it closes.
+pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
+    let peer = stream.peer_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+    let local = stream.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+    let _ = stream.set_nodelay(true);
+    let (mut rd, mut wr) = stream.into_split();
+    let (tx, mut rx) = mpsc::unbounded_channel::<OutFrame>();
+    let conn = Arc::new(Connection {
+        id: server.new_connection_id(),
+        peer,
+        local,
+        server: server.clone(),
+        out: tx,
+        negotiated: OnceLock::new(),
+        preauth: Mutex::new(None),
+        negotiate_started: Mutex::new(false),
+        credits: Mutex::new(CreditWindow::new(server.config.max_credits)),
+        pending: Mutex::new(HashMap::new()),
+        next_async_id: AtomicU64::new(1),
+        sessions: Mutex::new(HashSet::new()),
+        closing: CancellationToken::new(),
+        connected_at: Instant::now(),
+    });
+    debug!(conn = conn.id, %peer, "connection accepted");
+
+    let closing = conn.closing.clone();
+    let writer = tokio::spawn(async move {
+        while let Some(parts) = rx.recv().await {
+            if write_frame(&mut wr, &parts).await.is_err() {
+                break;
+            }
+        }
+        closing.cancel();
+        let _ = wr.shutdown().await;
+    });
+
+    let max_frame = server.config.max_frame_len();
+    let idle = server.config.idle_timeout;
+    let handshake = server.config.handshake_timeout;
+    loop {
+        let timeout = if conn.sessions.lock().unwrap().is_empty() { handshake.min(idle) } else { idle };
+        let mut len_buf = [0u8; 4];
+        let read = tokio::select! {
+            r = tokio::time::timeout(timeout, rd.read_exact(&mut len_buf)) => r,
+            _ = conn.closing.cancelled() => break,
+        };
+        match read {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => break,
+            Err(_) => {
+                debug!(conn = conn.id, "idle timeout");
+                break;
+            }
+        }
+        // MS-SMB2 2.1: a zero byte then a 24-bit big-endian length.
+        if len_buf[0] != 0 {
+            warn!(conn = conn.id, "not a session message; closing");
+            break;
+        }
+        let len = u32::from_be_bytes(len_buf) as usize;
+        if len > max_frame || len < 4 {
+            warn!(conn = conn.id, len, "frame length out of bounds; closing");
+            break;
+        }
+        let mut buf = vec![0u8; len];
+        match tokio::time::timeout(idle, rd.read_exact(&mut buf)).await {
+            Ok(Ok(_)) => {}
+            _ => break,
+        }
+        match frame::accept_frame(&conn, buf) {
+            Ok(Some(work)) => {
+                let conn = conn.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = frame::process(&conn, work).await {
+                        debug!(conn = conn.id, "dropping connection: {e}");
+                        conn.closing.cancel();
+                    }
+                });
+            }
+            Ok(None) => {}
+            Err(e) => {
+                warn!(conn = conn.id, "dropping connection: {e}");
+                break;
+            }
+        }
+    }
+    conn.closing.cancel();
+    drop(rd);
+    teardown(&conn).await;
+    writer.abort();
+    debug!(conn = conn.id, "connection closed");
+}
+
+async fn write_frame(wr: &mut tokio::net::tcp::OwnedWriteHalf, parts: &[Bytes]) -> std::io::Result<()> {
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let len = (total as u32).to_be_bytes();
+    let mut hdr = [0u8; 4];
+    hdr[1..].copy_from_slice(&len[1..]);
+    let mut slices: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
+    slices.push(&hdr);
+    for p in parts {
+        slices.push(p);
+    }
+    let mut idx = 0;
+    let mut off = 0;
+    while idx < slices.len() {
+        let iov: Vec<std::io::IoSlice<'_>> = std::iter::once(std::io::IoSlice::new(&slices[idx][off..]))
+            .chain(slices[idx + 1..].iter().map(|s| std::io::IoSlice::new(s)))
+            .collect();
+        let mut n = wr.write_vectored(&iov).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while idx < slices.len() && n > 0 {
+            let left = slices[idx].len() - off;
+            if n >= left {
+                n -= left;
+                idx += 1;
+                off = 0;
+            } else {
+                off += n;
+                n = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The connection is gone: its sessions lose this channel; a session with
+/// no channel left is torn down with its opens (MS-SMB2 3.3.7.1).
+async fn teardown(conn: &Arc<Connection>) {
+    let ids: Vec<u64> = conn.sessions.lock().unwrap().drain().collect();
+    for id in ids {
+        if let Some(sess) = conn.server.sessions.get(&id) {
+            if sess.connection_id == conn.id {
+                conn.server.sessions.remove(&id);
+                crate::smb::ops::logoff::close_session(&conn.server, &sess).await;
+            }
+        }
+    }
+}

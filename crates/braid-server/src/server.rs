@@ -1,0 +1,68 @@
+//! Listeners: bind every configured address and serve connections.
+
+use std::sync::Arc;
+
+use braid_fs::{FileService, SystemClock};
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+
+use crate::config::ServerConfig;
+use crate::conn::serve_connection;
+use crate::state::ServerState;
+use crate::userdb::UserDb;
+
+pub struct Server {
+    pub state: Arc<ServerState>,
+    listeners: Vec<TcpListener>,
+}
+
+impl Server {
+    /// Validate the shares and bind the listeners; errors are one line
+    /// saying what failed and how to fix it.
+    pub async fn bind(config: ServerConfig, users: UserDb) -> Result<Server, String> {
+        let files = FileService::new(Arc::new(SystemClock));
+        let state = Arc::new(ServerState::new(config, users, files)?);
+        let mut listeners = Vec::new();
+        for addr in &state.config.listen {
+            let l = TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+                std::io::ErrorKind::AddrInUse => {
+                    format!("listen {addr}: address already in use; stop the other server or choose another port with --listen")
+                }
+                std::io::ErrorKind::PermissionDenied => format!(
+                    "listen {addr}: permission denied; ports below 1024 need root or CAP_NET_BIND_SERVICE (setcap cap_net_bind_service=+ep $(which braid)), or use a port such as 4445"
+                ),
+                _ => format!("listen {addr}: {e}"),
+            })?;
+            listeners.push(l);
+        }
+        Ok(Server { state, listeners })
+    }
+
+    pub fn local_addrs(&self) -> Vec<std::net::SocketAddr> {
+        self.listeners.iter().filter_map(|l| l.local_addr().ok()).collect()
+    }
+
+    pub async fn run(self) {
+        let mut tasks = Vec::new();
+        for l in self.listeners {
+            let state = self.state.clone();
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    match l.accept().await {
+                        Ok((stream, _)) => {
+                            tokio::spawn(serve_connection(state.clone(), stream));
+                        }
+                        Err(e) => {
+                            warn!("accept failed: {e}");
+                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            }));
+        }
+        info!("serving");
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Sessions, tree connects and opens (MS-SMB2 3.3.1.8–3.3.1.10).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use braid_fs::{DirEntry, OpenHandle};
+use braid_smb_proto::auth::SpnegoServer;
+use braid_smb_proto::crypto::{PreauthHash, SigningAlgorithm};
+
+use crate::sharded::ShardedMap;
+use crate::state::Share;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionPhase {
+    InProgress,
+    Valid,
+    Expired,
+}
+
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub user: String,
+    pub domain: String,
+    pub anonymous: bool,
+    pub guest: bool,
+}
+
+#[derive(Clone)]
+pub struct SigningState {
+    pub algorithm: SigningAlgorithm,
+    pub key: Vec<u8>,
+}
+
+/// An authentication exchange in progress (first setup or re-authentication).
+pub struct AuthExchange {
+    pub spnego: SpnegoServer,
+    pub preauth: PreauthHash,
+}
+
+pub struct Session {
+    pub id: u64,
+    pub dialect: u16,
+    pub phase: Mutex<SessionPhase>,
+    pub auth: Mutex<Option<AuthExchange>>,
+    pub identity: Mutex<Option<Identity>>,
+    pub signing: Mutex<Option<SigningState>>,
+    pub signing_required: AtomicBool,
+    pub session_key: Mutex<Vec<u8>>,
+    pub trees: Mutex<HashMap<u32, Arc<Tree>>>,
+    next_tree_id: AtomicU32,
+    pub opens: ShardedMap<u64, Arc<Open>>,
+    next_volatile: AtomicU64,
+    /// Connection that created the session (its first channel).
+    pub connection_id: u64,
+}
+
+impl Session {
+    pub fn new(id: u64, dialect: u16, connection_id: u64) -> Session {
+        Session {
+            id,
+            dialect,
+            phase: Mutex::new(SessionPhase::InProgress),
+            auth: Mutex::new(None),
+            identity: Mutex::new(None),
+            signing: Mutex::new(None),
+            signing_required: AtomicBool::new(false),
+            session_key: Mutex::new(Vec::new()),
+            trees: Mutex::new(HashMap::new()),
+            next_tree_id: AtomicU32::new(1),
+            opens: ShardedMap::new(),
+            next_volatile: AtomicU64::new(1),
+            connection_id,
+        }
+    }
+
+    pub fn phase(&self) -> SessionPhase {
+        *self.phase.lock().unwrap()
+    }
+
+    pub fn set_phase(&self, p: SessionPhase) {
+        *self.phase.lock().unwrap() = p;
+    }
+
+    pub fn signing(&self) -> Option<SigningState> {
+        self.signing.lock().unwrap().clone()
+    }
+
+    pub fn is_anonymous_or_guest(&self) -> bool {
+        self.identity.lock().unwrap().as_ref().map(|i| i.anonymous || i.guest).unwrap_or(true)
+    }
+
+    pub fn add_tree(&self, share: Option<Arc<Share>>, maximal_access: u32) -> Arc<Tree> {
+        let id = self.next_tree_id.fetch_add(1, Ordering::Relaxed);
+        let tree = Arc::new(Tree { id, share, maximal_access });
+        self.trees.lock().unwrap().insert(id, tree.clone());
+        tree
+    }
+
+    pub fn tree(&self, id: u32) -> Option<Arc<Tree>> {
+        self.trees.lock().unwrap().get(&id).cloned()
+    }
+
+    pub fn remove_tree(&self, id: u32) -> Option<Arc<Tree>> {
+        self.trees.lock().unwrap().remove(&id)
+    }
+
+    pub fn new_volatile_id(&self) -> u64 {
+        self.next_volatile.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Opens of one tree, removed from the table (tree disconnect, logoff).
+    pub fn take_opens_of_tree(&self, tree_id: Option<u32>) -> Vec<Arc<Open>> {
+        self.opens.drain_where(|o| tree_id.is_none_or(|t| o.tree_id == t))
+    }
+}
+
+pub struct Tree {
+    pub id: u32,
+    /// None for IPC$.
+    pub share: Option<Arc<Share>>,
+    pub maximal_access: u32,
+}
+
+/// The cursor of a directory enumeration (MS-SMB2 3.3.1.10 Open.EnumerationLocation).
+#[derive(Default)]
+pub struct DirCursor {
+    pub entries: Option<Vec<DirEntry>>,
+    pub position: usize,
+    pub pattern: Option<String>,
+}
+
+pub struct Open {
+    pub persistent_id: u64,
+    pub volatile_id: u64,
+    pub tree_id: u32,
+    pub session_id: u64,
+    pub handle: OpenHandle,
+    pub is_directory: bool,
+    pub granted_access: u32,
+    pub dir: Mutex<DirCursor>,
+    pub closed: AtomicBool,
+    /// Cancelled when the open is closed: wakes requests waiting on it.
+    pub close_signal: tokio_util::sync::CancellationToken,
+}
+
+impl Open {
+    /// Mark closed; true if this call closed it.
+    pub fn mark_closed(&self) -> bool {
+        let first = !self.closed.swap(true, Ordering::AcqRel);
+        self.close_signal.cancel();
+        first
+    }
+}

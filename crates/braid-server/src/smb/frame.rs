@@ -1,0 +1,352 @@
+//! Frames and compounds: MS-SMB2 3.3.5.2 (receiving any message),
+//! 3.3.5.2.7 (compounded requests), 3.3.4.1 (sending any message).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tracing::{debug, trace};
+
+use braid_smb_proto::codec::{FileId, WriteLe};
+use braid_smb_proto::crypto::{sign_in_place, verify as verify_signature};
+use braid_smb_proto::header::{flags, offsets, Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID};
+use braid_smb_proto::messages::ErrorResponse;
+use braid_smb_proto::NtStatus;
+
+use super::{dispatch, OpResult, Reply, Request};
+use crate::conn::Connection;
+use crate::session::SessionPhase;
+
+/// A frame whose message ids were accepted, ready to be processed.
+pub enum Work {
+    Smb1Negotiate(Vec<u8>),
+    Smb2 { buf: Bytes, msgs: Vec<(Range<usize>, Header)> },
+}
+
+/// Runs on the reader, in order: split the compound, check each message
+/// id against the credit window (3.3.5.2.3), handle CANCEL at once.
+pub fn accept_frame(conn: &Arc<Connection>, buf: Vec<u8>) -> Result<Option<Work>, String> {
+    if buf.len() >= 4 && buf[..4] == SMB1_PROTOCOL_ID {
+        // MS-SMB2 3.3.5.3: only a first negotiate may be SMB1.
+        let mut started = conn.negotiate_started.lock().unwrap();
+        if *started {
+            return Err("SMB1 message after negotiation".into());
+        }
+        *started = true;
+        return Ok(Some(Work::Smb1Negotiate(buf)));
+    }
+    if buf.len() < 4 || buf[..4] != PROTOCOL_ID {
+        return Err("unknown protocol id".into());
+    }
+    let mut msgs = Vec::new();
+    let mut off = 0usize;
+    loop {
+        let rest = &buf[off..];
+        let hdr = Header::decode(rest).map_err(|e| format!("bad header: {e}"))?;
+        let len = if hdr.next_command == 0 {
+            rest.len()
+        } else {
+            let n = hdr.next_command as usize;
+            // 3.3.5.2.7: each compounded message starts 8-byte aligned.
+            if n < HEADER_LEN || n > rest.len() || n % 8 != 0 {
+                return Err("bad NextCommand".into());
+            }
+            n
+        };
+        if hdr.is_response() {
+            return Err("response flag on a request".into());
+        }
+        if hdr.command == Command::Cancel as u16 {
+            // 3.3.5.16: no sequence check, no response.
+            let async_id = hdr.is_async().then_some(hdr.async_id);
+            conn.cancel(hdr.message_id, async_id);
+        } else {
+            let charge = hdr.credit_charge.max(1);
+            if conn.credits.lock().unwrap().consume(hdr.message_id, charge).is_err() {
+                return Err(format!("message id {} outside the credit window", hdr.message_id));
+            }
+            msgs.push((off..off + len, hdr.clone()));
+        }
+        if hdr.next_command == 0 {
+            break;
+        }
+        off += len;
+        if off >= buf.len() {
+            return Err("NextCommand points past the frame".into());
+        }
+    }
+    if msgs.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Work::Smb2 { buf: Bytes::from(buf), msgs }))
+}
+
+/// State carried from one compounded request to the next related one.
+#[derive(Default)]
+struct Related {
+    session_id: u64,
+    tree_id: u32,
+    file_id: Option<FileId>,
+    /// A failed CREATE fails the related requests after it with its status.
+    create_error: Option<NtStatus>,
+}
+
+pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
+    let (buf, msgs) = match work {
+        Work::Smb1Negotiate(buf) => {
+            let reply = super::ops::negotiate::handle_smb1(conn, &buf)?;
+            conn.send(vec![Bytes::from(reply)]);
+            return Ok(());
+        }
+        Work::Smb2 { buf, msgs } => (buf, msgs),
+    };
+    let count = msgs.len();
+    let mut related = Related::default();
+    let mut out: Vec<Bytes> = Vec::with_capacity(count + 1);
+    let mut prev: Option<Finished> = None;
+    for (i, (range, hdr)) in msgs.into_iter().enumerate() {
+        let last = i + 1 == count;
+        // MS-SMB2 3.3.4.2 (Windows behaviour, <159>): the last request of a
+        // compound may go async; what came before it is sent first.
+        let may_go_async = last && i > 0 && may_block(hdr.command);
+        if let Some(p) = prev.take() {
+            finalize(p, !may_go_async, &mut out)?;
+            if may_go_async {
+                conn.send(std::mem::take(&mut out));
+            }
+        }
+        let in_compound = count > 1 && !may_go_async;
+        let msg = buf.slice(range);
+        prev = Some(handle_one(conn, &hdr, msg, &mut related, in_compound).await?);
+    }
+    if let Some(p) = prev.take() {
+        finalize(p, false, &mut out)?;
+    }
+    if !out.is_empty() {
+        conn.send(out);
+    }
+    Ok(())
+}
+
+/// Commands whose handlers may wait (and so answer asynchronously).
+fn may_block(command: u16) -> bool {
+    command == Command::Lock as u16 || command == Command::ChangeNotify as u16
+}
+
+/// Chain (when more follow), sign, and queue one response.
+fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), String> {
+    let Finished { mut resp, mut payload, signing } = f;
+    if signing.is_some() || more_follow {
+        if let Some(p) = payload.take() {
+            resp.extend_from_slice(&p);
+        }
+    }
+    if more_follow {
+        // 3.3.4.1.3: compounded responses are 8-byte aligned and chained;
+        // the padding and NextCommand are covered by the signature.
+        resp.align_to(8);
+        let n = resp.len() as u32;
+        resp.patch_u32(offsets::NEXT_COMMAND, n);
+    }
+    if let Some(s) = signing {
+        sign_in_place(s.algorithm, &s.key, &mut resp).map_err(|e| format!("signing failed: {e}"))?;
+    }
+    out.push(Bytes::from(resp));
+    if let Some(p) = payload {
+        out.push(p);
+    }
+    Ok(())
+}
+
+/// A response ready to go, and the key to sign it with, if any.
+struct Finished {
+    resp: Vec<u8>,
+    payload: Option<Bytes>,
+    signing: Option<crate::session::SigningState>,
+}
+
+/// Handle one message of a frame; returns the finished (signed) response.
+async fn handle_one(
+    conn: &Arc<Connection>,
+    hdr: &Header,
+    msg_bytes: Bytes,
+    related: &mut Related,
+    in_compound: bool,
+) -> Result<Finished, String> {
+    let server = &conn.server;
+    let msg: &[u8] = &msg_bytes;
+    let mut hdr = hdr.clone();
+    if hdr.is_related() {
+        // 3.3.5.2.7.2: related requests inherit session, tree and file.
+        hdr.session_id = related.session_id;
+        hdr.tree_id = related.tree_id;
+    }
+    let command = Command::from_u16(hdr.command);
+    let mut req = Request {
+        conn,
+        header: &hdr,
+        msg,
+        msg_bytes: msg_bytes.clone(),
+        session: None,
+        tree: None,
+        related_file_id: if hdr.is_related() { related.file_id } else { None },
+        in_compound,
+        async_id: None,
+        interim_credits: None,
+    };
+
+    let result: OpResult = 'res: {
+        let Some(command) = command else { break 'res Err(NtStatus::INVALID_PARAMETER) };
+        if conn.negotiated().is_none() && command != Command::Negotiate {
+            break 'res Err(NtStatus::INVALID_PARAMETER);
+        }
+        if hdr.is_related() {
+            if let Some(st) = related.create_error {
+                break 'res Err(st);
+            }
+        }
+        let info = dispatch::info(command);
+        // 3.3.5.2.9: verify the session.
+        if info.needs_session || (command == Command::SessionSetup && hdr.session_id != 0) {
+            let Some(sess) = server.sessions.get(&hdr.session_id) else {
+                break 'res Err(NtStatus::USER_SESSION_DELETED);
+            };
+            let phase = sess.phase();
+            if phase == SessionPhase::Expired && command != Command::SessionSetup && command != Command::Logoff {
+                break 'res Err(NtStatus::NETWORK_SESSION_EXPIRED);
+            }
+            if phase == SessionPhase::InProgress && command != Command::SessionSetup {
+                break 'res Err(NtStatus::USER_SESSION_DELETED);
+            }
+            // 3.3.5.2.4: verify the signature.
+            if let Some(signing) = sess.signing() {
+                if hdr.is_signed() {
+                    if !verify_signature(signing.algorithm, &signing.key, msg) {
+                        debug!(conn = conn.id, mid = hdr.message_id, "bad signature");
+                        break 'res Err(NtStatus::ACCESS_DENIED);
+                    }
+                } else if sess.signing_required.load(std::sync::atomic::Ordering::Relaxed)
+                    && command != Command::SessionSetup
+                {
+                    break 'res Err(NtStatus::ACCESS_DENIED);
+                }
+            }
+            req.session = Some(sess);
+        }
+        if info.needs_tree {
+            let sess = req.session.as_ref().expect("needs_tree implies needs_session");
+            let Some(tree) = sess.tree(hdr.tree_id) else {
+                break 'res Err(NtStatus::NETWORK_NAME_DELETED);
+            };
+            req.tree = Some(tree);
+        }
+        trace!(conn = conn.id, mid = hdr.message_id, cmd = info.name, "request");
+        dispatch::dispatch(command, &mut req).await
+    };
+
+    let command = hdr.command;
+    let mut reply = match result {
+        Ok(r) => r,
+        Err(status) => error_reply(status),
+    };
+    if command == Command::Create as u16 {
+        if reply.status.is_error() {
+            related.create_error = Some(reply.status);
+        } else if let Some(id) = reply.created_file_id {
+            related.file_id = Some(id);
+            related.create_error = None;
+        }
+    }
+    related.session_id = reply.session_id.unwrap_or(hdr.session_id);
+    related.tree_id = reply.tree_id.unwrap_or(hdr.tree_id);
+    if req.async_id.is_some() || req.interim_credits.is_some() {
+        conn.finish_pending(hdr.message_id);
+    }
+    let async_id = req.async_id;
+    let interim_credits = req.interim_credits;
+    let session = req.session.clone();
+    drop(req);
+
+    // 3.3.4.1: build the response header.
+    let charge = hdr.credit_charge.max(1);
+    let credits = match interim_credits {
+        Some(_) => 0,
+        None => conn.credits.lock().unwrap().grant(hdr.credits, charge),
+    };
+    let mut rh = Header {
+        credit_charge: hdr.credit_charge,
+        status: reply.status.0,
+        command,
+        credits,
+        flags: flags::SERVER_TO_REDIR | (hdr.flags & flags::RELATED_OPERATIONS) | (hdr.flags & flags::PRIORITY_MASK),
+        next_command: 0,
+        message_id: hdr.message_id,
+        process_id: hdr.process_id,
+        tree_id: reply.tree_id.unwrap_or(hdr.tree_id),
+        async_id: 0,
+        session_id: reply.session_id.unwrap_or(hdr.session_id),
+        signature: [0; 16],
+    };
+    if let Some(a) = async_id {
+        rh.flags |= flags::ASYNC_COMMAND;
+        rh.async_id = a;
+    }
+    let mut resp = reply.msg;
+    let mut hbuf = Vec::with_capacity(HEADER_LEN);
+    rh.encode(&mut hbuf);
+    resp[..HEADER_LEN].copy_from_slice(&hbuf);
+    if let Some(hook) = reply.after_send.take() {
+        hook(&resp);
+    }
+
+    // 3.3.4.1.1: sign responses of signed sessions.
+    let sign_session = if reply.sign_with_new_session {
+        server.sessions.get(&rh.session_id)
+    } else {
+        session
+    };
+    let mut signing = None;
+    if let Some(sess) = sign_session {
+        if let Some(s) = sess.signing() {
+            let required = sess.signing_required.load(std::sync::atomic::Ordering::Relaxed);
+            if (hdr.is_signed() || required || reply.sign_with_new_session) && reply.status != NtStatus::PENDING {
+                let fl = u32::from_le_bytes(resp[offsets::FLAGS..offsets::FLAGS + 4].try_into().unwrap());
+                resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
+                signing = Some(s);
+            }
+        }
+    }
+    Ok(Finished { resp, payload: reply.payload, signing })
+}
+
+pub fn error_reply(status: NtStatus) -> Reply {
+    Reply::with_status(status, &ErrorResponse { error_context_count: 0, error_data: Vec::new() })
+}
+
+/// MS-SMB2 3.3.4.2: the interim response; returns the credits it granted.
+pub fn send_interim(conn: &Arc<Connection>, hdr: &Header, async_id: u64) -> u16 {
+    let charge = hdr.credit_charge.max(1);
+    let credits = conn.credits.lock().unwrap().grant(hdr.credits, charge);
+    let rh = Header {
+        credit_charge: hdr.credit_charge,
+        status: NtStatus::PENDING.0,
+        command: hdr.command,
+        credits,
+        flags: flags::SERVER_TO_REDIR | flags::ASYNC_COMMAND,
+        next_command: 0,
+        message_id: hdr.message_id,
+        process_id: 0,
+        tree_id: 0,
+        async_id,
+        session_id: hdr.session_id,
+        signature: [0; 16],
+    };
+    let mut resp = Vec::with_capacity(HEADER_LEN + 9);
+    rh.encode(&mut resp);
+    braid_smb_proto::codec::Message::encode(
+        &ErrorResponse { error_context_count: 0, error_data: Vec::new() },
+        &mut resp,
+    );
+    conn.send(vec![Bytes::from(resp)]);
+    credits
+}

@@ -1,0 +1,159 @@
+//! SMB2 request handling: frames and compounds (`frame`), the dispatch
+//! table (`dispatch`), and one file per command under `ops/`.
+
+pub mod dispatch;
+pub mod frame;
+pub mod ops;
+pub mod status_map;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use braid_smb_proto::codec::{FileId, Message};
+use braid_smb_proto::header::{Header, HEADER_LEN};
+use braid_smb_proto::NtStatus;
+use tokio_util::sync::CancellationToken;
+
+use crate::conn::Connection;
+use crate::session::{Open, Session, Tree};
+
+/// Everything a handler needs, passed explicitly (architecture principle 5).
+pub struct Request<'a> {
+    pub conn: &'a Arc<Connection>,
+    pub header: &'a Header,
+    /// The whole message (header + body); wire offsets are relative to it.
+    pub msg: &'a [u8],
+    /// The same message as shared bytes, for payloads handed to blocking I/O.
+    pub msg_bytes: Bytes,
+    pub session: Option<Arc<Session>>,
+    pub tree: Option<Arc<Tree>>,
+    /// File id of the previous CREATE in a related compound.
+    pub related_file_id: Option<FileId>,
+    pub in_compound: bool,
+    /// Set when the handler went async: the final response carries it.
+    pub async_id: Option<u64>,
+    /// Credits granted on the interim response (the final one grants none).
+    pub interim_credits: Option<u16>,
+}
+
+/// A handler's answer: the response message (64-byte header placeholder
+/// followed by the body) and, for READ, a payload sent as its own buffer.
+pub struct Reply {
+    pub status: NtStatus,
+    pub msg: Vec<u8>,
+    pub payload: Option<Bytes>,
+    /// A CREATE's file id, for the following related requests.
+    pub created_file_id: Option<FileId>,
+    /// Overrides for the response header (SESSION_SETUP, TREE_CONNECT).
+    pub session_id: Option<u64>,
+    pub tree_id: Option<u32>,
+    /// SESSION_SETUP success: the response is signed with the new key.
+    pub sign_with_new_session: bool,
+    /// Called with the final response message (header included, before
+    /// signing): preauth integrity hashing of NEGOTIATE/SESSION_SETUP.
+    pub after_send: Option<AfterSend>,
+}
+
+pub type AfterSend = Box<dyn FnOnce(&[u8]) + Send>;
+
+pub type OpResult = Result<Reply, NtStatus>;
+
+impl Reply {
+    pub fn of<M: Message>(m: &M) -> Reply {
+        Reply::with_status(NtStatus::SUCCESS, m)
+    }
+    pub fn with_status<M: Message>(status: NtStatus, m: &M) -> Reply {
+        let mut msg = Vec::with_capacity(HEADER_LEN + 128);
+        msg.resize(HEADER_LEN, 0);
+        m.encode(&mut msg);
+        Reply {
+            status,
+            msg,
+            payload: None,
+            created_file_id: None,
+            session_id: None,
+            tree_id: None,
+            sign_with_new_session: false,
+            after_send: None,
+        }
+    }
+    /// A body already encoded after a 64-byte placeholder header.
+    pub fn raw(status: NtStatus, msg: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            msg,
+            payload: None,
+            created_file_id: None,
+            session_id: None,
+            tree_id: None,
+            sign_with_new_session: false,
+            after_send: None,
+        }
+    }
+}
+
+impl Request<'_> {
+    pub fn session(&self) -> Result<&Arc<Session>, NtStatus> {
+        self.session.as_ref().ok_or(NtStatus::USER_SESSION_DELETED)
+    }
+    /// The share behind this tree (IPC$ has none).
+    pub fn share(&self) -> Result<&Arc<crate::state::Share>, NtStatus> {
+        self.tree()?.share.as_ref().ok_or(NtStatus::INVALID_DEVICE_REQUEST)
+    }
+    pub fn tree(&self) -> Result<&Arc<Tree>, NtStatus> {
+        self.tree.as_ref().ok_or(NtStatus::NETWORK_NAME_DELETED)
+    }
+
+    /// MS-SMB2 3.3.5.2.7.2 and 3.3.5.x "locate the open": resolve a wire
+    /// file id (the related-compound id included) to an open of this tree.
+    pub fn open(&self, id: FileId) -> Result<Arc<Open>, NtStatus> {
+        let id = if id == FileId::RELATED {
+            self.related_file_id.ok_or(NtStatus::FILE_CLOSED)?
+        } else {
+            id
+        };
+        let sess = self.session()?;
+        let open = sess.opens.get(&id.volatile).ok_or(NtStatus::FILE_CLOSED)?;
+        if open.persistent_id != id.persistent {
+            return Err(NtStatus::FILE_CLOSED);
+        }
+        if let Some(tree) = &self.tree {
+            if open.tree_id != tree.id {
+                return Err(NtStatus::FILE_CLOSED);
+            }
+        }
+        Ok(open)
+    }
+
+    /// Register this request as cancellable (CANCEL, logoff, disconnect).
+    pub fn cancellable(&self) -> CancellationToken {
+        let sid = self.session.as_ref().map(|s| s.id).unwrap_or(0);
+        self.conn.register_pending(self.header.message_id, sid)
+    }
+
+    /// MS-SMB2 3.3.4.2: send an interim STATUS_PENDING response; the final
+    /// response then goes out asynchronously with the same AsyncId.
+    pub fn go_async(&mut self) {
+        if self.async_id.is_some() || self.in_compound {
+            return;
+        }
+        let async_id = self.conn.new_async_id();
+        self.conn.set_pending_async(self.header.message_id, async_id);
+        let credits = frame::send_interim(self.conn, self.header, async_id);
+        self.async_id = Some(async_id);
+        self.interim_credits = Some(credits);
+    }
+}
+
+/// Run blocking file-service work off the reactor (architecture: the
+/// network reactor never waits on the file system).
+pub async fn blocking<T, F>(f: F) -> Result<T, NtStatus>
+where
+    F: FnOnce() -> Result<T, braid_fs::FsError> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(|e| status_map::fs_status(&e)),
+        Err(_) => Err(NtStatus::INTERNAL_ERROR),
+    }
+}

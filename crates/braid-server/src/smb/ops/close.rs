@@ -1,0 +1,66 @@
+//! CLOSE: MS-SMB2 3.3.5.10.
+
+use std::sync::Arc;
+
+use braid_smb_proto::codec::Message;
+use braid_smb_proto::messages::{CloseRequest, CloseResponse};
+use braid_smb_proto::NtStatus;
+
+use crate::session::Open;
+use crate::smb::{blocking, OpResult, Reply, Request};
+use crate::state::filetime;
+
+/// SMB2_CLOSE_FLAG_POSTQUERY_ATTRIB.
+const POSTQUERY_ATTRIB: u16 = 0x0001;
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let r = CloseRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = req.open(r.file_id)?;
+    let session = req.session()?;
+    if session.opens.remove(&open.volatile_id).is_none() || !open.mark_closed() {
+        return Err(NtStatus::FILE_CLOSED);
+    }
+    let handle = open.handle.clone();
+    let info = blocking(move || handle.close()).await?;
+    let resp = if r.flags & POSTQUERY_ATTRIB != 0 {
+        CloseResponse {
+            flags: POSTQUERY_ATTRIB,
+            creation_time: filetime(info.creation_time),
+            last_access_time: filetime(info.last_access_time),
+            last_write_time: filetime(info.last_write_time),
+            change_time: filetime(info.change_time),
+            allocation_size: info.allocation_size,
+            end_of_file: info.end_of_file,
+            file_attributes: info.attributes,
+        }
+    } else {
+        CloseResponse {
+            flags: 0,
+            creation_time: 0,
+            last_access_time: 0,
+            last_write_time: 0,
+            change_time: 0,
+            allocation_size: 0,
+            end_of_file: 0,
+            file_attributes: 0,
+        }
+    };
+    Ok(Reply::of(&resp))
+}
+
+/// Close opens removed from a session's table (logoff, tree disconnect,
+/// connection loss).
+pub async fn close_opens(opens: Vec<Arc<Open>>) {
+    if opens.is_empty() {
+        return;
+    }
+    let _ = blocking(move || {
+        for o in opens {
+            if o.mark_closed() {
+                let _ = o.handle.close();
+            }
+        }
+        Ok(())
+    })
+    .await;
+}

@@ -1,0 +1,181 @@
+//! CREATE: MS-SMB2 3.3.5.9.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use braid_fs::{CreateAction, DirectoryRequirement, Disposition, OpenParams, RequestCtx};
+use braid_smb_proto::codec::{FileId, Message, WriteLe};
+use braid_smb_proto::messages::create::{
+    access_mask, context_name, create_action, create_disposition, create_options, impersonation_level,
+};
+use braid_smb_proto::messages::{CreateContext, CreateRequest, CreateResponse};
+use braid_smb_proto::NtStatus;
+
+use crate::session::{DirCursor, Open};
+use crate::smb::{blocking, OpResult, Reply, Request};
+use crate::state::filetime;
+
+/// Access bits a client may never ask for (MS-SMB2 3.3.5.9: reserved bits).
+const INVALID_ACCESS_BITS: u32 = 0x0CE0_FE00;
+/// FILE_ATTRIBUTE_* bits that may be set on create.
+const VALID_CREATE_ATTRIBUTES: u32 = 0x0000_7FB7 | 0x0002_0000;
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let r = CreateRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let session = req.session()?.clone();
+    let tree = req.tree()?.clone();
+
+    // 3.3.5.9: request validation, in the order Windows applies it.
+    if r.impersonation_level > impersonation_level::DELEGATE {
+        return Err(NtStatus::BAD_IMPERSONATION_LEVEL);
+    }
+    if r.create_disposition > create_disposition::OVERWRITE_IF {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let opts = r.create_options;
+    if opts & create_options::DIRECTORY_FILE != 0 && opts & create_options::NON_DIRECTORY_FILE != 0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if opts & 0xFF00_0000 != 0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if r.desired_access & INVALID_ACCESS_BITS != 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if r.desired_access == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if r.file_attributes & !VALID_CREATE_ATTRIBUTES != 0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if r.desired_access & access_mask::ACCESS_SYSTEM_SECURITY != 0 {
+        return Err(NtStatus::PRIVILEGE_NOT_HELD);
+    }
+    if opts & create_options::DELETE_ON_CLOSE != 0
+        && braid_fs::map_generic(r.desired_access) & (access_mask::DELETE | access_mask::MAXIMUM_ALLOWED) == 0
+    {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let Some(share) = tree.share.clone() else {
+        // IPC$: no named pipes are served yet.
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    };
+    if r.name.starts_with('\\') {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if r.name.contains(':') {
+        // Named streams are not supported; "::$DATA" means the file itself.
+        if !r.name.to_ascii_uppercase().ends_with("::$DATA") {
+            return Err(NtStatus::OBJECT_NAME_INVALID);
+        }
+    }
+    let name = r.name.strip_suffix("::$DATA").unwrap_or(&r.name).to_string();
+
+    let mut allocation_size = None;
+    let mut want_mxac = false;
+    let mut want_qfid = false;
+    for c in &r.contexts {
+        match c.name.as_slice() {
+            n if n == context_name::ALLOCATION_SIZE => {
+                if c.data.len() < 8 {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+                allocation_size = Some(u64::from_le_bytes(c.data[..8].try_into().unwrap()));
+            }
+            n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
+            n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
+            // 3.3.5.9: other contexts are ignored.
+            _ => {}
+        }
+    }
+
+    let disposition = match r.create_disposition {
+        create_disposition::SUPERSEDE => Disposition::Supersede,
+        create_disposition::OPEN => Disposition::Open,
+        create_disposition::CREATE => Disposition::Create,
+        create_disposition::OPEN_IF => Disposition::OpenIf,
+        create_disposition::OVERWRITE => Disposition::Overwrite,
+        _ => Disposition::OverwriteIf,
+    };
+    let directory = if opts & create_options::DIRECTORY_FILE != 0 {
+        DirectoryRequirement::MustBeDirectory
+    } else if opts & create_options::NON_DIRECTORY_FILE != 0 {
+        DirectoryRequirement::MustNotBeDirectory
+    } else {
+        DirectoryRequirement::Any
+    };
+    let params = OpenParams {
+        path: name,
+        access: r.desired_access,
+        share_access: r.share_access,
+        disposition,
+        directory,
+        delete_on_close: opts & create_options::DELETE_ON_CLOSE != 0,
+        write_through: opts & create_options::WRITE_THROUGH != 0,
+        attributes: r.file_attributes,
+        allocation_size,
+    };
+    let ctx = RequestCtx::new(session.identity.lock().unwrap().as_ref().map(|i| i.user.clone()).unwrap_or_default());
+    let files = req.conn.server.files.clone();
+    let fs_share = share.fs.clone();
+    let opened = blocking(move || files.open(&ctx, &fs_share, params)).await?;
+
+    let volatile = session.new_volatile_id();
+    let info = opened.info.clone();
+    let granted = opened.handle.granted_access();
+    let open = Arc::new(Open {
+        persistent_id: volatile,
+        volatile_id: volatile,
+        tree_id: tree.id,
+        session_id: session.id,
+        is_directory: info.is_directory,
+        granted_access: granted,
+        handle: opened.handle,
+        dir: Mutex::new(DirCursor::default()),
+        closed: AtomicBool::new(false),
+        close_signal: Default::default(),
+    });
+    session.opens.insert(volatile, open);
+    let file_id = FileId { persistent: volatile, volatile };
+
+    let mut contexts = Vec::new();
+    if want_mxac {
+        // MS-SMB2 2.2.14.2.5: QueryStatus then MaximalAccess.
+        let mut data = Vec::with_capacity(8);
+        data.put_u32(0);
+        data.put_u32(access_mask::FILE_ALL_ACCESS);
+        contexts.push(CreateContext { name: context_name::QUERY_MAXIMAL_ACCESS_REQUEST.to_vec(), data });
+    }
+    if want_qfid {
+        // MS-SMB2 2.2.14.2.9: DiskFileId (32 bytes), VolumeId.
+        let mut data = Vec::with_capacity(32);
+        data.put_u64(info.file_id);
+        data.put_u64(0);
+        data.put_u64(0);
+        data.put_u64(0);
+        contexts.push(CreateContext { name: context_name::QUERY_ON_DISK_ID.to_vec(), data });
+    }
+
+    let action = match opened.action {
+        CreateAction::Superseded => create_action::SUPERSEDED,
+        CreateAction::Opened => create_action::OPENED,
+        CreateAction::Created => create_action::CREATED,
+        CreateAction::Overwritten => create_action::OVERWRITTEN,
+    };
+    let mut reply = Reply::of(&CreateResponse {
+        oplock_level: 0,
+        flags: 0,
+        create_action: action,
+        creation_time: filetime(info.creation_time),
+        last_access_time: filetime(info.last_access_time),
+        last_write_time: filetime(info.last_write_time),
+        change_time: filetime(info.change_time),
+        allocation_size: info.allocation_size,
+        end_of_file: info.end_of_file,
+        file_attributes: info.attributes,
+        file_id,
+        contexts,
+    });
+    reply.created_file_id = Some(file_id);
+    Ok(reply)
+}

@@ -1,0 +1,80 @@
+//! IOCTL: MS-SMB2 3.3.5.15.
+
+use braid_smb_proto::codec::{FileId, Message};
+use braid_smb_proto::messages::ioctl::{fsctl, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse};
+use braid_smb_proto::messages::{IoctlRequest, IoctlResponse};
+use braid_smb_proto::NtStatus;
+
+use crate::smb::{OpResult, Reply, Request};
+
+/// SMB2_0_IOCTL_IS_FSCTL.
+const IS_FSCTL: u32 = 0x0000_0001;
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let r = IoctlRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if r.flags != IS_FSCTL {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    let max = req.conn.server.config.max_transact_size;
+    if r.input.len() as u32 > max || r.max_output_response > max || r.max_input_response > max {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let output = match r.ctl_code {
+        fsctl::VALIDATE_NEGOTIATE_INFO => validate_negotiate(req, &r)?,
+        fsctl::DFS_GET_REFERRALS | fsctl::DFS_GET_REFERRALS_EX => return Err(NtStatus::NOT_FOUND),
+        fsctl::PIPE_TRANSCEIVE => return Err(NtStatus::NOT_SUPPORTED),
+        fsctl::QUERY_NETWORK_INTERFACE_INFO => return Err(NtStatus::NOT_SUPPORTED),
+        _ => {
+            // A file id must still name an open (3.3.5.15), then the
+            // control is not one this server implements.
+            if r.file_id != FileId::RELATED || req.related_file_id.is_some() {
+                req.open(r.file_id)?;
+            }
+            return Err(NtStatus::INVALID_DEVICE_REQUEST);
+        }
+    };
+    if output.len() as u32 > r.max_output_response {
+        return Err(NtStatus::BUFFER_TOO_SMALL);
+    }
+    Ok(Reply::of(&IoctlResponse { ctl_code: r.ctl_code, file_id: r.file_id, input: Vec::new(), output, flags: 0 }))
+}
+
+/// MS-SMB2 3.3.5.15.12: the client's view of NEGOTIATE must match ours,
+/// else the connection is dropped (a downgrade attack).
+fn validate_negotiate(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
+    let conn = req.conn;
+    let neg = conn.negotiated().ok_or(NtStatus::ACCESS_DENIED)?;
+    if neg.dialect == braid_smb_proto::messages::negotiate::dialect::SMB311 {
+        // 3.1.1 uses preauth integrity instead; Windows drops the connection.
+        conn.closing.cancel();
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    if r.file_id != (FileId { persistent: u64::MAX, volatile: u64::MAX }) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let v = match ValidateNegotiateInfoRequest::decode(&r.input) {
+        Ok(v) => v,
+        Err(_) => {
+            conn.closing.cancel();
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+    };
+    let chosen = v.dialects.iter().copied().filter(|d| neg.client_dialects.contains(d)).max();
+    let ok = v.capabilities == neg.client_capabilities
+        && v.guid == neg.client_guid
+        && v.security_mode == neg.client_security_mode
+        && chosen == Some(neg.dialect);
+    if !ok {
+        conn.closing.cancel();
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let resp = ValidateNegotiateInfoResponse {
+        capabilities: neg.server_capabilities,
+        guid: conn.server.server_guid,
+        security_mode: neg.server_security_mode,
+        dialect: neg.dialect,
+    };
+    let mut out = Vec::with_capacity(24);
+    resp.encode(&mut out);
+    Ok(out)
+}

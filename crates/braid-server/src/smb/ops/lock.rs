@@ -1,0 +1,87 @@
+//! LOCK: MS-SMB2 3.3.5.14, with blocking locks answered asynchronously.
+
+use braid_fs::{FsError, LockOwner};
+use braid_smb_proto::codec::Message;
+use braid_smb_proto::messages::lock::flags;
+use braid_smb_proto::messages::{LockElement, LockRequest, LockResponse};
+use braid_smb_proto::NtStatus;
+
+use crate::session::Open;
+use crate::smb::status_map::fs_status;
+use crate::smb::{OpResult, Reply, Request};
+
+/// SMB2 locks belong to the open, not to a process.
+const OWNER: LockOwner = LockOwner(0);
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let r = LockRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = req.open(r.file_id)?;
+    if r.locks.is_empty() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // 3.3.5.14.1: a request either unlocks or locks, never both.
+    if r.locks[0].flags & flags::UNLOCK != 0 {
+        for l in &r.locks {
+            if l.flags != flags::UNLOCK {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            open.handle.unlock(l.offset, l.length, OWNER).map_err(|e| match e {
+                FsError::InvalidLockRange => NtStatus::INVALID_LOCK_RANGE,
+                _ => NtStatus::RANGE_NOT_LOCKED,
+            })?;
+        }
+        return Ok(Reply::of(&LockResponse));
+    }
+    for l in &r.locks {
+        let kind = l.flags & !flags::FAIL_IMMEDIATELY;
+        if kind != flags::SHARED_LOCK && kind != flags::EXCLUSIVE_LOCK {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        // 3.3.5.14.2: only a single-element request may block.
+        if r.locks.len() > 1 && l.flags & flags::FAIL_IMMEDIATELY == 0 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    if r.locks.len() > 1 {
+        return lock_all_or_none(&open, &r.locks).map(|_| Reply::of(&LockResponse));
+    }
+
+    let l = r.locks[0].clone();
+    let exclusive = l.flags & flags::EXCLUSIVE_LOCK != 0;
+    let immediate = l.flags & flags::FAIL_IMMEDIATELY != 0;
+    let notify = open.handle.lock_changed();
+    let cancel = if immediate { None } else { Some(req.cancellable()) };
+    loop {
+        let released = notify.notified();
+        tokio::pin!(released);
+        released.as_mut().enable();
+        match open.handle.lock(l.offset, l.length, exclusive, OWNER) {
+            Ok(()) => return Ok(Reply::of(&LockResponse)),
+            Err(e @ (FsError::LockNotGranted | FsError::LockConflict)) if !immediate => {
+                let _ = e;
+                req.go_async();
+                let cancel = cancel.as_ref().expect("blocking lock is cancellable");
+                tokio::select! {
+                    _ = &mut released => continue,
+                    _ = cancel.cancelled() => return Err(NtStatus::CANCELLED),
+                    _ = open.close_signal.cancelled() => return Err(NtStatus::RANGE_NOT_LOCKED),
+                }
+            }
+            Err(e) => return Err(fs_status(&e)),
+        }
+    }
+}
+
+/// Several elements: take them all or none (3.3.5.14.2 rolls back).
+fn lock_all_or_none(open: &Open, locks: &[LockElement]) -> Result<(), NtStatus> {
+    for (i, l) in locks.iter().enumerate() {
+        let exclusive = l.flags & flags::EXCLUSIVE_LOCK != 0;
+        if let Err(e) = open.handle.lock(l.offset, l.length, exclusive, OWNER) {
+            for p in &locks[..i] {
+                let _ = open.handle.unlock(p.offset, p.length, OWNER);
+            }
+            return Err(fs_status(&e));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,21 @@
+//! One file per SMB2 command (MS-SMB2 3.3.5.x), routed by `dispatch`.
+
+pub mod change_notify;
+pub mod close;
+pub mod convert;
+pub mod create;
+pub mod echo;
+pub mod flush;
+pub mod ioctl;
+pub mod lock;
+pub mod logoff;
+pub mod negotiate;
+pub mod oplock_break;
+pub mod query_directory;
+pub mod query_info;
+pub mod read;
+pub mod session_setup;
+pub mod set_info;
+pub mod tree_connect;
+pub mod tree_disconnect;
+pub mod write;

@@ -1,0 +1,112 @@
+//! QUERY_INFO: MS-SMB2 3.3.5.20.
+
+use braid_smb_proto::codec::Message;
+use braid_smb_proto::fscc::file_info::{self, FileQueryInput};
+use braid_smb_proto::fscc::{fs_info, security, FsStats, VolumeInfo, SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY};
+use braid_smb_proto::messages::create::access_mask;
+use braid_smb_proto::messages::{QueryInfoRequest, QueryInfoResponse};
+use braid_smb_proto::NtStatus;
+
+use super::convert::view_of;
+use crate::smb::{blocking, OpResult, Reply, Request};
+
+/// MS-FSA 2.1.5.12: classes that need FILE_READ_ATTRIBUTES.
+fn file_class_access(class: u8) -> u32 {
+    use file_info::*;
+    match class {
+        FILE_BASIC_INFORMATION | FILE_ALL_INFORMATION | FILE_NETWORK_OPEN_INFORMATION | FILE_ATTRIBUTE_TAG_INFORMATION => {
+            access_mask::FILE_READ_ATTRIBUTES
+        }
+        FILE_FULL_EA_INFORMATION => access_mask::FILE_READ_EA,
+        _ => 0,
+    }
+}
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let r = QueryInfoRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = req.open(r.file_id)?;
+    let max = req.conn.server.config.max_transact_size;
+    if r.output_buffer_length > max {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let out = match r.info_type {
+        SMB2_0_INFO_FILE => {
+            let need = file_class_access(r.file_info_class);
+            if open.granted_access & need != need {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            let handle = open.handle.clone();
+            let info = blocking(move || handle.info()).await?;
+            let view = view_of(&info);
+            let path = open.handle.path();
+            let q = FileQueryInput {
+                view: &view,
+                path: &path,
+                short_name: "",
+                access_mask: open.granted_access,
+                position: 0,
+                mode: 0,
+                volume_serial: 0,
+            };
+            file_info::query_file_info(r.file_info_class, &q, r.output_buffer_length).map_err(|e| e.status())?
+        }
+        SMB2_0_INFO_FILESYSTEM => {
+            let share = req.share()?.clone();
+            let files = req.conn.server.files.clone();
+            let fs = share.fs.clone();
+            let st = blocking(move || files.fs_stats(&fs)).await?;
+            let stats = FsStats {
+                total_blocks: st.total_blocks,
+                free_blocks: st.free_blocks,
+                avail_blocks: st.available_blocks,
+                block_size: st.block_size.min(u32::MAX as u64) as u32,
+                bytes_per_sector: 512,
+            };
+            let vol = VolumeInfo { label: share.name.clone(), serial_number: volume_serial(&share.name), ..Default::default() };
+            fs_info::query_fs_info(r.file_info_class, &stats, &vol, r.output_buffer_length).map_err(|e| e.status())?
+        }
+        SMB2_0_INFO_SECURITY => {
+            // MS-SMB2 3.3.5.20.3: READ_CONTROL for owner/group/DACL,
+            // ACCESS_SYSTEM_SECURITY for the SACL.
+            const SACL: u32 = 0x8;
+            if r.additional_information & SACL != 0 && open.granted_access & access_mask::ACCESS_SYSTEM_SECURITY == 0 {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            if open.granted_access & access_mask::READ_CONTROL == 0 {
+                return Err(NtStatus::ACCESS_DENIED);
+            }
+            // The POSIX backend runs as one user: its uid/gid stand for
+            // every file's owner and group.
+            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+            let mode = if open.is_directory { 0o755 } else { 0o644 };
+            let sd = security::build_file_security_descriptor(
+                &security::Sid::unix_user(uid),
+                &security::Sid::unix_group(gid),
+                mode,
+                open.is_directory,
+                r.additional_information,
+            )
+            .encode();
+            let out = security::query_security_output(sd, r.output_buffer_length);
+            if out.status == NtStatus::BUFFER_TOO_SMALL {
+                // 3.3.5.20.3: an ERROR response carrying the size needed.
+                let mut reply = crate::smb::frame::error_reply(NtStatus::BUFFER_TOO_SMALL);
+                reply.msg.truncate(braid_smb_proto::HEADER_LEN);
+                braid_smb_proto::codec::Message::encode(
+                    &braid_smb_proto::messages::ErrorResponse { error_context_count: 0, error_data: out.data },
+                    &mut reply.msg,
+                );
+                return Ok(reply);
+            }
+            out
+        }
+        SMB2_0_INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    };
+    Ok(Reply::with_status(out.status, &QueryInfoResponse { output: out.data }))
+}
+
+fn volume_serial(name: &str) -> u32 {
+    // Stable per share name (FNV-1a): clients cache by serial.
+    name.to_lowercase().bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193))
+}

@@ -1,0 +1,173 @@
+//! SESSION_SETUP: MS-SMB2 3.3.5.5 (new sessions and re-authentication).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use braid_smb_proto::auth::{AuthOutcome, NtlmServer, SpnegoServer, SpnegoStep};
+use braid_smb_proto::codec::Message;
+use braid_smb_proto::crypto::{derive_session_keys, PreauthHash};
+use braid_smb_proto::messages::negotiate::{dialect, security_mode};
+use braid_smb_proto::messages::session_setup::{flags as setup_flags, session_flags};
+use braid_smb_proto::messages::{SessionSetupRequest, SessionSetupResponse};
+use braid_smb_proto::NtStatus;
+use tracing::info;
+
+use crate::session::{AuthExchange, Identity, Session, SessionPhase, SigningState};
+use crate::smb::{OpResult, Reply, Request};
+use crate::state::filetime;
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let conn = req.conn;
+    let server = &conn.server;
+    let neg = conn.negotiated().ok_or(NtStatus::INVALID_PARAMETER)?.clone();
+    let r = SessionSetupRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+
+    if r.flags & setup_flags::BINDING != 0 {
+        // Session binding (multichannel) is not offered yet: 3.3.5.5 says a
+        // server without multichannel support refuses the bind.
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+
+    // A session is "new" until its first authentication completes; after
+    // that a SESSION_SETUP on it is a re-authentication.
+    let (session, is_new) = match req.session.clone() {
+        Some(s) => {
+            let new = s.phase() == SessionPhase::InProgress;
+            (s, new)
+        }
+        None if req.header.session_id == 0 => {
+            let s = Arc::new(Session::new(server.new_session_id(), neg.dialect, conn.id));
+            server.sessions.insert(s.id, s.clone());
+            conn.sessions.lock().unwrap().insert(s.id);
+            (s, true)
+        }
+        None => return Err(NtStatus::USER_SESSION_DELETED),
+    };
+    if session.dialect != neg.dialect {
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+
+    let step = {
+        let mut auth = session.auth.lock().unwrap();
+        let ex = auth.get_or_insert_with(|| AuthExchange {
+            spnego: SpnegoServer::new(NtlmServer::new(
+                rand::random(),
+                filetime(std::time::SystemTime::now()),
+                &server.config.netbios_name,
+                &server.config.netbios_name.to_lowercase(),
+                &server.config.domain,
+            )),
+            preauth: conn.preauth.lock().unwrap().clone().unwrap_or_default(),
+        });
+        if neg.dialect == dialect::SMB311 {
+            ex.preauth.update(req.msg);
+        }
+        let users = &server.users;
+        ex.spnego.step(&r.security_buffer, &|user: &str, _domain: &str| users.nt_hash(user))
+    };
+
+    match step {
+        Ok(SpnegoStep::Continue(token)) => {
+            let mut reply = Reply::with_status(
+                NtStatus::MORE_PROCESSING_REQUIRED,
+                &SessionSetupResponse { session_flags: 0, security_buffer: token },
+            );
+            reply.session_id = Some(session.id);
+            if neg.dialect == dialect::SMB311 {
+                let s = session.clone();
+                reply.after_send = Some(Box::new(move |resp: &[u8]| {
+                    if let Some(ex) = s.auth.lock().unwrap().as_mut() {
+                        ex.preauth.update(resp);
+                    }
+                }));
+            }
+            Ok(reply)
+        }
+        Ok(SpnegoStep::Done { token, outcome }) => {
+            let ex = session.auth.lock().unwrap().take();
+            let preauth = ex.map(|e| e.preauth).unwrap_or_default();
+            complete(req, &session, is_new, outcome, token, &preauth, r.security_mode)
+        }
+        Err(e) => {
+            info!(conn = conn.id, peer = %conn.peer, "logon failure: {e}");
+            session.auth.lock().unwrap().take();
+            if is_new || session.phase() != SessionPhase::Valid {
+                server.sessions.remove(&session.id);
+                conn.sessions.lock().unwrap().remove(&session.id);
+            }
+            tokio::time::sleep(server.config.logon_failure_delay).await;
+            Err(NtStatus::LOGON_FAILURE)
+        }
+    }
+}
+
+/// MS-SMB2 3.3.5.5.3: authentication succeeded.
+fn complete(
+    req: &Request<'_>,
+    session: &Arc<Session>,
+    is_new: bool,
+    outcome: AuthOutcome,
+    token: Vec<u8>,
+    preauth: &PreauthHash,
+    client_security_mode: u8,
+) -> OpResult {
+    let conn = req.conn;
+    let server = &conn.server;
+    let neg = conn.negotiated().ok_or(NtStatus::INVALID_PARAMETER)?;
+    let guest = false;
+    if outcome.anonymous && !server.config.allow_guest {
+        if is_new {
+            server.sessions.remove(&session.id);
+            conn.sessions.lock().unwrap().remove(&session.id);
+        }
+        return Err(NtStatus::LOGON_FAILURE);
+    }
+    if !is_new {
+        // Re-authentication must keep the user (MS-SMB2 3.3.5.5.3).
+        let same = session
+            .identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|i| i.user.eq_ignore_ascii_case(&outcome.user) && i.anonymous == outcome.anonymous)
+            .unwrap_or(false);
+        if !same {
+            server.sessions.remove(&session.id);
+            conn.sessions.lock().unwrap().remove(&session.id);
+            return Err(NtStatus::ACCESS_DENIED);
+        }
+    }
+    let mut session_flags = 0;
+    if outcome.anonymous {
+        session_flags |= session_flags::IS_NULL;
+    } else if guest {
+        session_flags |= session_flags::IS_GUEST;
+    }
+    let mut sign_response = false;
+    if !outcome.anonymous && !guest {
+        let preauth_value = (neg.dialect == dialect::SMB311).then(|| *preauth.value());
+        let keys = derive_session_keys(neg.dialect, &outcome.session_key, preauth_value.as_ref(), neg.cipher)
+            .map_err(|_| NtStatus::INTERNAL_ERROR)?;
+        if is_new {
+            *session.signing.lock().unwrap() =
+                Some(SigningState { algorithm: neg.signing_algorithm, key: keys.signing_key.to_vec() });
+            *session.session_key.lock().unwrap() = outcome.session_key.to_vec();
+            let client_requires = client_security_mode as u16 & security_mode::SIGNING_REQUIRED != 0;
+            let required = server.config.signing_required || client_requires;
+            session.signing_required.store(required, Ordering::Relaxed);
+        }
+        sign_response = neg.dialect >= dialect::SMB300 || session.signing_required.load(Ordering::Relaxed);
+    }
+    *session.identity.lock().unwrap() = Some(Identity {
+        user: outcome.user.clone(),
+        domain: outcome.domain.clone(),
+        anonymous: outcome.anonymous,
+        guest,
+    });
+    session.set_phase(SessionPhase::Valid);
+    info!(conn = conn.id, peer = %conn.peer, user = %outcome.user, session = session.id, "session established");
+    let mut reply = Reply::of(&SessionSetupResponse { session_flags, security_buffer: token });
+    reply.session_id = Some(session.id);
+    reply.sign_with_new_session = sign_response;
+    Ok(reply)
+}

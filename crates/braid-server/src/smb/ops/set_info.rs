@@ -1,0 +1,113 @@
+//! SET_INFO: MS-SMB2 3.3.5.21.
+
+use braid_smb_proto::codec::Message;
+use braid_smb_proto::fscc::file_info::{decode_set_file_info, SetFileInfo, FILE_DISPOSITION_DELETE};
+use braid_smb_proto::fscc::{SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY};
+use braid_smb_proto::messages::create::access_mask;
+use braid_smb_proto::messages::{SetInfoRequest, SetInfoResponse};
+use braid_smb_proto::NtStatus;
+
+use crate::smb::{blocking, OpResult, Reply, Request};
+use crate::state::from_filetime;
+
+fn need(granted: u32, bits: u32) -> Result<(), NtStatus> {
+    if granted & bits == 0 {
+        Err(NtStatus::ACCESS_DENIED)
+    } else {
+        Ok(())
+    }
+}
+
+/// A FILE_BASIC_INFORMATION time: 0, -1 and -2 leave the time unchanged.
+fn basic_time(t: i64) -> Option<std::time::SystemTime> {
+    (t > 0).then(|| from_filetime(t as u64))
+}
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let r = SetInfoRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = req.open(r.file_id)?;
+    let granted = open.granted_access;
+    let handle = open.handle.clone();
+    match r.info_type {
+        SMB2_0_INFO_FILE => {
+            let info = decode_set_file_info(r.file_info_class, &r.buffer).map_err(|e| e.status())?;
+            match info {
+                SetFileInfo::Basic(b) => {
+                    need(granted, access_mask::FILE_WRITE_ATTRIBUTES)?;
+                    if b.file_attributes & 0x10 != 0 && !open.is_directory {
+                        return Err(NtStatus::INVALID_PARAMETER);
+                    }
+                    let times = [
+                        basic_time(b.creation_time),
+                        basic_time(b.last_access_time),
+                        basic_time(b.last_write_time),
+                        basic_time(b.change_time),
+                    ];
+                    let attrs = (b.file_attributes != 0).then_some(b.file_attributes);
+                    blocking(move || handle.set_basic(times, attrs)).await?;
+                }
+                SetFileInfo::Rename(l) => {
+                    need(granted, access_mask::DELETE)?;
+                    if l.root_directory != 0 {
+                        return Err(NtStatus::INVALID_PARAMETER);
+                    }
+                    let target = l.file_name.trim_start_matches('\\').to_string();
+                    if target.is_empty() {
+                        return Err(NtStatus::INVALID_PARAMETER);
+                    }
+                    blocking(move || handle.rename(&target, l.replace_if_exists)).await?;
+                }
+                SetFileInfo::Link(_) => return Err(NtStatus::NOT_SUPPORTED),
+                SetFileInfo::Disposition { delete_pending } => {
+                    need(granted, access_mask::DELETE)?;
+                    blocking(move || handle.set_delete_on_close(delete_pending)).await?;
+                }
+                SetFileInfo::DispositionEx { flags } => {
+                    need(granted, access_mask::DELETE)?;
+                    let delete = flags & FILE_DISPOSITION_DELETE != 0;
+                    blocking(move || handle.set_delete_on_close(delete)).await?;
+                }
+                SetFileInfo::EndOfFile { end_of_file } => {
+                    need(granted, access_mask::FILE_WRITE_DATA)?;
+                    if open.is_directory {
+                        return Err(NtStatus::INVALID_PARAMETER);
+                    }
+                    blocking(move || handle.set_end_of_file(end_of_file)).await?;
+                }
+                SetFileInfo::Allocation { allocation_size } => {
+                    need(granted, access_mask::FILE_WRITE_DATA)?;
+                    if open.is_directory {
+                        return Err(NtStatus::INVALID_PARAMETER);
+                    }
+                    blocking(move || handle.set_allocation(allocation_size)).await?;
+                }
+                // The server keeps no per-handle position or mode state
+                // that affects SMB2 I/O (every READ/WRITE carries its offset).
+                SetFileInfo::Position { .. } | SetFileInfo::Mode { .. } => {}
+                SetFileInfo::FullEa(_) => return Err(NtStatus::EAS_NOT_SUPPORTED),
+            }
+        }
+        SMB2_0_INFO_SECURITY => {
+            // Descriptors are accepted when the caller may write them; the
+            // POSIX backend keeps its own permissions.
+            const OWNER: u32 = 0x1;
+            const GROUP: u32 = 0x2;
+            const DACL: u32 = 0x4;
+            const SACL: u32 = 0x8;
+            let ai = r.additional_information;
+            if ai & (OWNER | GROUP) != 0 {
+                need(granted, access_mask::WRITE_OWNER)?;
+            }
+            if ai & DACL != 0 {
+                need(granted, access_mask::WRITE_DAC)?;
+            }
+            if ai & SACL != 0 {
+                need(granted, access_mask::ACCESS_SYSTEM_SECURITY)?;
+            }
+        }
+        SMB2_0_INFO_FILESYSTEM => return Err(NtStatus::ACCESS_DENIED),
+        SMB2_0_INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
+        _ => return Err(NtStatus::INVALID_PARAMETER),
+    }
+    Ok(Reply::of(&SetInfoResponse))
+}

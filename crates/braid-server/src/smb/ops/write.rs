@@ -1,0 +1,52 @@
+//! WRITE: MS-SMB2 3.3.5.13. The payload is written from the received
+//! frame without copying it.
+
+use braid_fs::LockOwner;
+use braid_smb_proto::messages::create::access_mask;
+use braid_smb_proto::messages::write::decode_write_request_ref;
+use braid_smb_proto::messages::WriteResponse;
+use braid_smb_proto::NtStatus;
+
+use super::read::check_credit_charge;
+use crate::smb::{blocking, OpResult, Reply, Request};
+
+/// SMB2_WRITEFLAG_WRITE_THROUGH.
+const WRITE_THROUGH: u32 = 0x0000_0001;
+
+pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let (w, data_range) = decode_write_request_ref(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let open = req.open(w.file_id)?;
+    if open.is_directory {
+        return Err(NtStatus::INVALID_DEVICE_REQUEST);
+    }
+    let len = data_range.len() as u32;
+    if len > req.conn.server.config.max_io_size {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    check_credit_charge(req, len)?;
+    if open.granted_access & (access_mask::FILE_WRITE_DATA | access_mask::FILE_APPEND_DATA) == 0 {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    // 0xFFFFFFFF_FFFFFFFF means "append" only for FILE_APPEND_DATA opens;
+    // other offsets beyond the 63-bit range are invalid.
+    if w.offset > i64::MAX as u64 && w.offset != u64::MAX {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let handle = open.handle.clone();
+    let payload = req.msg_bytes.slice(data_range);
+    let offset = w.offset;
+    let write_through = w.flags & WRITE_THROUGH != 0;
+    let n = blocking(move || {
+        let offset = if offset == u64::MAX { handle.info()?.end_of_file } else { offset };
+        if !payload.is_empty() {
+            handle.check_io_lock(offset, payload.len() as u64, true, LockOwner(0))?;
+        }
+        let n = handle.write(offset, &payload)?;
+        if write_through {
+            handle.flush()?;
+        }
+        Ok(n)
+    })
+    .await?;
+    Ok(Reply::of(&WriteResponse { count: n as u32, remaining: 0 }))
+}

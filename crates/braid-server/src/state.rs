@@ -1,0 +1,100 @@
+//! Server-wide state: shares, users, the file service, sessions.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use braid_fs::{FileService, ShareRef};
+
+use crate::config::ServerConfig;
+use crate::session::Session;
+use crate::sharded::ShardedMap;
+use crate::userdb::UserDb;
+
+pub struct Share {
+    pub name: String,
+    pub fs: ShareRef,
+}
+
+pub struct ServerState {
+    pub config: ServerConfig,
+    pub users: UserDb,
+    pub files: Arc<FileService>,
+    /// Keyed by lower-cased share name: share names are case-insensitive.
+    pub shares: HashMap<String, Arc<Share>>,
+    pub sessions: ShardedMap<u64, Arc<Session>>,
+    pub server_guid: [u8; 16],
+    pub start_time: SystemTime,
+    next_session_id: AtomicU64,
+    next_connection_id: AtomicU64,
+}
+
+impl ServerState {
+    pub fn new(config: ServerConfig, users: UserDb, files: Arc<FileService>) -> Result<Self, String> {
+        let mut shares = HashMap::new();
+        for s in &config.shares {
+            let fs = files
+                .add_share(&s.name, &s.path)
+                .map_err(|e| format!("share '{}': cannot serve {}: {e}", s.name, s.path.display()))?;
+            shares.insert(s.name.to_lowercase(), Arc::new(Share { name: s.name.clone(), fs }));
+        }
+        Ok(ServerState {
+            config,
+            users,
+            files,
+            shares,
+            sessions: ShardedMap::new(),
+            server_guid: rand::random(),
+            start_time: SystemTime::now(),
+            next_session_id: AtomicU64::new(rand::random::<u32>() as u64 | 1 << 40),
+            next_connection_id: AtomicU64::new(1),
+        })
+    }
+
+    pub fn new_session_id(&self) -> u64 {
+        self.next_session_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn new_connection_id(&self) -> u64 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn share(&self, name: &str) -> Option<Arc<Share>> {
+        self.shares.get(&name.to_lowercase()).cloned()
+    }
+}
+
+/// MS-DTYP 2.3.3: 100-ns intervals since 1601-01-01.
+pub fn filetime(t: SystemTime) -> u64 {
+    const EPOCH_DIFF_SECS: u64 = 11_644_473_600;
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() + EPOCH_DIFF_SECS) * 10_000_000 + d.subsec_nanos() as u64 / 100,
+        Err(e) => {
+            let d = e.duration();
+            (EPOCH_DIFF_SECS * 10_000_000).saturating_sub(d.as_secs() * 10_000_000 + d.subsec_nanos() as u64 / 100)
+        }
+    }
+}
+
+pub fn from_filetime(ft: u64) -> SystemTime {
+    const EPOCH_DIFF_100NS: u64 = 11_644_473_600 * 10_000_000;
+    if ft >= EPOCH_DIFF_100NS {
+        let v = ft - EPOCH_DIFF_100NS;
+        SystemTime::UNIX_EPOCH + std::time::Duration::new(v / 10_000_000, (v % 10_000_000) as u32 * 100)
+    } else {
+        let v = EPOCH_DIFF_100NS - ft;
+        SystemTime::UNIX_EPOCH - std::time::Duration::new(v / 10_000_000, (v % 10_000_000) as u32 * 100)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn filetime_round_trips() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 123_456_700);
+        assert_eq!(from_filetime(filetime(t)), t);
+        assert_eq!(filetime(SystemTime::UNIX_EPOCH), 116_444_736_000_000_000);
+    }
+}

@@ -1,0 +1,118 @@
+//! `braid.toml`: the full configuration, validated into a ServerConfig.
+//! Every error is one line naming the key and the fix.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Addresses to listen on, e.g. ["0.0.0.0:445"].
+    pub listen: Option<Vec<String>>,
+    /// Users database managed by `braid user add`.
+    pub users_file: Option<PathBuf>,
+    /// "required" (default) or "enabled".
+    pub signing: Option<String>,
+    /// Allow anonymous sessions (default false).
+    pub allow_guest: Option<bool>,
+    /// Largest READ/WRITE in bytes (64 KiB .. 8 MiB; default 8 MiB).
+    pub max_io_size: Option<u32>,
+    /// Credits a connection may hold (default 8192).
+    pub max_credits: Option<u16>,
+    /// Seconds of silence before a connection is closed (default 900).
+    pub idle_timeout_secs: Option<u64>,
+    /// NetBIOS name reported to clients (default BRAID).
+    pub server_name: Option<String>,
+    #[serde(default, rename = "share")]
+    pub shares: Vec<ShareEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShareEntry {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+pub fn load(path: &Path) -> Result<FileConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("config {}: cannot read: {e}", path.display()))?;
+    parse(&text).map_err(|e| format!("config {}: {e}", path.display()))
+}
+
+pub fn parse(text: &str) -> Result<FileConfig, String> {
+    toml::from_str::<FileConfig>(text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        let msg = e.message().replace('\n', " ");
+        match line {
+            Some(l) => format!("line {l}: {msg}"),
+            None => msg,
+        }
+    })
+}
+
+pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
+    s.parse::<SocketAddr>()
+        .map_err(|_| format!("listen: '{s}' is not an address:port such as 127.0.0.1:4445 or [::1]:445"))
+}
+
+/// `NAME=PATH` from `--share`.
+pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
+    match s.split_once('=') {
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok(ShareEntry { name: n.to_string(), path: PathBuf::from(p) }),
+        _ => Err(format!("--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data")),
+    }
+}
+
+/// `NAME:PASSWORD` from `--user`.
+pub fn parse_user_flag(s: &str) -> Result<(String, String), String> {
+    match s.split_once(':') {
+        Some((n, p)) if !n.is_empty() => Ok((n.to_string(), p.to_string())),
+        _ => Err("--user: expected NAME:PASSWORD, e.g. --user alice:secret".to_string()),
+    }
+}
+
+pub fn validate_share_name(name: &str) -> Result<(), String> {
+    let bad = name.is_empty()
+        || name.len() > 80
+        || name.eq_ignore_ascii_case("IPC$")
+        || name.chars().any(|c| c.is_control() || "\\/:*?\"<>|[]+=;,".contains(c));
+    if bad {
+        return Err(format!(
+            "share name '{name}' is invalid: use letters, digits, '-', '_', '.', '$' (at most 80 characters, not IPC$)"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_the_key_and_line() {
+        let e = parse("listen = [\"127.0.0.1:4445\"]\nbogus = 1\n").unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+        assert!(e.starts_with("line 2"), "{e}");
+    }
+
+    #[test]
+    fn shares_parse() {
+        let c = parse("[[share]]\nname = \"data\"\npath = \"/srv\"\n").unwrap();
+        assert_eq!(c.shares.len(), 1);
+        assert_eq!(c.shares[0].name, "data");
+    }
+
+    #[test]
+    fn flags_parse() {
+        assert!(parse_share_flag("data=/srv").is_ok());
+        assert!(parse_share_flag("data").is_err());
+        assert_eq!(parse_user_flag("a:b:c").unwrap(), ("a".into(), "b:c".into()));
+        assert!(validate_share_name("data").is_ok());
+        assert!(validate_share_name("a/b").is_err());
+        assert!(parse_listen("127.0.0.1:4445").is_ok());
+        assert!(parse_listen("localhost").is_err());
+    }
+}
