@@ -127,9 +127,9 @@ else
     check cargo-fmt 600 cargo fmt --all --check
     check cargo-clippy 2400 cargo clippy --workspace --all-targets -- -D warnings
 
-    say "cargo-test: cargo test --workspace"
+    say "cargo-test: cargo test --workspace --no-fail-fast"
     t0=$SECONDS
-    timeout --kill-after=30 2400 cargo test --workspace >"$LOGS/cargo-test.log" 2>&1
+    timeout --kill-after=30 2400 cargo test --workspace --no-fail-fast >"$LOGS/cargo-test.log" 2>&1
     rc=$?
     read -r tp tf < <(grep -E '^test result: ' "$LOGS/cargo-test.log" |
         sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\1 \2/' |

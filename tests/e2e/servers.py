@@ -64,6 +64,22 @@ def process_tree(pid: int) -> list[int]:
     return tree
 
 
+def tree_cpu(pid: int) -> tuple[float, int]:
+    """(CPU seconds, process count) of pid and its descendants: utime + stime of
+    each live process plus cutime + cstime (children that exited and were reaped)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total, count = 0, 0
+    for p in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # fields[0] is stat field 3 (state): utime..cstime are fields 14-17.
+        total += sum(int(x) for x in fields[11:15])
+        count += 1
+    return total / ticks, count
+
+
 @dataclass
 class Server:
     target: str
@@ -301,7 +317,14 @@ def main() -> int:
     p_start.add_argument("--password")
     p_stop = sub.add_parser("stop", help="stop a server (and its children) by PID")
     p_stop.add_argument("pid", type=int)
+    p_cpu = sub.add_parser("cpu", help="print CPU seconds and process count of PID's tree")
+    p_cpu.add_argument("pid", type=int)
     args = parser.parse_args()
+
+    if args.cmd == "cpu":
+        seconds, count = tree_cpu(args.pid)
+        print(f"{seconds:.2f} {count}")
+        return 0
 
     if args.cmd == "stop":
         stop_pid(args.pid)

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Braid vs Samba: single-client sequential throughput and server CPU cost, for
+# docs/BENCHMARKS.md.
+#
+#   scripts/bench-vs-samba.sh [--only braid|samba] [--modes plain,sign,encrypt]
+#                             [--reps N] [--size-mib N] [--dir DIR] [--out FILE]
+#
+# One share directory (one backing filesystem) is served by both servers at
+# once, Braid (target/release/braid) and Samba's smbd, on loopback ports. For
+# every repetition, operation (get, put) and server, interleaved, it times
+#   smbclient -m SMB3 [mode options] -c 'get big /dev/null'   (read SIZE)
+#   smbclient -m SMB3 [mode options] -c 'put big up-...'      (write SIZE)
+# and reads the server's CPU time before and after: utime+stime+cutime+cstime
+# (/proc/PID/stat fields 14-17) summed over the server's process tree, so that
+# smbd's per-connection child counts (it is reaped into cutime when it exits).
+# Prints a Markdown table of medians with Braid/Samba ratios.
+#
+# Modes: plain (signing as negotiated by default), sign
+# (--option=clientsigning=required), encrypt (--client-protection=encrypt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+export PATH=$PATH:/usr/sbin:/sbin
+
+ONLY=""
+MODES="plain"
+REPS=3
+SIZE_MIB=1024
+DIR=""
+OUT=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --only) ONLY=$2; shift 2 ;;
+        --modes) MODES=$2; shift 2 ;;
+        --reps) REPS=$2; shift 2 ;;
+        --size-mib) SIZE_MIB=$2; shift 2 ;;
+        --dir) DIR=$2; shift 2 ;;
+        --out) OUT=$2; shift 2 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+
+case $ONLY in
+    "") SERVERS=(braid samba) ;;
+    braid|samba) SERVERS=("$ONLY") ;;
+    *) echo "--only takes braid or samba" >&2; exit 2 ;;
+esac
+for tool in smbclient smbd python3; do
+    command -v "$tool" >/dev/null || { echo "$tool not found (scripts/test.sh installs it)" >&2; exit 1; }
+done
+
+WORK=$(mktemp -d /var/tmp/braid-bench.XXXXXX)
+SHARE_DIR=${DIR:-$WORK/share}
+mkdir -p "$SHARE_DIR"
+RESULTS=$WORK/results.tsv
+declare -A PID PORT USER_ PASS
+cleanup() {
+    for s in "${!PID[@]}"; do
+        python3 tests/e2e/servers.py stop "${PID[$s]}" || true
+    done
+    rm -f "$SHARE_DIR"/big "$SHARE_DIR"/up-*
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+SIZE=$((SIZE_MIB * 1024 * 1024))
+echo "creating a ${SIZE_MIB} MiB file in $SHARE_DIR" >&2
+head -c "$SIZE" /dev/urandom >"$SHARE_DIR/big"
+cat "$SHARE_DIR/big" >/dev/null   # into the page cache: both servers read it from there
+
+for s in "${SERVERS[@]}"; do
+    mkdir -p "$WORK/$s"
+    read -r pid port _share user pass < <(python3 tests/e2e/servers.py start --target "$s" \
+        --share-dir "$SHARE_DIR" --workdir "$WORK/$s")
+    PID[$s]=$pid PORT[$s]=$port USER_[$s]=$user PASS[$s]=$pass
+    echo "$s: pid $pid, port $port" >&2
+done
+# Samba's start hands the share directory to its test user; keep the file readable.
+chmod a+r "$SHARE_DIR/big"
+
+mode_options() {
+    case $1 in
+        plain) echo "" ;;
+        sign) echo "--option=clientsigning=required" ;;
+        encrypt) echo "--client-protection=encrypt" ;;
+        *) echo "unknown mode $1" >&2; exit 2 ;;
+    esac
+}
+
+cpu_of() { python3 tests/e2e/servers.py cpu "$1"; }   # -> "SECONDS NPROCS"
+
+# measure SERVER MODE OP REP -> appends "mode op server rep seconds cpu_seconds" to RESULTS
+measure() {
+    local s=$1 mode=$2 op=$3 rep=$4 cmd cpu0 n0 cpu1 n1 t0 t1
+    case $op in
+        get) cmd="get big /dev/null" ;;
+        put) cmd="put $SHARE_DIR/big up-$s-$rep" ;;
+    esac
+    read -r cpu0 n0 < <(cpu_of "${PID[$s]}")
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2046
+    if ! timeout 600 smbclient "//127.0.0.1/share" -p "${PORT[$s]}" \
+            -U "${USER_[$s]}%${PASS[$s]}" -m SMB3 $(mode_options "$mode") -c "$cmd" \
+            >"$WORK/last.log" 2>&1; then
+        echo "$s $mode $op #$rep: smbclient failed:" >&2
+        cat "$WORK/last.log" >&2
+        echo -e "$mode\t$op\t$s\t$rep\tNA\tNA" >>"$RESULTS"
+        return
+    fi
+    t1=$(date +%s.%N)
+    # Wait for smbd's per-connection child to exit and be reaped into cutime.
+    for _ in $(seq 100); do
+        read -r cpu1 n1 < <(cpu_of "${PID[$s]}")
+        [ "$n1" -le "$n0" ] && break
+        sleep 0.05
+    done
+    awk -v s="$s" -v m="$mode" -v o="$op" -v r="$rep" -v sz="$SIZE" \
+        -v w="$(awk -v a="$t1" -v b="$t0" 'BEGIN { print a - b }')" \
+        -v c="$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { print a - b }')" 'BEGIN {
+        printf "%s\t%s\t%s\t%d\t%.4f\t%.2f\n", m, o, s, r, w, c >> "'"$RESULTS"'"
+        printf "%-6s %-8s %s #%d: %7.0f MB/s, server CPU %.2f s/GiB\n", s, m, o, r,
+               sz / w / 1e6, c / (sz / 2^30) > "/dev/stderr" }'
+    if [ "$op" = put ]; then
+        rm -f "$SHARE_DIR/up-$s-$rep"
+        sync
+    fi
+}
+
+: >"$RESULTS"
+IFS=, read -r -a MODE_LIST <<<"$MODES"
+for mode in "${MODE_LIST[@]}"; do
+    mode_options "$mode" >/dev/null
+    for rep in $(seq "$REPS"); do
+        for op in get put; do
+            for s in "${SERVERS[@]}"; do
+                measure "$s" "$mode" "$op" "$rep"
+            done
+        done
+    done
+done
+
+table() {
+    echo "Sequential transfer of a ${SIZE_MIB} MiB file with smbclient -m SMB3 over loopback;"
+    echo "median of $REPS runs; server CPU = user+system seconds of the server's process tree."
+    echo "$(nproc) CPUs, $(uname -r), $(smbd --version)."
+    echo
+    echo "| mode | op | Braid MB/s | Samba MB/s | Braid/Samba | Braid CPU s/GiB | Samba CPU s/GiB | Braid/Samba |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|"
+    python3 - "$RESULTS" "$SIZE" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+
+size = int(sys.argv[2])
+runs = defaultdict(list)
+order = []
+for line in open(sys.argv[1]):
+    mode, op, server, _rep, secs, cpu = line.split("\t")
+    if (mode, op) not in order:
+        order.append((mode, op))
+    if secs != "NA":
+        runs[mode, op, server].append((float(secs), float(cpu)))
+
+def med(mode, op, server, i):
+    vals = [r[i] for r in runs.get((mode, op, server), [])]
+    return statistics.median(vals) if vals else None
+
+def fmt(x, spec):
+    return "—" if x is None else format(x, spec)
+
+for mode, op in order:
+    b_t, s_t = med(mode, op, "braid", 0), med(mode, op, "samba", 0)
+    b_c, s_c = med(mode, op, "braid", 1), med(mode, op, "samba", 1)
+    b_mb = size / b_t / 1e6 if b_t else None
+    s_mb = size / s_t / 1e6 if s_t else None
+    gib = size / 2**30
+    b_cpu = b_c / gib if b_c is not None else None
+    s_cpu = s_c / gib if s_c is not None else None
+    r_mb = b_mb / s_mb if b_mb and s_mb else None
+    r_cpu = b_cpu / s_cpu if b_cpu is not None and s_cpu else None
+    print(f"| {mode} | {op} | {fmt(b_mb, '.0f')} | {fmt(s_mb, '.0f')} | {fmt(r_mb, '.2f')} "
+          f"| {fmt(b_cpu, '.2f')} | {fmt(s_cpu, '.2f')} | {fmt(r_cpu, '.2f')} |")
+EOF
+}
+
+echo >&2
+if [ -n "$OUT" ]; then
+    table | tee "$OUT"
+else
+    table
+fi
+if grep -q $'\tNA\t' "$RESULTS"; then
+    echo "some transfers failed (see above)" >&2
+    exit 1
+fi
