@@ -2,7 +2,7 @@
 # Braid vs Samba: single-client sequential throughput and server CPU cost, for
 # docs/BENCHMARKS.md.
 #
-#   scripts/bench-vs-samba.sh [--only braid|samba] [--modes plain,sign,encrypt]
+#   scripts/bench-vs-samba.sh [--only braid|samba] [--modes default,sign,encrypt]
 #                             [--reps N] [--size-mib N] [--dir DIR] [--out FILE]
 #
 # One share directory (one backing filesystem) is served by both servers at
@@ -15,7 +15,8 @@
 # smbd's per-connection child counts (it is reaped into cutime when it exits).
 # Prints a Markdown table of medians with Braid/Samba ratios.
 #
-# Modes: plain (signing as negotiated by default), sign
+# Modes: default (client defaults: signed only if the server requires it, as
+# Braid does by default), sign
 # (--option=clientsigning=required), encrypt (--client-protection=encrypt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ ROOT=$PWD
 export PATH=$PATH:/usr/sbin:/sbin
 
 ONLY=""
-MODES="plain"
+MODES="default"
 REPS=3
 SIZE_MIB=1024
 DIR=""
@@ -81,7 +82,7 @@ chmod a+r "$SHARE_DIR/big"
 
 mode_options() {
     case $1 in
-        plain) echo "" ;;
+        default) echo "" ;;
         sign) echo "--option=clientsigning=required" ;;
         encrypt) echo "--client-protection=encrypt" ;;
         *) echo "unknown mode $1" >&2; exit 2 ;;
