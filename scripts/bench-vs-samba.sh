@@ -16,11 +16,11 @@
 # Prints a Markdown table of medians with Braid/Samba ratios.
 #
 # Modes: default (client defaults: signed only if the server requires it, as
-# Braid does by default), sign
-# (--option=clientsigning=required), encrypt (--client-protection=encrypt).
+# Braid does by default), sign (--option=clientsigning=required), encrypt
+# (--client-protection=encrypt). Samba runs with the private config of
+# tests/e2e/servers.py (the one the conformance list is validated with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 export PATH=$PATH:/usr/sbin:/sbin
 
 ONLY=""
