@@ -1,0 +1,531 @@
+//! One TCP connection: a writer task doing vectored writes, a reader task
+//! that frames, decrypts and splits responses and hands each to the request
+//! waiting for its MessageId (MS-SMB2 3.2.5.1), and the request path that
+//! charges credits, signs or encrypts, and verifies what comes back.
+
+use crate::credits::{Credits, MAX_CHARGE};
+use crate::error::{Error, Result};
+use braid_smb_proto::crypto::{
+    decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify, Cipher, NonceGenerator,
+    PreauthHash, SigningAlgorithm, TRANSFORM_HEADER_LEN,
+};
+use braid_smb_proto::header::{flags, offsets, TRANSFORM_PROTOCOL_ID};
+use braid_smb_proto::{Command, Header, Message, NtStatus, HEADER_LEN};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use std::collections::HashMap;
+use std::io::IoSlice;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// Largest frame accepted from a server (8 MiB I/O plus headroom). Checked
+/// before anything is allocated.
+pub const MAX_FRAME: usize = 8 * 1024 * 1024 + 64 * 1024;
+/// MessageId of unsolicited server messages (oplock/lease breaks).
+const UNSOLICITED_MID: u64 = u64::MAX;
+
+/// Encryption state of one session (shared by all its channels: MS-SMB2
+/// 3.2.5.3.1, Session.EncryptionKey is per session).
+pub struct Encryptor {
+    pub cipher: Cipher,
+    pub key: Vec<u8>,
+    pub nonces: NonceGenerator,
+}
+
+/// Decryption key of one session, looked up by the reader by the
+/// TRANSFORM_HEADER's SessionId (MS-SMB2 3.2.5.1.1.1).
+pub struct Decryptor {
+    pub cipher: Cipher,
+    pub key: Vec<u8>,
+}
+
+/// How requests of one session are protected on one channel.
+#[derive(Clone)]
+pub struct Security {
+    pub session_id: u64,
+    /// Algorithm and Channel.SigningKey; `None` when not signing.
+    pub sign: Option<(SigningAlgorithm, [u8; 16])>,
+    /// Encrypt every request of the session (Session.EncryptData).
+    pub encrypt: Option<Arc<Encryptor>>,
+}
+
+/// One response as received (decrypted if it came encrypted).
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub header: Header,
+    /// The whole SMB2 message, header included (wire offsets resolve in it).
+    pub msg: Bytes,
+    pub encrypted: bool,
+}
+
+impl Response {
+    pub fn status(&self) -> NtStatus {
+        NtStatus(self.header.status)
+    }
+    pub fn decode<M: Message>(&self) -> Result<M> {
+        Ok(M::decode(&self.msg)?)
+    }
+    /// Error unless the status is SUCCESS (or one of `ok`).
+    pub fn check(self, ok: &[NtStatus]) -> Result<Response> {
+        let s = self.status();
+        if s == NtStatus::SUCCESS || ok.contains(&s) {
+            Ok(self)
+        } else {
+            Err(Error::Status {
+                command: Command::from_u16(self.header.command).unwrap_or(Command::Echo),
+                status: s,
+            })
+        }
+    }
+}
+
+/// A request ready to go, short of MessageId, credits and signature.
+pub struct Request<'a> {
+    pub command: Command,
+    pub session_id: u64,
+    pub tree_id: u32,
+    /// Extra header flags (e.g. REPLAY_OPERATION).
+    pub flags: u32,
+    /// 64 header bytes (filled in by `send`) followed by the body.
+    pub body: Vec<u8>,
+    /// Bytes sent right after `body` without copying them when the message
+    /// is neither signed nor encrypted (WRITE data).
+    pub payload: Bytes,
+    /// Expected size of the response payload, for CreditCharge.
+    pub response_size: usize,
+    pub security: Option<&'a Security>,
+    /// Verify the response signature with `security.sign` (SESSION_SETUP
+    /// does its own checking).
+    pub verify: bool,
+    /// SMB 3.1.1 preauth hash to update with the request bytes as sent.
+    pub preauth: Option<&'a mut PreauthHash>,
+}
+
+impl<'a> Request<'a> {
+    pub fn new<M: Message>(command: Command, m: &M) -> Self {
+        let mut body = vec![0u8; HEADER_LEN];
+        m.encode(&mut body);
+        Request {
+            command,
+            session_id: 0,
+            tree_id: 0,
+            flags: 0,
+            body,
+            payload: Bytes::new(),
+            response_size: 0,
+            security: None,
+            verify: true,
+            preauth: None,
+        }
+    }
+}
+
+struct Pending {
+    tx: oneshot::Sender<Result<Response>>,
+    charge: u16,
+}
+
+#[derive(Default)]
+struct Table {
+    pending: HashMap<u64, Pending>,
+    dead: Option<String>,
+}
+
+pub struct Transport {
+    tx: mpsc::UnboundedSender<Vec<Bytes>>,
+    table: Mutex<Table>,
+    pub credits: Credits,
+    decryptors: RwLock<HashMap<u64, Arc<Decryptor>>>,
+    /// CreditCharge is meaningful (dialect > 2.0.2 with LARGE_MTU).
+    pub large_mtu: AtomicBool,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    timeout: Duration,
+    pub bytes_sent: AtomicU64,
+    pub bytes_received: AtomicU64,
+    pub requests: AtomicU64,
+}
+
+impl Transport {
+    /// Open the TCP connection (TCP_NODELAY) and start its tasks.
+    pub async fn connect(
+        addr: std::net::SocketAddr,
+        credit_target: u16,
+        timeout: Duration,
+    ) -> Result<Arc<Transport>> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (rd, wr) = stream.into_split();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let t = Arc::new(Transport {
+            tx,
+            table: Mutex::new(Table::default()),
+            credits: Credits::new(credit_target),
+            decryptors: RwLock::new(HashMap::new()),
+            large_mtu: AtomicBool::new(false),
+            tasks: Mutex::new(Vec::new()),
+            timeout,
+            bytes_sent: AtomicU64::new(0),
+            bytes_received: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+        });
+        let r = tokio::spawn(reader(t.clone(), rd));
+        let w = tokio::spawn(writer(Arc::downgrade(&t), wr, rx));
+        lock(&t.tasks).extend([r, w]);
+        Ok(t)
+    }
+
+    pub fn is_dead(&self) -> bool {
+        lock(&self.table).dead.is_some()
+    }
+
+    pub fn outstanding(&self) -> usize {
+        lock(&self.table).pending.len()
+    }
+
+    /// Mark the connection dead, fail every request in flight, stop the
+    /// tasks (dropping both socket halves closes the socket).
+    pub fn fail(&self, why: &str) {
+        let drained: Vec<Pending> = {
+            let mut t = lock(&self.table);
+            if t.dead.is_none() {
+                t.dead = Some(why.to_string());
+            }
+            t.pending.drain().map(|(_, p)| p).collect()
+        };
+        for p in drained {
+            let _ = p.tx.send(Err(Error::ConnectionLost(why.to_string())));
+        }
+        self.credits.close();
+        for h in lock(&self.tasks).drain(..) {
+            h.abort();
+        }
+    }
+
+    pub fn add_decryptor(&self, session_id: u64, d: Arc<Decryptor>) {
+        write_lock(&self.decryptors).insert(session_id, d);
+    }
+
+    /// Send one request and wait for its final response (interim
+    /// STATUS_PENDING responses are absorbed by the reader).
+    pub async fn send(&self, mut req: Request<'_>) -> Result<Response> {
+        let large_mtu = self.large_mtu.load(Ordering::Relaxed);
+        // MS-SMB2 3.2.4.1.5: CreditCharge = (max(send, expected response) - 1) / 65536 + 1.
+        let size = req.payload.len().max(req.response_size).max(req.body.len() - HEADER_LEN);
+        let charge: u16 = if large_mtu {
+            (size.saturating_sub(1) / 65536 + 1).min(MAX_CHARGE as usize) as u16
+        } else {
+            1
+        };
+        let mid = self.credits.acquire(charge).await?;
+        let credit_request = self.credits.request_for(charge);
+        let sec = req.security;
+        let h = Header {
+            credit_charge: if large_mtu { charge } else { 0 },
+            status: 0,
+            command: req.command as u16,
+            credits: credit_request,
+            flags: req.flags,
+            next_command: 0,
+            message_id: mid,
+            process_id: 0xFEFF,
+            tree_id: req.tree_id,
+            async_id: 0,
+            session_id: req.session_id,
+            signature: [0; 16],
+        };
+        let mut hdr = Vec::with_capacity(HEADER_LEN);
+        h.encode(&mut hdr);
+        req.body[..HEADER_LEN].copy_from_slice(&hdr);
+
+        // Build the frame: 4-byte Direct TCP transport header (MS-SMB2 2.1),
+        // then the message; header+body and payload stay separate buffers
+        // unless signing/encryption needs the message contiguous.
+        let enc = sec.and_then(|s| s.encrypt.clone());
+        let sign = sec.and_then(|s| s.sign);
+        let parts: Vec<Bytes> = if let Some(e) = enc {
+            // MS-SMB2 3.2.4.1.8 / 3.1.4.3: encrypted messages are not signed.
+            let msg_len = req.body.len() + req.payload.len();
+            let mut frame = Vec::with_capacity(4 + TRANSFORM_HEADER_LEN + msg_len);
+            frame.extend_from_slice(&frame_len(TRANSFORM_HEADER_LEN + msg_len)?);
+            frame.resize(4 + TRANSFORM_HEADER_LEN, 0);
+            frame.extend_from_slice(&req.body);
+            frame.extend_from_slice(&req.payload);
+            if let Some(p) = req.preauth.as_deref_mut() {
+                p.update(&frame[4 + TRANSFORM_HEADER_LEN..]);
+            }
+            let nonce = e.nonces.next_nonce();
+            encrypt_frame_in_place(e.cipher, &e.key, &nonce, req.session_id, &mut frame[4..])?;
+            vec![Bytes::from(frame)]
+        } else if let Some((algo, key)) = sign {
+            // MS-SMB2 3.2.4.1.1: sign the whole message.
+            req.body.extend_from_slice(&req.payload);
+            sign_in_place(algo, &key, &mut req.body)?;
+            if let Some(p) = req.preauth.as_deref_mut() {
+                p.update(&req.body);
+            }
+            let pre = frame_len(req.body.len())?;
+            vec![Bytes::copy_from_slice(&pre), Bytes::from(req.body)]
+        } else {
+            if let Some(p) = req.preauth.as_deref_mut() {
+                p.update_parts(&[&req.body, &req.payload]);
+            }
+            let pre = frame_len(req.body.len() + req.payload.len())?;
+            let mut v = vec![Bytes::copy_from_slice(&pre), Bytes::from(req.body)];
+            if !req.payload.is_empty() {
+                v.push(req.payload);
+            }
+            v
+        };
+
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut t = lock(&self.table);
+            if let Some(why) = &t.dead {
+                return Err(Error::ConnectionLost(why.clone()));
+            }
+            t.pending.insert(mid, Pending { tx, charge });
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        if self.tx.send(parts).is_err() {
+            self.fail("writer stopped");
+        }
+        let resp = match tokio::time::timeout(self.timeout, rx).await {
+            Ok(Ok(r)) => r?,
+            Ok(Err(_)) => return Err(Error::ConnectionLost("reader stopped".into())),
+            Err(_) => {
+                lock(&self.table).pending.remove(&mid);
+                return Err(Error::Timeout);
+            }
+        };
+        if req.verify {
+            check_signature(sign, &resp)?;
+        }
+        Ok(resp)
+    }
+
+    fn deliver(&self, resp: Response) {
+        let h = &resp.header;
+        self.credits.grant(h.credits);
+        if h.message_id == UNSOLICITED_MID {
+            tracing::debug!("ignoring unsolicited server message {:#x}", h.command);
+            return;
+        }
+        // MS-SMB2 3.2.5.1.5: an interim response; the final one follows.
+        if h.is_async() && NtStatus(h.status) == NtStatus::PENDING {
+            return;
+        }
+        let p = lock(&self.table).pending.remove(&h.message_id);
+        match p {
+            Some(p) => {
+                self.credits.complete(p.charge);
+                let _ = p.tx.send(Ok(resp));
+            }
+            None => tracing::debug!("response to unknown MessageId {}", h.message_id),
+        }
+    }
+}
+
+/// MS-SMB2 3.2.5.1.3: skip for encrypted responses and interim ones;
+/// otherwise a signing session's responses must carry a valid signature.
+pub fn check_signature(sign: Option<(SigningAlgorithm, [u8; 16])>, r: &Response) -> Result<()> {
+    let Some((algo, key)) = sign else {
+        return Ok(());
+    };
+    if r.encrypted {
+        return Ok(());
+    }
+    let status = r.status();
+    if !r.header.is_signed() {
+        // Samba and Windows leave these unsigned: the session is gone.
+        if status == NtStatus::USER_SESSION_DELETED || status == NtStatus::NETWORK_SESSION_EXPIRED
+        {
+            return Ok(());
+        }
+        return Err(Error::BadSignature(
+            Command::from_u16(r.header.command).unwrap_or(Command::Echo),
+        ));
+    }
+    if verify(algo, &key, &r.msg) {
+        Ok(())
+    } else {
+        Err(Error::BadSignature(
+            Command::from_u16(r.header.command).unwrap_or(Command::Echo),
+        ))
+    }
+}
+
+fn frame_len(n: usize) -> Result<[u8; 4]> {
+    if n > 0x00FF_FFFF {
+        return Err(Error::Invalid(format!("message of {n} bytes too large")));
+    }
+    Ok((n as u32).to_be_bytes())
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write_lock<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn reader(t: Arc<Transport>, rd: OwnedReadHalf) {
+    let mut rd = BufReader::with_capacity(256 * 1024, rd);
+    let why = loop {
+        match read_frame(&t, &mut rd).await {
+            Ok(()) => {}
+            Err(e) => break e.to_string(),
+        }
+    };
+    tracing::debug!("connection reader stops: {why}");
+    t.fail(&why);
+}
+
+async fn read_frame(t: &Transport, rd: &mut BufReader<OwnedReadHalf>) -> Result<()> {
+    let mut pre = [0u8; 4];
+    rd.read_exact(&mut pre).await?;
+    if pre[0] != 0 {
+        return Err(Error::Protocol("bad Direct TCP transport header".into()));
+    }
+    let len = u32::from_be_bytes(pre) as usize;
+    if len > MAX_FRAME || len < HEADER_LEN {
+        return Err(Error::Protocol(format!("frame of {len} bytes")));
+    }
+    // Read into uninitialised capacity: no zeroing of large READ payloads.
+    let mut buf = BytesMut::with_capacity(len);
+    while buf.len() < len {
+        let want = len - buf.len();
+        let n = rd.read_buf(&mut (&mut buf).limit(want)).await?;
+        if n == 0 {
+            return Err(Error::ConnectionLost("server closed the connection".into()));
+        }
+    }
+    t.bytes_received.fetch_add(len as u64 + 4, Ordering::Relaxed);
+    let (frame, encrypted) = if buf[..4] == TRANSFORM_PROTOCOL_ID {
+        (decrypt_frame(t, buf)?, true)
+    } else {
+        (buf.freeze(), false)
+    };
+    // Split a compounded response chain (MS-SMB2 3.2.5.1.9 via NextCommand).
+    let mut rest = frame;
+    loop {
+        let h = Header::decode(&rest)?;
+        let next = h.next_command as usize;
+        let msg = if next == 0 {
+            std::mem::take(&mut rest)
+        } else {
+            if next < HEADER_LEN || next > rest.len() || next % 8 != 0 {
+                return Err(Error::Protocol("bad NextCommand".into()));
+            }
+            let m = rest.slice(..next);
+            rest.advance(next);
+            m
+        };
+        if !h.is_response() {
+            return Err(Error::Protocol("request received from server".into()));
+        }
+        t.deliver(Response {
+            header: h,
+            msg,
+            encrypted,
+        });
+        if next == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// MS-SMB2 3.2.5.1.1.1: find the session by the transform header's
+/// SessionId and decrypt with its Session.DecryptionKey.
+fn decrypt_frame(t: &Transport, mut buf: BytesMut) -> Result<Bytes> {
+    if buf.len() < TRANSFORM_HEADER_LEN + HEADER_LEN {
+        return Err(Error::Protocol("short transform frame".into()));
+    }
+    let sid = u64::from_le_bytes(buf[44..52].try_into().unwrap_or_default());
+    let d = t
+        .decryptors
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&sid)
+        .cloned()
+        .ok_or_else(|| Error::Protocol(format!("encrypted message for unknown session {sid:#x}")))?;
+    let (_, range) = decrypt_in_place(d.cipher, &d.key, &mut buf)?;
+    let frame = buf.freeze().slice(range);
+    let inner = u64::from_le_bytes(
+        frame[offsets::SESSION_ID..offsets::SESSION_ID + 8]
+            .try_into()
+            .unwrap_or_default(),
+    );
+    if inner != sid {
+        return Err(Error::Protocol("SessionId mismatch in encrypted message".into()));
+    }
+    Ok(frame)
+}
+
+async fn writer(
+    t: std::sync::Weak<Transport>,
+    mut wr: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Vec<Bytes>>,
+) {
+    let mut batch: Vec<Bytes> = Vec::with_capacity(64);
+    while let Some(first) = rx.recv().await {
+        batch.extend(first);
+        let mut total: usize = batch.iter().map(|b| b.len()).sum();
+        // Coalesce whatever else is queued into the same writev.
+        while total < 4 * 1024 * 1024 && batch.len() < 256 {
+            match rx.try_recv() {
+                Ok(more) => {
+                    total += more.iter().map(|b| b.len()).sum::<usize>();
+                    batch.extend(more);
+                }
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = write_all_vectored(&mut wr, &mut batch).await {
+            if let Some(t) = t.upgrade() {
+                t.fail(&format!("write failed: {e}"));
+            }
+            return;
+        }
+        if let Some(t) = t.upgrade() {
+            t.bytes_sent.fetch_add(total as u64, Ordering::Relaxed);
+        }
+    }
+    let _ = wr.shutdown().await;
+}
+
+async fn write_all_vectored(wr: &mut OwnedWriteHalf, bufs: &mut Vec<Bytes>) -> std::io::Result<()> {
+    bufs.retain(|b| !b.is_empty());
+    while !bufs.is_empty() {
+        let slices: Vec<IoSlice<'_>> = bufs.iter().take(512).map(|b| IoSlice::new(b)).collect();
+        let mut n = wr.write_vectored(&slices).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let mut done = 0;
+        for b in bufs.iter_mut() {
+            if n >= b.len() {
+                n -= b.len();
+                done += 1;
+            } else {
+                b.advance(n);
+                break;
+            }
+        }
+        bufs.drain(..done);
+    }
+    Ok(())
+}
+
+pub(crate) fn flags_with(base: u32, replay: bool) -> u32 {
+    if replay {
+        base | flags::REPLAY_OPERATION
+    } else {
+        base
+    }
+}

@@ -1,0 +1,187 @@
+//! Test servers: Samba's smbd with a private configuration on free loopback
+//! ports (after tests/e2e/servers.py), and Braid's own server.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const USER: &str = "braidclient";
+pub const SHARE: &str = "data";
+
+pub struct Server {
+    pub kind: &'static str,
+    pub port: u16,
+    pub password: String,
+    pub share_dir: PathBuf,
+    pub workdir: PathBuf,
+    child: Child,
+}
+
+impl Server {
+    pub fn addr(&self) -> SocketAddr {
+        format!("127.0.0.1:{}", self.port).parse().unwrap()
+    }
+    pub fn addr_on(&self, ip: &str) -> SocketAddr {
+        format!("{ip}:{}", self.port).parse().unwrap()
+    }
+    pub fn unc(&self) -> String {
+        format!("\\\\127.0.0.1\\{SHARE}")
+    }
+    pub fn log_tail(&self) -> String {
+        let name = if self.kind == "samba" { "smbd.log" } else { "braid.log" };
+        let s = std::fs::read_to_string(self.workdir.join(name)).unwrap_or_default();
+        let lines: Vec<&str> = s.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Stop the server and the children it forked (only processes we
+        // started: the tree under our child's pid).
+        let pids = process_tree(self.child.id());
+        for pid in pids.iter().rev() {
+            let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.workdir);
+    }
+}
+
+fn process_tree(root: u32) -> Vec<u32> {
+    let mut all = vec![root];
+    let mut i = 0;
+    while i < all.len() {
+        let parent = all[i];
+        if let Ok(rd) = std::fs::read_dir("/proc") {
+            for e in rd.flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+                let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+                let Some(rest) = stat.rsplit_once(')').map(|x| x.1) else { continue };
+                let ppid: u32 = rest.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+                if ppid == parent && !all.contains(&pid) {
+                    all.push(pid);
+                }
+            }
+        }
+        i += 1;
+    }
+    all
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("braid-client-{tag}-{}-{:x}", std::process::id(), rand::random::<u64>()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn wait_accepting(addr: SocketAddr, child: &mut Child, log: &Path) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(20) {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return;
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("server exited ({st}): {}", std::fs::read_to_string(log).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("server not accepting on {addr}: {}", std::fs::read_to_string(log).unwrap_or_default());
+}
+
+pub fn have_smbd() -> bool {
+    Command::new("smbd").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+}
+
+/// Samba with four loopback interfaces for multichannel. `None` (and a
+/// message) if smbd is not installed.
+pub fn start_samba(extra_global: &str) -> Option<Server> {
+    if !have_smbd() {
+        eprintln!("SKIP: smbd is not installed (apt-get install samba)");
+        return None;
+    }
+    let w = tempdir("samba");
+    let share = w.join("share");
+    std::fs::create_dir_all(&share).unwrap();
+    for sub in ["run", "lock", "state", "cache", "private", "ncalrpc", "usershares"] {
+        std::fs::create_dir_all(w.join(sub)).unwrap();
+    }
+    if Command::new("id").arg(USER).stdout(Stdio::null()).stderr(Stdio::null()).status().map(|s| !s.success()).unwrap_or(true) {
+        let _ = Command::new("useradd").args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER]).status();
+    }
+    let _ = Command::new("chown").arg(format!("{USER}:")).arg(&share).status();
+    // Let the share owner traverse down to the share (tempdirs may be 0700).
+    let mut p = share.clone();
+    while let Some(parent) = p.parent().map(Path::to_path_buf) {
+        let _ = Command::new("chmod").arg("o+x").arg(&p).status();
+        if parent == Path::new("/") {
+            break;
+        }
+        p = parent;
+    }
+    let port = free_port();
+    let ifs: Vec<String> = (1..=4)
+        .map(|i| format!("\"127.0.0.{i};if_index={i},speed=10000000000,capability=RSS\""))
+        .collect();
+    let conf = format!(
+        "[global]\n  server role = standalone server\n  smb ports = {port}\n  interfaces = {ifs}\n  bind interfaces only = yes\n  server multi channel support = yes\n  server min protocol = SMB2_02\n  pid directory = {w}/run\n  lock directory = {w}/lock\n  state directory = {w}/state\n  cache directory = {w}/cache\n  private dir = {w}/private\n  ncalrpc dir = {w}/ncalrpc\n  usershare path = {w}/usershares\n  max log size = 0\n  log level = 1\n  disable netbios = yes\n  load printers = no\n  printing = bsd\n  printcap name = /dev/null\n  disable spoolss = yes\n  map to guest = never\n  passdb backend = tdbsam\n{extra_global}\n[{SHARE}]\n  path = {share}\n  read only = no\n  guest ok = no\n",
+        ifs = ifs.join(" "),
+        w = w.display(),
+        share = share.display(),
+    );
+    let conf_path = w.join("smb.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let password = format!("Pw-{:x}", rand::random::<u64>());
+    let mut sp = Command::new("smbpasswd")
+        .arg("-c").arg(&conf_path).args(["-a", "-s", USER])
+        .stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped())
+        .spawn().expect("smbpasswd");
+    sp.stdin.take().unwrap().write_all(format!("{password}\n{password}\n").as_bytes()).unwrap();
+    let out = sp.wait_with_output().unwrap();
+    assert!(out.status.success(), "smbpasswd: {}", String::from_utf8_lossy(&out.stderr));
+    let log = w.join("smbd.log");
+    let mut child = Command::new("smbd")
+        .args(["--foreground", "--no-process-group", "--debug-stdout", "-s"])
+        .arg(&conf_path)
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::from(std::fs::File::options().append(true).open(&log).unwrap()))
+        .current_dir(&w)
+        .spawn().expect("smbd");
+    for i in 1..=4 {
+        wait_accepting(format!("127.0.0.{i}:{port}").parse().unwrap(), &mut child, &log);
+    }
+    Some(Server { kind: "samba", port, password, share_dir: share, workdir: w, child })
+}
+
+/// Braid's server from target/release/braid, if built.
+pub fn start_braid() -> Option<Server> {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/braid");
+    if !bin.exists() {
+        eprintln!("SKIP: {} not built (cargo build --release -p braid)", bin.display());
+        return None;
+    }
+    let w = tempdir("braid");
+    let share = w.join("share");
+    std::fs::create_dir_all(&share).unwrap();
+    let port = free_port();
+    let password = format!("Pw-{:x}", rand::random::<u64>());
+    let log = w.join("braid.log");
+    let mut child = Command::new(&bin)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .arg("--share").arg(format!("{SHARE}={}", share.display()))
+        .arg("--user").arg(format!("{USER}:{password}"))
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::from(std::fs::File::options().append(true).open(&log).unwrap()))
+        .current_dir(&w)
+        .spawn().expect("braid");
+    wait_accepting(format!("127.0.0.1:{port}").parse().unwrap(), &mut child, &log);
+    Some(Server { kind: "braid", port, password, share_dir: share, workdir: w, child })
+}
