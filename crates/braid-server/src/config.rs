@@ -8,6 +8,8 @@ use std::time::Duration;
 pub struct ShareConfig {
     pub name: String,
     pub path: PathBuf,
+    /// Require SMB3 encryption for this share.
+    pub encrypt: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -31,6 +33,10 @@ pub struct ServerConfig {
     pub logon_failure_delay: Duration,
     pub netbios_name: String,
     pub domain: String,
+    /// Require SMB3 encryption for every session.
+    pub encrypt: bool,
+    /// Cipher preference, most preferred first (MS-SMB2 3.3.5.4).
+    pub ciphers: Vec<braid_smb_proto::crypto::Cipher>,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +54,13 @@ impl Default for ServerConfig {
             logon_failure_delay: Duration::from_millis(200),
             netbios_name: "BRAID".into(),
             domain: "WORKGROUP".into(),
+            encrypt: false,
+            ciphers: vec![
+                braid_smb_proto::crypto::Cipher::Aes128Gcm,
+                braid_smb_proto::crypto::Cipher::Aes256Gcm,
+                braid_smb_proto::crypto::Cipher::Aes128Ccm,
+                braid_smb_proto::crypto::Cipher::Aes256Ccm,
+            ],
         }
     }
 }

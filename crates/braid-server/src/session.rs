@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use braid_fs::{DirEntry, OpenHandle};
 use braid_smb_proto::auth::SpnegoServer;
-use braid_smb_proto::crypto::{PreauthHash, SigningAlgorithm};
+use braid_smb_proto::crypto::{Cipher, NonceGenerator, PreauthHash, SigningAlgorithm};
 
 use crate::sharded::ShardedMap;
 use crate::state::Share;
@@ -32,6 +32,17 @@ pub struct SigningState {
     pub key: Vec<u8>,
 }
 
+/// MS-SMB2 3.3.1.8 Session.EncryptionKey/DecryptionKey, with the nonce
+/// source shared by every channel of the session.
+pub struct EncryptionState {
+    pub cipher: Cipher,
+    /// Decrypts requests (the client's encryption key).
+    pub decrypt_key: Vec<u8>,
+    /// Encrypts responses.
+    pub encrypt_key: Vec<u8>,
+    pub nonces: NonceGenerator,
+}
+
 /// An authentication exchange in progress (first setup or re-authentication).
 pub struct AuthExchange {
     pub spnego: SpnegoServer,
@@ -47,6 +58,9 @@ pub struct Session {
     pub signing: Mutex<Option<SigningState>>,
     pub signing_required: AtomicBool,
     pub session_key: Mutex<Vec<u8>>,
+    pub encryption: Mutex<Option<Arc<EncryptionState>>>,
+    /// MS-SMB2 3.3.1.8 Session.EncryptData: every request must be encrypted.
+    pub encrypt_data: AtomicBool,
     pub trees: Mutex<HashMap<u32, Arc<Tree>>>,
     next_tree_id: AtomicU32,
     pub opens: ShardedMap<u64, Arc<Open>>,
@@ -66,6 +80,8 @@ impl Session {
             signing: Mutex::new(None),
             signing_required: AtomicBool::new(false),
             session_key: Mutex::new(Vec::new()),
+            encryption: Mutex::new(None),
+            encrypt_data: AtomicBool::new(false),
             trees: Mutex::new(HashMap::new()),
             next_tree_id: AtomicU32::new(1),
             opens: ShardedMap::new(),
@@ -82,6 +98,10 @@ impl Session {
         *self.phase.lock().unwrap() = p;
     }
 
+    pub fn encryption(&self) -> Option<Arc<EncryptionState>> {
+        self.encryption.lock().unwrap().clone()
+    }
+
     pub fn signing(&self) -> Option<SigningState> {
         self.signing.lock().unwrap().clone()
     }
@@ -90,9 +110,9 @@ impl Session {
         self.identity.lock().unwrap().as_ref().map(|i| i.anonymous || i.guest).unwrap_or(true)
     }
 
-    pub fn add_tree(&self, share: Option<Arc<Share>>, maximal_access: u32) -> Arc<Tree> {
+    pub fn add_tree(&self, share: Option<Arc<Share>>, maximal_access: u32, encrypt_data: bool) -> Arc<Tree> {
         let id = self.next_tree_id.fetch_add(1, Ordering::Relaxed);
-        let tree = Arc::new(Tree { id, share, maximal_access });
+        let tree = Arc::new(Tree { id, share, maximal_access, encrypt_data });
         self.trees.lock().unwrap().insert(id, tree.clone());
         tree
     }
@@ -120,6 +140,8 @@ pub struct Tree {
     /// None for IPC$.
     pub share: Option<Arc<Share>>,
     pub maximal_access: u32,
+    /// MS-SMB2 3.3.1.6 Share.EncryptData: unencrypted requests are refused.
+    pub encrypt_data: bool,
 }
 
 /// The cursor of a directory enumeration (MS-SMB2 3.3.1.10 Open.EnumerationLocation).

@@ -15,6 +15,7 @@ use crate::userdb::UserDb;
 pub struct Share {
     pub name: String,
     pub fs: ShareRef,
+    pub encrypt: bool,
 }
 
 pub struct ServerState {
@@ -37,7 +38,7 @@ impl ServerState {
             let fs = files
                 .add_share(&s.name, &s.path)
                 .map_err(|e| format!("share '{}': cannot serve {}: {e}", s.name, s.path.display()))?;
-            shares.insert(s.name.to_lowercase(), Arc::new(Share { name: s.name.clone(), fs }));
+            shares.insert(s.name.to_lowercase(), Arc::new(Share { name: s.name.clone(), fs, encrypt: s.encrypt }));
         }
         Ok(ServerState {
             config,

@@ -25,6 +25,10 @@ pub struct FileConfig {
     pub idle_timeout_secs: Option<u64>,
     /// NetBIOS name reported to clients (default BRAID).
     pub server_name: Option<String>,
+    /// Require SMB3 encryption on every session (default false).
+    pub encrypt: Option<bool>,
+    /// Cipher preference, e.g. ["aes-128-gcm", "aes-256-gcm", "aes-128-ccm", "aes-256-ccm"].
+    pub ciphers: Option<Vec<String>>,
     #[serde(default, rename = "share")]
     pub shares: Vec<ShareEntry>,
 }
@@ -34,6 +38,9 @@ pub struct FileConfig {
 pub struct ShareEntry {
     pub name: String,
     pub path: PathBuf,
+    /// Refuse unencrypted access to this share (default false).
+    #[serde(default)]
+    pub encrypt: bool,
 }
 
 pub fn load(path: &Path) -> Result<FileConfig, String> {
@@ -61,7 +68,9 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
 /// `NAME=PATH` from `--share`.
 pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
     match s.split_once('=') {
-        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok(ShareEntry { name: n.to_string(), path: PathBuf::from(p) }),
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => {
+            Ok(ShareEntry { name: n.to_string(), path: PathBuf::from(p), encrypt: false })
+        }
         _ => Err(format!("--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data")),
     }
 }
@@ -72,6 +81,21 @@ pub fn parse_user_flag(s: &str) -> Result<(String, String), String> {
         Some((n, p)) if !n.is_empty() => Ok((n.to_string(), p.to_string())),
         _ => Err("--user: expected NAME:PASSWORD, e.g. --user alice:secret".to_string()),
     }
+}
+
+pub fn parse_cipher(s: &str) -> Result<braid_smb_proto::crypto::Cipher, String> {
+    use braid_smb_proto::crypto::Cipher;
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "aes-128-gcm" => Cipher::Aes128Gcm,
+        "aes-128-ccm" => Cipher::Aes128Ccm,
+        "aes-256-gcm" => Cipher::Aes256Gcm,
+        "aes-256-ccm" => Cipher::Aes256Ccm,
+        _ => {
+            return Err(format!(
+                "ciphers: '{s}' is not a cipher; use aes-128-gcm, aes-256-gcm, aes-128-ccm or aes-256-ccm"
+            ))
+        }
+    })
 }
 
 pub fn validate_share_name(name: &str) -> Result<(), String> {

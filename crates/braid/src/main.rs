@@ -57,6 +57,9 @@ struct ServeArgs {
     /// Allow anonymous sessions.
     #[arg(long)]
     allow_guest: bool,
+    /// Require SMB3 encryption on every session.
+    #[arg(long)]
+    encrypt: bool,
     /// Log filter, e.g. info, debug, braid_server=trace.
     #[arg(long, default_value = "info")]
     log: String,
@@ -163,7 +166,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
     if embedded {
         let dir = PathBuf::from(DEFAULT_SHARE.1);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        shares.push(config::ShareEntry { name: DEFAULT_SHARE.0.into(), path: dir });
+        shares.push(config::ShareEntry { name: DEFAULT_SHARE.0.into(), path: dir, encrypt: false });
     }
     if shares.is_empty() {
         return Err("no shares: add --share NAME=PATH or a [[share]] table in the config".into());
@@ -179,7 +182,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         if !meta.is_dir() {
             return Err(format!("share '{}': path {} is not a directory", s.name, s.path.display()));
         }
-        cfg.shares.push(ShareConfig { name: s.name.clone(), path: s.path.clone() });
+        cfg.shares.push(ShareConfig { name: s.name.clone(), path: s.path.clone(), encrypt: s.encrypt });
     }
 
     let signing = args.signing.clone().or(file.signing).unwrap_or_else(|| "required".into());
@@ -207,6 +210,13 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             return Err(format!("idle_timeout_secs = {t}: use at least 10"));
         }
         cfg.idle_timeout = std::time::Duration::from_secs(t);
+    }
+    cfg.encrypt = args.encrypt || file.encrypt.unwrap_or(false);
+    if let Some(list) = &file.ciphers {
+        if list.is_empty() {
+            return Err("ciphers = []: list at least one cipher, e.g. [\"aes-128-gcm\"]".into());
+        }
+        cfg.ciphers = list.iter().map(|c| config::parse_cipher(c)).collect::<Result<_, _>>()?;
     }
     if let Some(n) = file.server_name {
         cfg.netbios_name = n;

@@ -8,24 +8,34 @@ use bytes::Bytes;
 use tracing::{debug, trace};
 
 use braid_smb_proto::codec::{FileId, WriteLe};
-use braid_smb_proto::crypto::{sign_in_place, verify as verify_signature};
-use braid_smb_proto::header::{flags, offsets, Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID};
+use braid_smb_proto::crypto::{
+    decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify as verify_signature, TransformHeader,
+    TRANSFORM_HEADER_LEN,
+};
+use braid_smb_proto::header::{
+    flags, offsets, Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID, TRANSFORM_PROTOCOL_ID,
+};
 use braid_smb_proto::messages::ErrorResponse;
 use braid_smb_proto::NtStatus;
 
 use super::{dispatch, OpResult, Reply, Request};
 use crate::conn::Connection;
-use crate::session::SessionPhase;
+use crate::session::{Session, SessionPhase};
 
 /// A frame whose message ids were accepted, ready to be processed.
 pub enum Work {
     Smb1Negotiate(Vec<u8>),
-    Smb2 { buf: Bytes, msgs: Vec<(Range<usize>, Header)> },
+    Smb2 {
+        buf: Bytes,
+        msgs: Vec<(Range<usize>, Header)>,
+        /// The session whose key decrypted the frame (MS-SMB2 3.3.5.2.1.1).
+        encrypted_by: Option<Arc<Session>>,
+    },
 }
 
-/// Runs on the reader, in order: split the compound, check each message
-/// id against the credit window (3.3.5.2.3), handle CANCEL at once.
-pub fn accept_frame(conn: &Arc<Connection>, buf: Vec<u8>) -> Result<Option<Work>, String> {
+/// Runs on the reader, in order: decrypt, split the compound, check each
+/// message id against the credit window (3.3.5.2.3), handle CANCEL at once.
+pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<Work>, String> {
     if buf.len() >= 4 && buf[..4] == SMB1_PROTOCOL_ID {
         // MS-SMB2 3.3.5.3: only a first negotiate may be SMB1.
         let mut started = conn.negotiate_started.lock().unwrap();
@@ -35,13 +45,27 @@ pub fn accept_frame(conn: &Arc<Connection>, buf: Vec<u8>) -> Result<Option<Work>
         *started = true;
         return Ok(Some(Work::Smb1Negotiate(buf)));
     }
-    if buf.len() < 4 || buf[..4] != PROTOCOL_ID {
+    let mut encrypted_by = None;
+    let mut plain = 0..buf.len();
+    if buf.len() >= 4 && buf[..4] == TRANSFORM_PROTOCOL_ID {
+        // 3.3.5.2.1.1: decrypt with the session's key; any failure drops
+        // the connection.
+        let th = TransformHeader::decode(&buf).map_err(|e| format!("bad transform header: {e}"))?;
+        let session = conn.server.sessions.get(&th.session_id).ok_or("transform for an unknown session")?;
+        let enc = session.encryption().ok_or("transform for a session without encryption")?;
+        let (_, range) =
+            decrypt_in_place(enc.cipher, &enc.decrypt_key, &mut buf).map_err(|e| format!("decrypt failed: {e}"))?;
+        plain = range;
+        encrypted_by = Some(session);
+    }
+    let body = &buf[plain.clone()];
+    if body.len() < 4 || body[..4] != PROTOCOL_ID {
         return Err("unknown protocol id".into());
     }
     let mut msgs = Vec::new();
     let mut off = 0usize;
     loop {
-        let rest = &buf[off..];
+        let rest = &body[off..];
         let hdr = Header::decode(rest).map_err(|e| format!("bad header: {e}"))?;
         let len = if hdr.next_command == 0 {
             rest.len()
@@ -56,6 +80,13 @@ pub fn accept_frame(conn: &Arc<Connection>, buf: Vec<u8>) -> Result<Option<Work>
         if hdr.is_response() {
             return Err("response flag on a request".into());
         }
+        if let Some(s) = &encrypted_by {
+            // 3.3.5.2.1.1: the inner SessionId must be the decrypting one
+            // (related requests may carry 0xFFFF.. and inherit it).
+            if hdr.session_id != s.id && !(hdr.is_related() && hdr.session_id == u64::MAX) && hdr.session_id != 0 {
+                return Err("encrypted message for another session".into());
+            }
+        }
         if hdr.command == Command::Cancel as u16 {
             // 3.3.5.16: no sequence check, no response.
             let async_id = hdr.is_async().then_some(hdr.async_id);
@@ -65,20 +96,21 @@ pub fn accept_frame(conn: &Arc<Connection>, buf: Vec<u8>) -> Result<Option<Work>
             if conn.credits.lock().unwrap().consume(hdr.message_id, charge).is_err() {
                 return Err(format!("message id {} outside the credit window", hdr.message_id));
             }
-            msgs.push((off..off + len, hdr.clone()));
+            let start = plain.start + off;
+            msgs.push((start..start + len, hdr.clone()));
         }
         if hdr.next_command == 0 {
             break;
         }
         off += len;
-        if off >= buf.len() {
+        if off >= body.len() {
             return Err("NextCommand points past the frame".into());
         }
     }
     if msgs.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Work::Smb2 { buf: Bytes::from(buf), msgs }))
+    Ok(Some(Work::Smb2 { buf: Bytes::from(buf), msgs, encrypted_by }))
 }
 
 /// State carried from one compounded request to the next related one.
@@ -92,13 +124,13 @@ struct Related {
 }
 
 pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
-    let (buf, msgs) = match work {
+    let (buf, msgs, encrypted_by) = match work {
         Work::Smb1Negotiate(buf) => {
             let reply = super::ops::negotiate::handle_smb1(conn, &buf)?;
             conn.send(vec![Bytes::from(reply)]);
             return Ok(());
         }
-        Work::Smb2 { buf, msgs } => (buf, msgs),
+        Work::Smb2 { buf, msgs, encrypted_by } => (buf, msgs, encrypted_by),
     };
     let count = msgs.len();
     let mut related = Related::default();
@@ -112,19 +144,41 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         if let Some(p) = prev.take() {
             finalize(p, !may_go_async, &mut out)?;
             if may_go_async {
-                conn.send(std::mem::take(&mut out));
+                send_frame(conn, encrypted_by.as_deref(), std::mem::take(&mut out))?;
             }
         }
         let in_compound = count > 1 && !may_go_async;
         let msg = buf.slice(range);
-        prev = Some(handle_one(conn, &hdr, msg, &mut related, in_compound).await?);
+        prev = Some(handle_one(conn, &hdr, msg, &mut related, in_compound, encrypted_by.as_ref()).await?);
     }
     if let Some(p) = prev.take() {
         finalize(p, false, &mut out)?;
     }
     if !out.is_empty() {
-        conn.send(out);
+        send_frame(conn, encrypted_by.as_deref(), out)?;
     }
+    Ok(())
+}
+
+/// Queue a frame, encrypted with `session`'s key when the request came
+/// encrypted (MS-SMB2 3.3.4.1.4): the responses are laid out behind a
+/// 52-byte gap and sealed in place.
+pub fn send_frame(conn: &Connection, session: Option<&Session>, parts: Vec<Bytes>) -> Result<(), String> {
+    let Some(enc) = session.and_then(|s| s.encryption().map(|e| (s.id, e))) else {
+        conn.send(parts);
+        return Ok(());
+    };
+    let (sid, enc) = enc;
+    let total: usize = parts.iter().map(|p| p.len()).sum();
+    let mut frame = Vec::with_capacity(TRANSFORM_HEADER_LEN + total);
+    frame.resize(TRANSFORM_HEADER_LEN, 0);
+    for p in &parts {
+        frame.extend_from_slice(p);
+    }
+    let nonce = enc.nonces.next_nonce();
+    encrypt_frame_in_place(enc.cipher, &enc.encrypt_key, &nonce, sid, &mut frame)
+        .map_err(|e| format!("encrypt failed: {e}"))?;
+    conn.send(vec![Bytes::from(frame)]);
     Ok(())
 }
 
@@ -172,6 +226,7 @@ async fn handle_one(
     msg_bytes: Bytes,
     related: &mut Related,
     in_compound: bool,
+    encrypted_by: Option<&Arc<Session>>,
 ) -> Result<Finished, String> {
     let server = &conn.server;
     let msg: &[u8] = &msg_bytes;
@@ -193,6 +248,7 @@ async fn handle_one(
         in_compound,
         async_id: None,
         interim_credits: None,
+        encrypted_by: encrypted_by.cloned(),
     };
 
     let result: OpResult = 'res: {
@@ -218,8 +274,16 @@ async fn handle_one(
             if phase == SessionPhase::InProgress && command != Command::SessionSetup {
                 break 'res Err(NtStatus::USER_SESSION_DELETED);
             }
-            // 3.3.5.2.4: verify the signature.
-            if let Some(signing) = sess.signing() {
+            if encrypted_by.is_none()
+                && sess.encrypt_data.load(std::sync::atomic::Ordering::Relaxed)
+                && command != Command::SessionSetup
+            {
+                // 3.3.5.2.9: an encrypting session takes only encrypted requests.
+                break 'res Err(NtStatus::ACCESS_DENIED);
+            }
+            // 3.3.5.2.4: verify the signature (decryption already authenticated).
+            if encrypted_by.is_some() {
+            } else if let Some(signing) = sess.signing() {
                 if hdr.is_signed() {
                     if !verify_signature(signing.algorithm, &signing.key, msg) {
                         debug!(conn = conn.id, mid = hdr.message_id, "bad signature");
@@ -238,6 +302,10 @@ async fn handle_one(
             let Some(tree) = sess.tree(hdr.tree_id) else {
                 break 'res Err(NtStatus::NETWORK_NAME_DELETED);
             };
+            if tree.encrypt_data && encrypted_by.is_none() {
+                // 3.3.5.2.11: the share requires encryption.
+                break 'res Err(NtStatus::ACCESS_DENIED);
+            }
             req.tree = Some(tree);
         }
         trace!(conn = conn.id, mid = hdr.message_id, cmd = info.name, "request");
@@ -249,6 +317,7 @@ async fn handle_one(
         Ok(r) => r,
         Err(status) => error_reply(status),
     };
+    trace!(conn = conn.id, mid = hdr.message_id, cmd = hdr.command, status = reply.status.name(), "response");
     if command == Command::Create as u16 {
         if reply.status.is_error() {
             related.create_error = Some(reply.status);
@@ -306,6 +375,8 @@ async fn handle_one(
         session
     };
     let mut signing = None;
+    // Encrypted responses are not signed (MS-SMB2 3.3.4.1.1).
+    let sign_session = if encrypted_by.is_some() { None } else { sign_session };
     if let Some(sess) = sign_session {
         if let Some(s) = sess.signing() {
             let required = sess.signing_required.load(std::sync::atomic::Ordering::Relaxed);
@@ -316,6 +387,13 @@ async fn handle_one(
             }
         }
     }
+    if signing.is_none() && encrypted_by.is_none() && hdr.is_signed() && reply.status == NtStatus::USER_SESSION_DELETED {
+        // No key to sign with: echo the request's flag and signature, as
+        // Samba does; clients accept this for USER_SESSION_DELETED.
+        let fl = u32::from_le_bytes(resp[offsets::FLAGS..offsets::FLAGS + 4].try_into().unwrap());
+        resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
+        resp[offsets::SIGNATURE..offsets::SIGNATURE + 16].copy_from_slice(&hdr.signature);
+    }
     Ok(Finished { resp, payload: reply.payload, signing })
 }
 
@@ -324,7 +402,7 @@ pub fn error_reply(status: NtStatus) -> Reply {
 }
 
 /// MS-SMB2 3.3.4.2: the interim response; returns the credits it granted.
-pub fn send_interim(conn: &Arc<Connection>, hdr: &Header, async_id: u64) -> u16 {
+pub fn send_interim(conn: &Arc<Connection>, hdr: &Header, async_id: u64, encrypted_by: Option<&Session>) -> u16 {
     let charge = hdr.credit_charge.max(1);
     let credits = conn.credits.lock().unwrap().grant(hdr.credits, charge);
     let rh = Header {
@@ -347,6 +425,8 @@ pub fn send_interim(conn: &Arc<Connection>, hdr: &Header, async_id: u64) -> u16 
         &ErrorResponse { error_context_count: 0, error_data: Vec::new() },
         &mut resp,
     );
-    conn.send(vec![Bytes::from(resp)]);
+    if send_frame(conn, encrypted_by, vec![Bytes::from(resp)]).is_err() {
+        conn.closing.cancel();
+    }
     credits
 }

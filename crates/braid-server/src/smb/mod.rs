@@ -34,6 +34,8 @@ pub struct Request<'a> {
     pub async_id: Option<u64>,
     /// Credits granted on the interim response (the final one grants none).
     pub interim_credits: Option<u16>,
+    /// The session whose key decrypted this request, if it came encrypted.
+    pub encrypted_by: Option<Arc<Session>>,
 }
 
 /// A handler's answer: the response message (64-byte header placeholder
@@ -139,7 +141,7 @@ impl Request<'_> {
         }
         let async_id = self.conn.new_async_id();
         self.conn.set_pending_async(self.header.message_id, async_id);
-        let credits = frame::send_interim(self.conn, self.header, async_id);
+        let credits = frame::send_interim(self.conn, self.header, async_id, self.encrypted_by.as_deref());
         self.async_id = Some(async_id);
         self.interim_credits = Some(credits);
     }

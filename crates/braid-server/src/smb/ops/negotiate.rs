@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use braid_smb_proto::auth::SpnegoServer;
 use braid_smb_proto::codec::{Message, WriteLe};
-use braid_smb_proto::crypto::{PreauthHash, SigningAlgorithm};
+use braid_smb_proto::crypto::{Cipher, PreauthHash, SigningAlgorithm};
 use braid_smb_proto::header::{flags, Command, Header, HEADER_LEN};
 use braid_smb_proto::messages::negotiate::{
     capabilities, context_type, dialect, hash_algorithm, security_mode, signing_algorithm,
@@ -58,6 +58,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         _ => SigningAlgorithm::AesCmac,
     };
     let mut out_contexts = Vec::new();
+    let mut cipher = None;
+    let mut server_caps = server_capabilities(chosen);
+    // 3.3.5.4: 3.0/3.0.2 encrypt with AES-128-CCM when both sides can.
+    if (chosen == dialect::SMB300 || chosen == dialect::SMB302)
+        && r.capabilities & capabilities::ENCRYPTION != 0
+        && conn.server.config.ciphers.contains(&Cipher::Aes128Ccm)
+    {
+        cipher = Some(Cipher::Aes128Ccm);
+        server_caps |= capabilities::ENCRYPTION;
+    }
     if chosen == dialect::SMB311 {
         // MS-SMB2 3.3.5.4: exactly one preauth context, with SHA-512.
         let preauth: Vec<_> = r
@@ -88,9 +98,17 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         });
         for c in &r.contexts {
             match c {
-                // Encryption lands with its own issue: answer "no cipher".
-                NegotiateContext::Encryption { .. } => {
-                    out_contexts.push(NegotiateContext::Encryption { ciphers: vec![0] });
+                // 3.3.5.4: the server's most preferred cipher that the client offers.
+                NegotiateContext::Encryption { ciphers } => {
+                    cipher = conn
+                        .server
+                        .config
+                        .ciphers
+                        .iter()
+                        .copied()
+                        .find(|c| ciphers.contains(&c.wire_id()));
+                    let id = cipher.map(|c| c.wire_id()).unwrap_or(0);
+                    out_contexts.push(NegotiateContext::Encryption { ciphers: vec![id] });
                 }
                 NegotiateContext::SigningCapabilities { algorithms } => {
                     // 3.3.5.4: the first of the client's algorithms that we support.
@@ -117,10 +135,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         client_security_mode: r.security_mode,
         client_capabilities: r.capabilities,
         client_dialects: r.dialects.clone(),
-        server_capabilities: server_capabilities(chosen),
+        server_capabilities: server_caps,
         server_security_mode: server_security_mode(conn),
         signing_algorithm: signing,
-        cipher: None,
+        cipher,
     };
     let resp = response(conn, chosen, &negotiated, out_contexts);
     if conn.negotiated.set(negotiated).is_err() {

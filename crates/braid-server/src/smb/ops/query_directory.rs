@@ -6,7 +6,10 @@ use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{QueryDirectoryRequest, QueryDirectoryResponse};
 use braid_smb_proto::NtStatus;
 
+use braid_fs::shortname::{is_8_3, short_name};
+
 use super::convert::{view_of, wildcard_match};
+use crate::session::Open;
 use crate::smb::{blocking, OpResult, Reply, Request};
 
 const RESTART_SCANS: u8 = 0x01;
@@ -54,12 +57,19 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         cur.position = 0;
     }
 
+    if !first_query {
+        refresh_window(&open, r.output_buffer_length as usize).await?;
+    }
+
     let mut cur = open.dir.lock().unwrap();
     let position = cur.position;
     let entries = cur.entries.as_ref().expect("listing loaded above");
     let mut taken = 0;
     for (i, e) in entries[position..].iter().enumerate() {
-        if !enc.push(&e.name, "", &view_of(&e.info), (position + i) as u32) {
+        // MS-FSCC 2.4.8 ShortName: Samba fills it only for names that are
+        // not valid 8.3 names themselves.
+        let short = if is_8_3(&e.name) { String::new() } else { short_name(&e.name) };
+        if !enc.push(&e.name, &short, &view_of(&e.info), (position + i) as u32) {
             break;
         }
         taken += 1;
@@ -78,4 +88,47 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(if first_query { NtStatus::NO_SUCH_FILE } else { NtStatus::NO_MORE_FILES });
     }
     Ok(Reply::of(&QueryDirectoryResponse { output: enc.finish() }))
+}
+
+/// Smallest directory entry any information class encodes (FileNamesInformation
+/// with a one-character name, 8-byte aligned).
+const MIN_ENTRY_LEN: usize = 16;
+
+/// A resumed enumeration works on the snapshot taken by the first query.
+/// MS-FSA 2.1.5.6.3: entries removed since must not be returned, and those
+/// still there are reported as they are now (smbtorture smb2.dir.fixed).
+/// Only the entries that can fit in this response are re-read.
+async fn refresh_window(open: &std::sync::Arc<Open>, buffer_len: usize) -> Result<(), NtStatus> {
+    let window = buffer_len / MIN_ENTRY_LEN + 1;
+    let (position, names) = {
+        let cur = open.dir.lock().unwrap();
+        let Some(entries) = cur.entries.as_ref() else { return Ok(()) };
+        let end = entries.len().min(cur.position + window);
+        let names: Vec<String> = entries[cur.position..end].iter().map(|e| e.name.clone()).collect();
+        (cur.position, names)
+    };
+    if names.is_empty() {
+        return Ok(());
+    }
+    let handle = open.handle.clone();
+    let fresh = {
+        let names = names.clone();
+        blocking(move || handle.refresh_dir_entries(&names)).await?
+    };
+    let mut cur = open.dir.lock().unwrap();
+    if cur.position != position {
+        return Ok(()); // another query on this handle moved on meanwhile
+    }
+    let Some(entries) = cur.entries.as_mut() else { return Ok(()) };
+    let end = position + names.len();
+    if end > entries.len() || entries[position..end].iter().zip(&names).any(|(e, n)| &e.name != n) {
+        return Ok(());
+    }
+    let old: Vec<_> = entries.drain(position..end).collect();
+    let kept = old
+        .into_iter()
+        .zip(fresh)
+        .filter_map(|(e, f)| if e.name == "." || e.name == ".." { Some(e) } else { f });
+    entries.splice(position..position, kept);
+    Ok(())
 }

@@ -39,12 +39,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let info = blocking(move || handle.info()).await?;
             let view = view_of(&info);
             let path = open.handle.path();
+            // MS-FSCC 2.4.5 FileAlternateNameInformation: the 8.3 name of the
+            // last component ("." for the share root, as Samba answers).
+            let last = path.rsplit('\\').next().filter(|n| !n.is_empty()).unwrap_or(".");
+            let short = braid_fs::shortname::short_name(last);
             let q = FileQueryInput {
                 view: &view,
                 path: &path,
-                short_name: "",
+                short_name: &short,
                 access_mask: open.granted_access,
-                position: 0,
+                position: open.handle.position(),
                 mode: 0,
                 volume_serial: 0,
             };

@@ -50,6 +50,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         let mut buf = vec![0u8; length as usize];
         let n = handle.read_into(offset, &mut buf)?;
         buf.truncate(n);
+        // Open.CurrentByteOffset follows the last read, as Samba keeps it
+        // for FilePositionInformation (smbtorture smb2.read.position).
+        handle.set_position(offset + n as u64);
         Ok(buf)
     })
     .await?;

@@ -5,14 +5,14 @@ use std::sync::Arc;
 
 use braid_smb_proto::auth::{AuthOutcome, NtlmServer, SpnegoServer, SpnegoStep};
 use braid_smb_proto::codec::Message;
-use braid_smb_proto::crypto::{derive_session_keys, PreauthHash};
+use braid_smb_proto::crypto::{derive_session_keys, NonceGenerator, PreauthHash};
 use braid_smb_proto::messages::negotiate::{dialect, security_mode};
 use braid_smb_proto::messages::session_setup::{flags as setup_flags, session_flags};
 use braid_smb_proto::messages::{SessionSetupRequest, SessionSetupResponse};
 use braid_smb_proto::NtStatus;
 use tracing::info;
 
-use crate::session::{AuthExchange, Identity, Session, SessionPhase, SigningState};
+use crate::session::{AuthExchange, EncryptionState, Identity, Session, SessionPhase, SigningState};
 use crate::smb::{OpResult, Reply, Request};
 use crate::state::filetime;
 
@@ -137,6 +137,14 @@ fn complete(
             return Err(NtStatus::ACCESS_DENIED);
         }
     }
+    if server.config.encrypt && neg.cipher.is_none() && !outcome.anonymous {
+        // MS-SMB2 3.3.5.5.3: encryption is required but this client cannot.
+        if is_new {
+            server.sessions.remove(&session.id);
+            conn.sessions.lock().unwrap().remove(&session.id);
+        }
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let mut session_flags = 0;
     if outcome.anonymous {
         session_flags |= session_flags::IS_NULL;
@@ -152,11 +160,25 @@ fn complete(
             *session.signing.lock().unwrap() =
                 Some(SigningState { algorithm: neg.signing_algorithm, key: keys.signing_key.to_vec() });
             *session.session_key.lock().unwrap() = outcome.session_key.to_vec();
+            if let Some(cipher) = neg.cipher {
+                *session.encryption.lock().unwrap() = Some(Arc::new(EncryptionState {
+                    cipher,
+                    decrypt_key: keys.server_in_key.clone(),
+                    encrypt_key: keys.server_out_key.clone(),
+                    nonces: NonceGenerator::new_random(cipher),
+                }));
+                if server.config.encrypt {
+                    session.encrypt_data.store(true, Ordering::Relaxed);
+                }
+            }
             let client_requires = client_security_mode as u16 & security_mode::SIGNING_REQUIRED != 0;
             let required = server.config.signing_required || client_requires;
             session.signing_required.store(required, Ordering::Relaxed);
         }
         sign_response = neg.dialect >= dialect::SMB300 || session.signing_required.load(Ordering::Relaxed);
+    }
+    if session.encrypt_data.load(Ordering::Relaxed) {
+        session_flags |= session_flags::ENCRYPT_DATA;
     }
     *session.identity.lock().unwrap() = Some(Identity {
         user: outcome.user.clone(),

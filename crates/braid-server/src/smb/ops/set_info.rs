@@ -81,9 +81,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     }
                     blocking(move || handle.set_allocation(allocation_size)).await?;
                 }
-                // The server keeps no per-handle position or mode state
-                // that affects SMB2 I/O (every READ/WRITE carries its offset).
-                SetFileInfo::Position { .. } | SetFileInfo::Mode { .. } => {}
+                // MS-FSA 2.1.5.14.9: Open.CurrentByteOffset is kept for
+                // queries; SMB2 I/O always carries its own offset.
+                SetFileInfo::Position { current_byte_offset } => {
+                    handle.set_position(current_byte_offset);
+                }
+                // No mode state affects SMB2 I/O.
+                SetFileInfo::Mode { .. } => {}
                 SetFileInfo::FullEa(_) => return Err(NtStatus::EAS_NOT_SUPPORTED),
             }
         }

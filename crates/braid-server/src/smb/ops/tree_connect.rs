@@ -7,6 +7,9 @@ use braid_smb_proto::NtStatus;
 
 use crate::smb::{OpResult, Reply, Request};
 
+/// MS-SMB2 2.2.10 SMB2_SHAREFLAG_ENCRYPT_DATA.
+const SHI1005_FLAGS_ENCRYPT_DATA: u32 = 0x0000_8000;
+
 /// FILE_ALL_ACCESS: what a share grants an authenticated user.
 const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
 
@@ -30,10 +33,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             None => return Err(NtStatus::BAD_NETWORK_NAME),
         }
     };
-    let tree = session.add_tree(share, FILE_ALL_ACCESS);
+    // MS-SMB2 3.3.5.7: a share that requires encryption refuses sessions
+    // that cannot encrypt.
+    let encrypt = share.as_ref().is_some_and(|s| s.encrypt) || req.conn.server.config.encrypt;
+    if encrypt && session.encryption().is_none() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let tree = session.add_tree(share, FILE_ALL_ACCESS, encrypt);
     let mut reply = Reply::of(&TreeConnectResponse {
         share_type: kind,
-        share_flags: 0,
+        share_flags: if encrypt { SHI1005_FLAGS_ENCRYPT_DATA } else { 0 },
         capabilities: 0,
         maximal_access: tree.maximal_access,
     });
