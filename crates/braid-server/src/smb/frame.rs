@@ -116,6 +116,8 @@ pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<W
 /// State carried from one compounded request to the next related one.
 #[derive(Default)]
 struct Related {
+    /// Whether a message precedes this one in the compound.
+    started: bool,
     session_id: u64,
     tree_id: u32,
     file_id: Option<FileId>,
@@ -231,11 +233,18 @@ async fn handle_one(
     let server = &conn.server;
     let msg: &[u8] = &msg_bytes;
     let mut hdr = hdr.clone();
-    if hdr.is_related() {
+    // 3.3.5.2.7.2: the first message of a compound cannot be related.
+    let related_first = hdr.is_related() && !related.started;
+    if hdr.is_related() && !related_first {
         // 3.3.5.2.7.2: related requests inherit session, tree and file.
         hdr.session_id = related.session_id;
         hdr.tree_id = related.tree_id;
     }
+    if !hdr.is_related() && hdr.command != Command::Create as u16 {
+        // An unrelated request ends the chain of the last CREATE's handle.
+        related.file_id = None;
+    }
+    related.started = true;
     let command = Command::from_u16(hdr.command);
     let mut req = Request {
         conn,
@@ -256,16 +265,13 @@ async fn handle_one(
         if conn.negotiated().is_none() && command != Command::Negotiate {
             break 'res Err(NtStatus::INVALID_PARAMETER);
         }
-        if hdr.is_related() {
-            if let Some(st) = related.create_error {
-                break 'res Err(st);
-            }
-        }
         let info = dispatch::info(command);
         // 3.3.5.2.9: verify the session.
         if info.needs_session || (command == Command::SessionSetup && hdr.session_id != 0) {
             let Some(sess) = server.sessions.get(&hdr.session_id) else {
-                break 'res Err(NtStatus::USER_SESSION_DELETED);
+                // A related request that inherits no valid session is malformed.
+                let related_chain = hdr.is_related() && !related_first;
+                break 'res Err(if related_chain { NtStatus::INVALID_PARAMETER } else { NtStatus::USER_SESSION_DELETED });
             };
             let phase = sess.phase();
             if phase == SessionPhase::Expired && command != Command::SessionSetup && command != Command::Logoff {
@@ -297,6 +303,14 @@ async fn handle_one(
             }
             req.session = Some(sess);
         }
+        if related_first {
+            break 'res Err(NtStatus::INVALID_PARAMETER);
+        }
+        if hdr.is_related() {
+            if let Some(st) = related.create_error {
+                break 'res Err(st);
+            }
+        }
         if info.needs_tree {
             let sess = req.session.as_ref().expect("needs_tree implies needs_session");
             let Some(tree) = sess.tree(hdr.tree_id) else {
@@ -318,7 +332,9 @@ async fn handle_one(
         Err(status) => error_reply(status),
     };
     trace!(conn = conn.id, mid = hdr.message_id, cmd = hdr.command, status = reply.status.name(), "response");
-    if command == Command::Create as u16 {
+    if related_first {
+        related.create_error = Some(reply.status);
+    } else if command == Command::Create as u16 {
         if reply.status.is_error() {
             related.create_error = Some(reply.status);
         } else if let Some(id) = reply.created_file_id {
@@ -387,9 +403,10 @@ async fn handle_one(
             }
         }
     }
-    if signing.is_none() && encrypted_by.is_none() && hdr.is_signed() && reply.status == NtStatus::USER_SESSION_DELETED {
-        // No key to sign with: echo the request's flag and signature, as
-        // Samba does; clients accept this for USER_SESSION_DELETED.
+    if signing.is_none() && encrypted_by.is_none() && hdr.is_signed() && reply.status.is_error() {
+        // No key to sign this error with (unknown session, malformed
+        // compound): echo the request's flag and signature, as Samba does;
+        // clients accept that for these errors.
         let fl = u32::from_le_bytes(resp[offsets::FLAGS..offsets::FLAGS + 4].try_into().unwrap());
         resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
         resp[offsets::SIGNATURE..offsets::SIGNATURE + 16].copy_from_slice(&hdr.signature);

@@ -17,6 +17,7 @@ pub fn fs_status(e: &FsError) -> NtStatus {
         FsError::CannotDelete => NtStatus::CANNOT_DELETE,
         FsError::DiskFull => NtStatus::DISK_FULL,
         FsError::InvalidName => NtStatus::OBJECT_NAME_INVALID,
+        FsError::PathSyntaxBad => NtStatus::OBJECT_PATH_SYNTAX_BAD,
         FsError::InvalidParameter => NtStatus::INVALID_PARAMETER,
         FsError::LockConflict => NtStatus::FILE_LOCK_CONFLICT,
         FsError::LockNotGranted => NtStatus::LOCK_NOT_GRANTED,

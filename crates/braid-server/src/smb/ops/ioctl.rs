@@ -24,6 +24,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         fsctl::DFS_GET_REFERRALS | fsctl::DFS_GET_REFERRALS_EX => return Err(NtStatus::NOT_FOUND),
         fsctl::PIPE_TRANSCEIVE => return Err(NtStatus::NOT_SUPPORTED),
         fsctl::QUERY_NETWORK_INTERFACE_INFO => return Err(NtStatus::NOT_SUPPORTED),
+        FSCTL_CREATE_OR_GET_OBJECT_ID | FSCTL_GET_OBJECT_ID => object_id(req, &r)?,
         _ => {
             // A file id must still name an open (3.3.5.15), then the
             // control is not one this server implements.
@@ -37,6 +38,23 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::BUFFER_TOO_SMALL);
     }
     Ok(Reply::of(&IoctlResponse { ctl_code: r.ctl_code, file_id: r.file_id, input: Vec::new(), output, flags: 0 }))
+}
+
+const FSCTL_GET_OBJECT_ID: u32 = 0x0009_009C;
+const FSCTL_CREATE_OR_GET_OBJECT_ID: u32 = 0x0009_00C0;
+
+/// MS-FSCC 2.3.3 / 2.1.3.1: FILE_OBJECTID_BUFFER. The object id is derived
+/// from the stable file id, so it is the same on every call.
+fn object_id(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
+    let open = req.open(r.file_id)?;
+    let file_id = open.handle.info().map(|i| i.file_id).map_err(|e| crate::smb::status_map::fs_status(&e))?;
+    let mut out = vec![0u8; 64];
+    out[..8].copy_from_slice(&file_id.to_le_bytes());
+    out[8..16].copy_from_slice(&req.conn.server.server_guid[..8]);
+    out[16..32].copy_from_slice(&req.conn.server.server_guid);
+    let birth: [u8; 16] = out[..16].try_into().expect("16 bytes");
+    out[32..48].copy_from_slice(&birth);
+    Ok(out)
 }
 
 /// MS-SMB2 3.3.5.15.12: the client's view of NEGOTIATE must match ours,
