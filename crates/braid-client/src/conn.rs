@@ -3,10 +3,10 @@
 use crate::error::{Error, Result};
 use crate::transport::{Request, Response, Security, Transport};
 use braid_smb_proto::crypto::{Cipher, PreauthHash, SigningAlgorithm};
-use braid_smb_proto::messages::negotiate::{
-    capabilities, dialect, hash_algorithm, security_mode,
+use braid_smb_proto::messages::negotiate::{capabilities, dialect, hash_algorithm, security_mode};
+use braid_smb_proto::messages::{
+    EchoRequest, NegotiateContext, NegotiateRequest, NegotiateResponse,
 };
-use braid_smb_proto::messages::{EchoRequest, NegotiateContext, NegotiateRequest, NegotiateResponse};
 use braid_smb_proto::Command;
 use rand::RngCore;
 use std::net::SocketAddr;
@@ -279,7 +279,9 @@ async fn negotiate(t: &Transport, cfg: &ClientConfig) -> Result<Negotiated> {
         let mut saw_preauth = false;
         for c in &nr.contexts {
             match c {
-                NegotiateContext::PreauthIntegrity { hash_algorithms, .. } => {
+                NegotiateContext::PreauthIntegrity {
+                    hash_algorithms, ..
+                } => {
                     if hash_algorithms.as_slice() != [hash_algorithm::SHA512] {
                         return Err(Error::Protocol("preauth hash algorithm".into()));
                     }
@@ -318,7 +320,8 @@ async fn negotiate(t: &Transport, cfg: &ClientConfig) -> Result<Negotiated> {
     }
     let signing_algorithm = SigningAlgorithm::for_dialect(nr.dialect_revision, signing)
         .ok_or_else(|| Error::Protocol("dialect without signing".into()))?;
-    let small = nr.dialect_revision == dialect::SMB202 || nr.capabilities & capabilities::LARGE_MTU == 0;
+    let small =
+        nr.dialect_revision == dialect::SMB202 || nr.capabilities & capabilities::LARGE_MTU == 0;
     let cap = |v: u32| {
         let v = v.min(cfg.max_io).max(4096);
         if small {

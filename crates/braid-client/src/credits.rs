@@ -46,7 +46,9 @@ impl Credits {
             .map_err(|_| Error::ConnectionLost("connection closed".into()))?;
         permit.forget();
         self.in_flight.fetch_add(charge as usize, Ordering::Relaxed);
-        Ok(self.next_mid.fetch_add(u64::from(charge), Ordering::Relaxed))
+        Ok(self
+            .next_mid
+            .fetch_add(u64::from(charge), Ordering::Relaxed))
     }
 
     /// CreditRequest for a request charging `charge`: enough to climb back

@@ -25,8 +25,10 @@ pub enum Error {
     ConnectionLost(String),
     #[error("protocol violation by server: {0}")]
     Protocol(String),
-    #[error("bad response signature on {0:?}")]
-    BadSignature(Command),
+    /// A signing session got a response that is unsigned (`false`) or
+    /// whose signature does not verify (`true`).
+    #[error("{} response to {0:?}", if *.1 { "wrongly signed" } else { "unsigned" })]
+    BadSignature(Command, bool),
     #[error("request timed out")]
     Timeout,
     #[error("no live channel left in the session")]
@@ -47,7 +49,10 @@ impl Error {
     /// Whether the request may be sent again on another channel: the channel
     /// died underneath it.
     pub fn is_channel_failure(&self) -> bool {
-        matches!(self, Error::ConnectionLost(_) | Error::Io(_) | Error::Timeout)
+        matches!(
+            self,
+            Error::ConnectionLost(_) | Error::Io(_) | Error::Timeout
+        )
     }
 }
 

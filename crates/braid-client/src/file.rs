@@ -151,7 +151,9 @@ impl File {
     /// past it. The data is a slice of the received frame (no copy).
     pub async fn read(&self, offset: u64, len: u32) -> Result<Bytes> {
         if len > self.inner.tree.max_read() {
-            return Err(Error::Invalid(format!("read of {len} bytes exceeds MaxReadSize")));
+            return Err(Error::Invalid(format!(
+                "read of {len} bytes exceeds MaxReadSize"
+            )));
         }
         let id = self.inner.id;
         let resp = self
@@ -204,9 +206,12 @@ impl File {
     /// WRITE `data` at `offset` (one request, at most MaxWriteSize). The
     /// data is sent without copying unless signing or encryption needs it.
     pub async fn write(&self, offset: u64, data: Bytes) -> Result<u32> {
-        let len = u32::try_from(data.len()).map_err(|_| Error::Invalid("write too large".into()))?;
+        let len =
+            u32::try_from(data.len()).map_err(|_| Error::Invalid("write too large".into()))?;
         if len > self.inner.tree.max_write() {
-            return Err(Error::Invalid(format!("write of {len} bytes exceeds MaxWriteSize")));
+            return Err(Error::Invalid(format!(
+                "write of {len} bytes exceeds MaxWriteSize"
+            )));
         }
         let id = self.inner.id;
         let retry = self.inner.tree.session.primary()?.config().retry_writes;

@@ -180,7 +180,8 @@ impl Session {
         let algo = neg.signing_algorithm;
         // MS-SMB2 3.3.4.1.1: a 3.1.1 server signs the final SESSION_SETUP
         // response; check it whenever it is signed.
-        if !anonymous && (a.final_resp.header.is_signed() || (sign && neg.dialect == dialect::SMB311))
+        if !anonymous
+            && (a.final_resp.header.is_signed() || (sign && neg.dialect == dialect::SMB311))
         {
             check_signature(Some((algo, keys.signing_key)), &a.final_resp)?;
         }
@@ -378,9 +379,13 @@ impl Session {
 
     /// LOGOFF (MS-SMB2 2.2.7).
     pub async fn logoff(&self) -> Result<()> {
-        self.call(|_| Request::new(Command::Logoff, &LogoffRequest), false, false)
-            .await?
-            .check(&[])
-            .map(|_| ())
+        self.call(
+            |_| Request::new(Command::Logoff, &LogoffRequest),
+            false,
+            false,
+        )
+        .await?
+        .check(&[])
+        .map(|_| ())
     }
 }

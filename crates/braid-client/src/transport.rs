@@ -215,7 +215,11 @@ impl Transport {
     pub async fn send(&self, mut req: Request<'_>) -> Result<Response> {
         let large_mtu = self.large_mtu.load(Ordering::Relaxed);
         // MS-SMB2 3.2.4.1.5: CreditCharge = (max(send, expected response) - 1) / 65536 + 1.
-        let size = req.payload.len().max(req.response_size).max(req.body.len() - HEADER_LEN);
+        let size = req
+            .payload
+            .len()
+            .max(req.response_size)
+            .max(req.body.len() - HEADER_LEN);
         let charge: u16 = if large_mtu {
             (size.saturating_sub(1) / 65536 + 1).min(MAX_CHARGE as usize) as u16
         } else {
@@ -342,12 +346,12 @@ pub fn check_signature(sign: Option<(SigningAlgorithm, [u8; 16])>, r: &Response)
     let status = r.status();
     if !r.header.is_signed() {
         // Samba and Windows leave these unsigned: the session is gone.
-        if status == NtStatus::USER_SESSION_DELETED || status == NtStatus::NETWORK_SESSION_EXPIRED
-        {
+        if status == NtStatus::USER_SESSION_DELETED || status == NtStatus::NETWORK_SESSION_EXPIRED {
             return Ok(());
         }
         return Err(Error::BadSignature(
             Command::from_u16(r.header.command).unwrap_or(Command::Echo),
+            false,
         ));
     }
     if verify(algo, &key, &r.msg) {
@@ -355,6 +359,7 @@ pub fn check_signature(sign: Option<(SigningAlgorithm, [u8; 16])>, r: &Response)
     } else {
         Err(Error::BadSignature(
             Command::from_u16(r.header.command).unwrap_or(Command::Echo),
+            true,
         ))
     }
 }
@@ -393,7 +398,7 @@ async fn read_frame(t: &Transport, rd: &mut BufReader<OwnedReadHalf>) -> Result<
         return Err(Error::Protocol("bad Direct TCP transport header".into()));
     }
     let len = u32::from_be_bytes(pre) as usize;
-    if len > MAX_FRAME || len < HEADER_LEN {
+    if !(HEADER_LEN..=MAX_FRAME).contains(&len) {
         return Err(Error::Protocol(format!("frame of {len} bytes")));
     }
     // Read into uninitialised capacity: no zeroing of large READ payloads.
@@ -405,7 +410,8 @@ async fn read_frame(t: &Transport, rd: &mut BufReader<OwnedReadHalf>) -> Result<
             return Err(Error::ConnectionLost("server closed the connection".into()));
         }
     }
-    t.bytes_received.fetch_add(len as u64 + 4, Ordering::Relaxed);
+    t.bytes_received
+        .fetch_add(len as u64 + 4, Ordering::Relaxed);
     let (frame, encrypted) = if buf[..4] == TRANSFORM_PROTOCOL_ID {
         (decrypt_frame(t, buf)?, true)
     } else {
@@ -419,7 +425,7 @@ async fn read_frame(t: &Transport, rd: &mut BufReader<OwnedReadHalf>) -> Result<
         let msg = if next == 0 {
             std::mem::take(&mut rest)
         } else {
-            if next < HEADER_LEN || next > rest.len() || next % 8 != 0 {
+            if next < HEADER_LEN || next > rest.len() || !next.is_multiple_of(8) {
                 return Err(Error::Protocol("bad NextCommand".into()));
             }
             let m = rest.slice(..next);
@@ -453,7 +459,9 @@ fn decrypt_frame(t: &Transport, mut buf: BytesMut) -> Result<Bytes> {
         .unwrap_or_else(|e| e.into_inner())
         .get(&sid)
         .cloned()
-        .ok_or_else(|| Error::Protocol(format!("encrypted message for unknown session {sid:#x}")))?;
+        .ok_or_else(|| {
+            Error::Protocol(format!("encrypted message for unknown session {sid:#x}"))
+        })?;
     let (_, range) = decrypt_in_place(d.cipher, &d.key, &mut buf)?;
     let frame = buf.freeze().slice(range);
     let inner = u64::from_le_bytes(
@@ -462,7 +470,9 @@ fn decrypt_frame(t: &Transport, mut buf: BytesMut) -> Result<Bytes> {
             .unwrap_or_default(),
     );
     if inner != sid {
-        return Err(Error::Protocol("SessionId mismatch in encrypted message".into()));
+        return Err(Error::Protocol(
+            "SessionId mismatch in encrypted message".into(),
+        ));
     }
     Ok(frame)
 }

@@ -6,7 +6,9 @@ use crate::info::{BasicInfo, DirEntry, StandardInfo};
 use crate::session::Session;
 use crate::transport::{Request, Response};
 use braid_smb_proto::messages::create::{access_mask, create_disposition, create_options};
-use braid_smb_proto::messages::ioctl::{decode_network_interface_info, flags as ioctl_flags, fsctl};
+use braid_smb_proto::messages::ioctl::{
+    decode_network_interface_info, flags as ioctl_flags, fsctl,
+};
 use braid_smb_proto::messages::tree_connect::share_flags;
 use braid_smb_proto::messages::{
     IoctlRequest, IoctlResponse, NetworkInterfaceInfo, TreeConnectRequest, TreeConnectResponse,

@@ -2,6 +2,8 @@
 //! ports (after tests/e2e/servers.py), and Braid's own server.
 #![allow(dead_code)]
 
+pub mod ops;
+
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -31,7 +33,11 @@ impl Server {
         format!("\\\\127.0.0.1\\{SHARE}")
     }
     pub fn log_tail(&self) -> String {
-        let name = if self.kind == "samba" { "smbd.log" } else { "braid.log" };
+        let name = if self.kind == "samba" {
+            "smbd.log"
+        } else {
+            "braid.log"
+        };
         let s = std::fs::read_to_string(self.workdir.join(name)).unwrap_or_default();
         let lines: Vec<&str> = s.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
@@ -44,11 +50,19 @@ impl Drop for Server {
         // started: the tree under our child's pid).
         let pids = process_tree(self.child.id());
         for pid in pids.iter().rev() {
-            let _ = Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+            signal(*pid);
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.workdir);
+    }
+}
+
+/// SIGTERM one process we started (or that our child forked).
+fn signal(pid: u32) {
+    // SAFETY: kill(2) with a pid from our own child's process tree.
+    unsafe {
+        libc::kill(pid as libc::pid_t, libc::SIGTERM);
     }
 }
 
@@ -59,10 +73,20 @@ fn process_tree(root: u32) -> Vec<u32> {
         let parent = all[i];
         if let Ok(rd) = std::fs::read_dir("/proc") {
             for e in rd.flatten() {
-                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-                let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-                let Some(rest) = stat.rsplit_once(')').map(|x| x.1) else { continue };
-                let ppid: u32 = rest.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                    continue;
+                };
+                let Some(rest) = stat.rsplit_once(')').map(|x| x.1) else {
+                    continue;
+                };
+                let ppid: u32 = rest
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
                 if ppid == parent && !all.contains(&pid) {
                     all.push(pid);
                 }
@@ -74,11 +98,19 @@ fn process_tree(root: u32) -> Vec<u32> {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("braid-client-{tag}-{}-{:x}", std::process::id(), rand::random::<u64>()));
+    let d = std::env::temp_dir().join(format!(
+        "braid-client-{tag}-{}-{:x}",
+        std::process::id(),
+        rand::random::<u64>()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -90,15 +122,41 @@ fn wait_accepting(addr: SocketAddr, child: &mut Child, log: &Path) {
             return;
         }
         if let Ok(Some(st)) = child.try_wait() {
-            panic!("server exited ({st}): {}", std::fs::read_to_string(log).unwrap_or_default());
+            panic!(
+                "server exited ({st}): {}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("server not accepting on {addr}: {}", std::fs::read_to_string(log).unwrap_or_default());
+    panic!(
+        "server not accepting on {addr}: {}",
+        std::fs::read_to_string(log).unwrap_or_default()
+    );
+}
+
+/// Wait for the server; on failure stop it (and its children) first.
+fn wait_or_kill(addr: SocketAddr, child: &mut Child, log: &Path) {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_accepting(addr, child, log)
+    }));
+    if let Err(e) = r {
+        for pid in process_tree(child.id()).iter().rev() {
+            signal(*pid);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        std::panic::resume_unwind(e);
+    }
 }
 
 pub fn have_smbd() -> bool {
-    Command::new("smbd").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok()
+    Command::new("smbd")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
 }
 
 /// Samba with four loopback interfaces for multichannel. `None` (and a
@@ -111,13 +169,39 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
     let w = tempdir("samba");
     let share = w.join("share");
     std::fs::create_dir_all(&share).unwrap();
-    for sub in ["run", "lock", "state", "cache", "private", "ncalrpc", "usershares"] {
+    for sub in [
+        "run",
+        "lock",
+        "state",
+        "cache",
+        "private",
+        "ncalrpc",
+        "usershares",
+    ] {
         std::fs::create_dir_all(w.join(sub)).unwrap();
     }
-    if Command::new("id").arg(USER).stdout(Stdio::null()).stderr(Stdio::null()).status().map(|s| !s.success()).unwrap_or(true) {
-        let _ = Command::new("useradd").args(["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", USER]).status();
+    if Command::new("id")
+        .arg(USER)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        let _ = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
+            .status();
     }
-    let _ = Command::new("chown").arg(format!("{USER}:")).arg(&share).status();
+    let _ = Command::new("chown")
+        .arg(format!("{USER}:"))
+        .arg(&share)
+        .status();
     // Let the share owner traverse down to the share (tempdirs may be 0700).
     let mut p = share.clone();
     while let Some(parent) = p.parent().map(Path::to_path_buf) {
@@ -132,8 +216,9 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
         .map(|i| format!("\"127.0.0.{i};if_index={i},speed=10000000000,capability=RSS\""))
         .collect();
     let conf = format!(
-        "[global]\n  server role = standalone server\n  smb ports = {port}\n  interfaces = {ifs}\n  bind interfaces only = yes\n  server multi channel support = yes\n  server min protocol = SMB2_02\n  pid directory = {w}/run\n  lock directory = {w}/lock\n  state directory = {w}/state\n  cache directory = {w}/cache\n  private dir = {w}/private\n  ncalrpc dir = {w}/ncalrpc\n  usershare path = {w}/usershares\n  max log size = 0\n  log level = 1\n  disable netbios = yes\n  load printers = no\n  printing = bsd\n  printcap name = /dev/null\n  disable spoolss = yes\n  map to guest = never\n  passdb backend = tdbsam\n{extra_global}\n[{SHARE}]\n  path = {share}\n  read only = no\n  guest ok = no\n",
+        "[global]\n  server role = standalone server\n  smb ports = {port}\n  interfaces = {ifs}\n  bind interfaces only = {bind_only}\n  server multi channel support = yes\n  server min protocol = SMB2_02\n  pid directory = {w}/run\n  lock directory = {w}/lock\n  state directory = {w}/state\n  cache directory = {w}/cache\n  private dir = {w}/private\n  ncalrpc dir = {w}/ncalrpc\n  usershare path = {w}/usershares\n  max log size = 0\n  log level = 1\n  disable netbios = yes\n  load printers = no\n  printing = bsd\n  printcap name = /dev/null\n  disable spoolss = yes\n  map to guest = never\n  passdb backend = tdbsam\n{extra_global}\n[{SHARE}]\n  path = {share}\n  read only = no\n  guest ok = no\n",
         ifs = ifs.join(" "),
+        bind_only = if std::env::var_os("BRAID_SAMBA_BIND_ALL").is_some() { "no" } else { "yes" },
         w = w.display(),
         share = share.display(),
     );
@@ -141,31 +226,59 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
     std::fs::write(&conf_path, conf).unwrap();
     let password = format!("Pw-{:x}", rand::random::<u64>());
     let mut sp = Command::new("smbpasswd")
-        .arg("-c").arg(&conf_path).args(["-a", "-s", USER])
-        .stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped())
-        .spawn().expect("smbpasswd");
-    sp.stdin.take().unwrap().write_all(format!("{password}\n{password}\n").as_bytes()).unwrap();
+        .arg("-c")
+        .arg(&conf_path)
+        .args(["-a", "-s", USER])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("smbpasswd");
+    sp.stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{password}\n{password}\n").as_bytes())
+        .unwrap();
     let out = sp.wait_with_output().unwrap();
-    assert!(out.status.success(), "smbpasswd: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "smbpasswd: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let log = w.join("smbd.log");
     let mut child = Command::new("smbd")
         .args(["--foreground", "--no-process-group", "--debug-stdout", "-s"])
         .arg(&conf_path)
         .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(Stdio::from(std::fs::File::options().append(true).open(&log).unwrap()))
+        .stderr(Stdio::from(
+            std::fs::File::options().append(true).open(&log).unwrap(),
+        ))
         .current_dir(&w)
-        .spawn().expect("smbd");
-    for i in 1..=4 {
-        wait_accepting(format!("127.0.0.{i}:{port}").parse().unwrap(), &mut child, &log);
-    }
-    Some(Server { kind: "samba", port, password, share_dir: share, workdir: w, child })
+        .spawn()
+        .expect("smbd");
+    wait_or_kill(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        &mut child,
+        &log,
+    );
+    Some(Server {
+        kind: "samba",
+        port,
+        password,
+        share_dir: share,
+        workdir: w,
+        child,
+    })
 }
 
 /// Braid's server from target/release/braid, if built.
 pub fn start_braid() -> Option<Server> {
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/braid");
     if !bin.exists() {
-        eprintln!("SKIP: {} not built (cargo build --release -p braid)", bin.display());
+        eprintln!(
+            "SKIP: {} not built (cargo build --release -p braid)",
+            bin.display()
+        );
         return None;
     }
     let w = tempdir("braid");
@@ -176,12 +289,28 @@ pub fn start_braid() -> Option<Server> {
     let log = w.join("braid.log");
     let mut child = Command::new(&bin)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .arg("--share").arg(format!("{SHARE}={}", share.display()))
-        .arg("--user").arg(format!("{USER}:{password}"))
+        .arg("--share")
+        .arg(format!("{SHARE}={}", share.display()))
+        .arg("--user")
+        .arg(format!("{USER}:{password}"))
         .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(Stdio::from(std::fs::File::options().append(true).open(&log).unwrap()))
+        .stderr(Stdio::from(
+            std::fs::File::options().append(true).open(&log).unwrap(),
+        ))
         .current_dir(&w)
-        .spawn().expect("braid");
-    wait_accepting(format!("127.0.0.1:{port}").parse().unwrap(), &mut child, &log);
-    Some(Server { kind: "braid", port, password, share_dir: share, workdir: w, child })
+        .spawn()
+        .expect("braid");
+    wait_or_kill(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        &mut child,
+        &log,
+    );
+    Some(Server {
+        kind: "braid",
+        port,
+        password,
+        share_dir: share,
+        workdir: w,
+        child,
+    })
 }

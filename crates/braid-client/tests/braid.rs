@@ -1,0 +1,103 @@
+//! braid-client against Braid's own server (target/release/braid; skipped
+//! with a message when it is not built).
+
+mod common;
+
+use braid_client::{Cipher, ClientConfig, SigningAlgorithm};
+use common::ops::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn braid_basic_ops_and_round_trip() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (s, t) = session_with(&srv, ClientConfig::default()).await;
+    eprintln!(
+        "{s:?} dialect {:#x} algo {:?}",
+        s.dialect(),
+        s.signing_algorithm()
+    );
+    // Known server bug: Braid answers a signed in-session ECHO unsigned
+    // (see braid_echo_is_signed).
+    basic_ops_opts(&t, false).await;
+    round_trip(&t, "big.bin", 8 * 1024 * 1024 + 777, 1024 * 1024, 8).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn braid_signing_and_encryption() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    for algo in [
+        SigningAlgorithm::AesGmac,
+        SigningAlgorithm::AesCmac,
+        SigningAlgorithm::HmacSha256,
+    ] {
+        let cfg = ClientConfig {
+            signing_algorithms: vec![algo],
+            ..Default::default()
+        };
+        let (s, t) = session_with(&srv, cfg).await;
+        assert_eq!(s.signing_algorithm(), algo);
+        round_trip(&t, &format!("sig-{algo:?}"), 2 * 1024 * 1024, 512 * 1024, 4).await;
+    }
+    for c in [
+        Cipher::Aes128Gcm,
+        Cipher::Aes128Ccm,
+        Cipher::Aes256Gcm,
+        Cipher::Aes256Ccm,
+    ] {
+        let cfg = ClientConfig {
+            ciphers: vec![c],
+            encrypt: true,
+            ..Default::default()
+        };
+        let (s, t) = session_with(&srv, cfg).await;
+        assert_eq!(s.cipher(), Some(c));
+        round_trip(&t, &format!("enc-{c:?}"), 2 * 1024 * 1024, 1024 * 1024, 4).await;
+    }
+}
+
+/// Server bug: the ECHO response of a signed session comes back unsigned
+/// (MS-SMB2 3.3.4.1.1; Samba signs it). Ignored until the server is fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn braid_echo_is_signed() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (s, _t) = session_with(&srv, ClientConfig::default()).await;
+    s.echo().await.expect("signed echo");
+}
+
+/// Braid does not offer SMB2_GLOBAL_CAP_MULTI_CHANNEL yet (and answers
+/// FSCTL_QUERY_NETWORK_INTERFACE_INFO with STATUS_NOT_SUPPORTED): skipped
+/// with a message until it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn braid_multichannel() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (s, t) = session_with(&srv, ClientConfig::default()).await;
+    if !s.primary().unwrap().negotiated().multichannel() {
+        eprintln!("SKIP: the Braid server does not offer multichannel");
+        return;
+    }
+    let ifs = t.query_network_interfaces().await;
+    eprintln!("interfaces: {ifs:?}");
+    for _ in 0..3 {
+        s.bind_channel(srv.addr()).await.expect("bind");
+    }
+    assert_eq!(s.channels().len(), 4);
+    round_trip(&t, "mc", 16 * 1024 * 1024, 1024 * 1024, 16).await;
+    let victim = s.channels().list()[2].conn.clone();
+    let t2 = t.clone();
+    let job =
+        tokio::spawn(
+            async move { round_trip(&t2, "mc2", 32 * 1024 * 1024, 1024 * 1024, 16).await },
+        );
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    victim.kill();
+    job.await.expect("transfer with a dead channel");
+    assert_eq!(s.channels().len(), 3);
+}
