@@ -63,6 +63,9 @@ pub enum FsError {
     /// The handle was closed (FILE_CLOSED).
     #[error("file closed")]
     FileClosed,
+    /// A `..` climbs above the share root (OBJECT_PATH_SYNTAX_BAD).
+    #[error("path syntax bad")]
+    PathSyntaxBad,
     /// Name too long (NAME_TOO_LONG / OBJECT_NAME_INVALID).
     #[error("name too long")]
     NameTooLong,

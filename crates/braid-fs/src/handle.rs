@@ -3,7 +3,7 @@
 use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -12,12 +12,12 @@ use crate::clock::Clock;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::info::{self, DosMeta};
 use crate::locks::{Holder, IoKind};
-use crate::open_table::{FileKey, Node, NodeTable};
+use crate::open_table::{check_share_access, FileKey, Node, NodeTable};
 use crate::path;
 use crate::service::preallocate;
 use crate::share::ShareRef;
 use crate::sys;
-use crate::types::{access as acc, attr, BasicTimes, DirEntry, FileInfo, LockOwner};
+use crate::types::{access as acc, attr, share as sh, BasicTimes, DirEntry, FileInfo, LockOwner};
 
 pub(crate) struct HandleInner {
     pub(crate) id: u64,
@@ -33,6 +33,8 @@ pub(crate) struct HandleInner {
     /// Internal share-relative path ('/'-joined, on-disk case).
     pub(crate) path: Mutex<String>,
     pub(crate) closed: AtomicBool,
+    /// Open.CurrentByteOffset (MS-FSA 2.1.1.5), FilePositionInformation.
+    pub(crate) position: AtomicU64,
 }
 
 impl HandleInner {
@@ -171,6 +173,18 @@ impl OpenHandle {
     /// The FILE_SHARE_* mode of this open.
     pub fn share_access(&self) -> u32 {
         self.0.share_access
+    }
+
+    /// Open.CurrentByteOffset (MS-FSA 2.1.1.5): the byte offset kept for
+    /// FilePositionInformation. Positioned I/O neither uses nor moves it;
+    /// protocols that track it call [`OpenHandle::set_position`].
+    pub fn position(&self) -> u64 {
+        self.0.position.load(Ordering::Relaxed)
+    }
+
+    /// Set Open.CurrentByteOffset (MS-FSA 2.1.5.14.9 FilePositionInformation).
+    pub fn set_position(&self, offset: u64) {
+        self.0.position.store(offset, Ordering::Relaxed);
     }
 
     /// Positioned read (MS-FSA 2.1.5.3); short at EOF. Needs FILE_READ_DATA
@@ -329,6 +343,22 @@ impl OpenHandle {
         }
         let root = share.root_fd();
         let t = path::resolve(root, &comps)?;
+        // MS-FSA 2.1.5.14.11: the rename opens the target's parent directory
+        // for FILE_ADD_FILE (FILE_ADD_SUBDIRECTORY for a directory), sharing
+        // read and write. That open meets the share-mode check of MS-FSA
+        // 2.1.5.1.2 against the parent's opens: an open of the parent with
+        // DELETE access, or one with write access that does not share write,
+        // makes the rename fail with a sharing violation (smbtorture
+        // smb2.rename.*_delete_access).
+        let tpst = sys::fstat(t.parent_fd.as_raw_fd())?;
+        if let Some(pn) = self.0.nodes.get(&FileKey::of(&tpst)) {
+            let want = if self.0.is_dir {
+                acc::FILE_ADD_SUBDIRECTORY
+            } else {
+                acc::FILE_ADD_FILE
+            };
+            check_share_access(&pn.lock().opens, want, sh::READ | sh::WRITE)?;
+        }
         let client_name = comps.last().map(String::as_str).unwrap_or_default();
         let (sp, sname) = path::split_last(&old_rel);
         let spfd = path::open_beneath(root, sp, libc::O_PATH | libc::O_DIRECTORY, 0)
@@ -464,48 +494,70 @@ impl OpenHandle {
             },
         ];
         for name in sys::list_dir(dfd)? {
-            let os = OsStr::from_bytes(&name);
-            let Ok(cname) = std::ffi::CString::new(name.clone()) else {
-                continue;
-            };
-            let Ok(mut st) = sys::lstat_at(dfd, &cname) else {
-                continue; // vanished
-            };
-            let mut meta = None;
-            let fmt = st.st_mode & libc::S_IFMT;
-            let btime;
-            if fmt == libc::S_IFLNK {
-                // Follow only if it stays inside the share.
-                let Ok(s) = std::str::from_utf8(&name) else {
-                    continue;
-                };
-                let Ok(fd) = path::open_beneath(root, &path::join(&rel, s), libc::O_PATH, 0) else {
-                    continue;
-                };
-                let Ok(s2) = sys::fstat(fd.as_raw_fd()) else {
-                    continue;
-                };
-                st = s2;
-                btime = sys::btime(fd.as_raw_fd());
-            } else {
-                meta = info::read_dos_at(dfd, os);
-                btime = sys::btime_at(dfd, &cname);
-            }
-            let fmt = st.st_mode & libc::S_IFMT;
-            if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
-                continue;
-            }
-            let dp = self
-                .0
-                .nodes
-                .get(&FileKey::of(&st))
-                .is_some_and(|n| n.lock().delete_pending);
-            out.push(DirEntry {
-                name: String::from_utf8_lossy(&name).into_owned(),
-                info: info::file_info(&st, btime, meta.as_ref(), dp),
-            });
+            out.extend(self.entry_at(dfd, root, &rel, &name));
         }
         Ok(out)
+    }
+
+    /// Metadata of one name in this directory, as a listing shows it; `None`
+    /// if it vanished, is neither a file nor a directory, or is a symlink
+    /// leaving the share.
+    fn entry_at(&self, dfd: RawFd, root: RawFd, rel: &str, name: &[u8]) -> Option<DirEntry> {
+        let os = OsStr::from_bytes(name);
+        let cname = std::ffi::CString::new(name).ok()?;
+        let mut st = sys::lstat_at(dfd, &cname).ok()?;
+        let mut meta = None;
+        let btime;
+        if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
+            // Follow only if it stays inside the share.
+            let s = std::str::from_utf8(name).ok()?;
+            let fd = path::open_beneath(root, &path::join(rel, s), libc::O_PATH, 0).ok()?;
+            st = sys::fstat(fd.as_raw_fd()).ok()?;
+            btime = sys::btime(fd.as_raw_fd());
+        } else {
+            meta = info::read_dos_at(dfd, os);
+            btime = sys::btime_at(dfd, &cname);
+        }
+        let fmt = st.st_mode & libc::S_IFMT;
+        if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
+            return None;
+        }
+        let dp = self
+            .0
+            .nodes
+            .get(&FileKey::of(&st))
+            .is_some_and(|n| n.lock().delete_pending);
+        Some(DirEntry {
+            name: String::from_utf8_lossy(name).into_owned(),
+            info: info::file_info(&st, btime, meta.as_ref(), dp),
+        })
+    }
+
+    /// Fresh metadata for names of an earlier [`OpenHandle::read_dir`]
+    /// listing, in order; `None` for a name that no longer exists. A
+    /// directory enumeration resumed after other opens changed the
+    /// directory must not return deleted entries (MS-FSA 2.1.5.6.3: the
+    /// enumeration reflects the directory as it is read). `.` and `..` are
+    /// returned as `None`: the caller keeps its own.
+    pub fn refresh_dir_entries(&self, names: &[String]) -> FsResult<Vec<Option<DirEntry>>> {
+        self.need(acc::FILE_LIST_DIRECTORY)?;
+        if !self.0.is_dir {
+            return Err(FsError::NotADirectory);
+        }
+        let root = self.0.share.0.root_fd();
+        let rel = self.0.rel();
+        let dfd = sys::openat(self.fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            .map_err(FsError::from_errno)?;
+        Ok(names
+            .iter()
+            .map(|n| {
+                if n == "." || n == ".." {
+                    None
+                } else {
+                    self.entry_at(dfd.as_raw_fd(), root, &rel, n.as_bytes())
+                }
+            })
+            .collect())
     }
 
     /// Byte-range lock (MS-FSA 2.1.5.8), failing immediately with

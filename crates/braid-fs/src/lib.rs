@@ -22,6 +22,7 @@ mod open_table;
 pub mod path;
 mod service;
 mod share;
+pub mod shortname;
 mod sys;
 pub mod types;
 

@@ -51,12 +51,21 @@ pub fn parse(path: &str) -> FsResult<Vec<String>> {
     if p.is_empty() {
         return Ok(Vec::new());
     }
-    p.split(['\\', '/'])
-        .map(|c| {
-            validate_component(c)?;
-            Ok(c.to_string())
-        })
-        .collect()
+    let mut out: Vec<String> = Vec::new();
+    for c in p.split(['\\', '/']) {
+        if c == ".." {
+            // A `..` removes the component before it, as Samba's
+            // check_path_syntax does; one that would climb above the share
+            // root is OBJECT_PATH_SYNTAX_BAD (smbtorture smb2.mkdir).
+            if out.pop().is_none() {
+                return Err(FsError::PathSyntaxBad);
+            }
+            continue;
+        }
+        validate_component(c)?;
+        out.push(c.to_string());
+    }
+    Ok(out)
 }
 
 /// Join on-disk components into an internal relative path.
@@ -186,13 +195,15 @@ mod tests {
         assert_eq!(parse("a\\b/c").unwrap(), vec!["a", "b", "c"]);
         assert_eq!(parse("\\a\\").unwrap(), vec!["a"]);
         assert_eq!(parse("ünïcødé name.txt").unwrap(), vec!["ünïcødé name.txt"]);
+        assert_eq!(parse("a\\..\\b").unwrap(), vec!["b"]);
+        assert!(matches!(parse("..\\..\\.."), Err(FsError::PathSyntaxBad)));
     }
 
     #[test]
     fn parse_invalid() {
         for bad in [
             "..\\..\\etc\\passwd",
-            "a\\..\\b",
+            "a\\..\\..\\b",
             ".",
             "a\\.\\b",
             "a\\\\b",

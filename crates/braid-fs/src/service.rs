@@ -457,6 +457,7 @@ impl FileService {
             share_access,
             path: Mutex::new(rel),
             closed: AtomicBool::new(false),
+            position: AtomicU64::new(0),
         });
         share.0.register(id, Arc::downgrade(&inner));
         OpenHandle(inner)

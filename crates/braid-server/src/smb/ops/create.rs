@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 use braid_fs::{CreateAction, DirectoryRequirement, Disposition, OpenParams, RequestCtx};
 use braid_smb_proto::codec::{FileId, Message, WriteLe};
 use braid_smb_proto::messages::create::{
-    access_mask, context_name, create_action, create_disposition, create_options, impersonation_level,
+    access_mask, context_name, create_action, create_disposition, create_options,
+    impersonation_level,
 };
 use braid_smb_proto::messages::{CreateContext, CreateRequest, CreateResponse};
 use braid_smb_proto::NtStatus;
@@ -33,7 +34,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let opts = r.create_options;
-    if opts & create_options::DIRECTORY_FILE != 0 && opts & create_options::NON_DIRECTORY_FILE != 0 {
+    if opts & create_options::DIRECTORY_FILE != 0 && opts & create_options::NON_DIRECTORY_FILE != 0
+    {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     if opts & 0xFF00_0000 != 0 {
@@ -52,7 +54,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::PRIVILEGE_NOT_HELD);
     }
     if opts & create_options::DELETE_ON_CLOSE != 0
-        && braid_fs::map_generic(r.desired_access) & (access_mask::DELETE | access_mask::MAXIMUM_ALLOWED) == 0
+        && braid_fs::map_generic(r.desired_access)
+            & (access_mask::DELETE | access_mask::MAXIMUM_ALLOWED)
+            == 0
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -69,7 +73,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             return Err(NtStatus::OBJECT_NAME_INVALID);
         }
     }
-    let name = r.name.strip_suffix("::$DATA").unwrap_or(&r.name).to_string();
+    let name = r
+        .name
+        .strip_suffix("::$DATA")
+        .unwrap_or(&r.name)
+        .to_string();
 
     let mut allocation_size = None;
     let mut want_mxac = false;
@@ -115,7 +123,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         attributes: r.file_attributes,
         allocation_size,
     };
-    let ctx = RequestCtx::new(session.identity.lock().unwrap().as_ref().map(|i| i.user.clone()).unwrap_or_default());
+    let ctx = RequestCtx::new(
+        session
+            .identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|i| i.user.clone())
+            .unwrap_or_default(),
+    );
     let files = req.conn.server.files.clone();
     let fs_share = share.fs.clone();
     let opened = blocking(move || files.open(&ctx, &fs_share, params)).await?;
@@ -123,7 +139,19 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let volatile = session.new_volatile_id();
     let info = opened.info.clone();
     let granted = opened.handle.granted_access();
+    let file_id = FileId { persistent: volatile, volatile };
+
+    // MS-SMB2 3.3.5.9: break conflicting oplocks (waiting asynchronously
+    // for their acknowledgment), then grant this open its level.
+    let oplocks = &req.conn.server.oplocks;
+    let oplock_file = oplocks.file(&share.name, info.file_id);
+    let overwrites = matches!(r.create_disposition, create_disposition::SUPERSEDE | create_disposition::OVERWRITE | create_disposition::OVERWRITE_IF)
+        && opened.action != CreateAction::Created;
+    oplock_file.break_for_new_open(crate::oplock::NewOpen { overwrites }, || req.go_async()).await;
+    let oplock_key = oplocks.new_key();
+    let oplock_level = oplock_file.grant(oplock_key, r.requested_oplock_level, info.is_directory, file_id, req.conn, &session);
     let open = Arc::new(Open {
+        oplock: Some(crate::oplock::OplockRef { file: oplock_file, key: oplock_key }),
         persistent_id: volatile,
         volatile_id: volatile,
         tree_id: tree.id,
@@ -136,7 +164,6 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         close_signal: Default::default(),
     });
     session.opens.insert(volatile, open);
-    let file_id = FileId { persistent: volatile, volatile };
 
     let mut contexts = Vec::new();
     if want_mxac {
@@ -144,7 +171,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         let mut data = Vec::with_capacity(8);
         data.put_u32(0);
         data.put_u32(access_mask::FILE_ALL_ACCESS);
-        contexts.push(CreateContext { name: context_name::QUERY_MAXIMAL_ACCESS_REQUEST.to_vec(), data });
+        contexts.push(CreateContext {
+            name: context_name::QUERY_MAXIMAL_ACCESS_REQUEST.to_vec(),
+            data,
+        });
     }
     if want_qfid {
         // MS-SMB2 2.2.14.2.9: DiskFileId (32 bytes), VolumeId.
@@ -153,7 +183,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         data.put_u64(0);
         data.put_u64(0);
         data.put_u64(0);
-        contexts.push(CreateContext { name: context_name::QUERY_ON_DISK_ID.to_vec(), data });
+        contexts.push(CreateContext {
+            name: context_name::QUERY_ON_DISK_ID.to_vec(),
+            data,
+        });
     }
 
     let action = match opened.action {
@@ -163,7 +196,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         CreateAction::Overwritten => create_action::OVERWRITTEN,
     };
     let mut reply = Reply::of(&CreateResponse {
-        oplock_level: 0,
+        oplock_level,
         flags: 0,
         create_action: action,
         creation_time: filetime(info.creation_time),

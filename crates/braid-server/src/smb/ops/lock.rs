@@ -25,10 +25,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             if l.flags != flags::UNLOCK {
                 return Err(NtStatus::INVALID_PARAMETER);
             }
-            open.handle.unlock(l.offset, l.length, OWNER).map_err(|e| match e {
-                FsError::InvalidLockRange => NtStatus::INVALID_LOCK_RANGE,
-                _ => NtStatus::RANGE_NOT_LOCKED,
-            })?;
+            open.handle
+                .unlock(l.offset, l.length, OWNER)
+                .map_err(|e| match e {
+                    FsError::InvalidLockRange => NtStatus::INVALID_LOCK_RANGE,
+                    _ => NtStatus::RANGE_NOT_LOCKED,
+                })?;
         }
         return Ok(Reply::of(&LockResponse));
     }
@@ -46,11 +48,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return lock_all_or_none(&open, &r.locks).map(|_| Reply::of(&LockResponse));
     }
 
-    let l = r.locks[0].clone();
+    let l = r.locks[0];
     let exclusive = l.flags & flags::EXCLUSIVE_LOCK != 0;
     let immediate = l.flags & flags::FAIL_IMMEDIATELY != 0;
     let notify = open.handle.lock_changed();
-    let cancel = if immediate { None } else { Some(req.cancellable()) };
+    let cancel = if immediate {
+        None
+    } else {
+        Some(req.cancellable())
+    };
     loop {
         let released = notify.notified();
         tokio::pin!(released);

@@ -42,7 +42,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         if cur.entries.is_none() && !r.file_name.is_empty() {
             cur.pattern = Some(r.file_name.clone());
         } else if cur.pattern.is_none() {
-            cur.pattern = Some(if r.file_name.is_empty() { "*".into() } else { r.file_name.clone() });
+            cur.pattern = Some(if r.file_name.is_empty() {
+                "*".into()
+            } else {
+                r.file_name.clone()
+            });
         }
         cur.entries.is_none()
     };
@@ -68,7 +72,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     for (i, e) in entries[position..].iter().enumerate() {
         // MS-FSCC 2.4.8 ShortName: Samba fills it only for names that are
         // not valid 8.3 names themselves.
-        let short = if is_8_3(&e.name) { String::new() } else { short_name(&e.name) };
+        let short = if is_8_3(&e.name) {
+            String::new()
+        } else {
+            short_name(&e.name)
+        };
         if !enc.push(&e.name, &short, &view_of(&e.info), (position + i) as u32) {
             break;
         }
@@ -85,9 +93,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             // Not even one entry fits the client's buffer.
             return Err(NtStatus::INFO_LENGTH_MISMATCH);
         }
-        return Err(if first_query { NtStatus::NO_SUCH_FILE } else { NtStatus::NO_MORE_FILES });
+        return Err(if first_query {
+            NtStatus::NO_SUCH_FILE
+        } else {
+            NtStatus::NO_MORE_FILES
+        });
     }
-    Ok(Reply::of(&QueryDirectoryResponse { output: enc.finish() }))
+    Ok(Reply::of(&QueryDirectoryResponse {
+        output: enc.finish(),
+    }))
 }
 
 /// Smallest directory entry any information class encodes (FileNamesInformation
@@ -102,9 +116,14 @@ async fn refresh_window(open: &std::sync::Arc<Open>, buffer_len: usize) -> Resul
     let window = buffer_len / MIN_ENTRY_LEN + 1;
     let (position, names) = {
         let cur = open.dir.lock().unwrap();
-        let Some(entries) = cur.entries.as_ref() else { return Ok(()) };
+        let Some(entries) = cur.entries.as_ref() else {
+            return Ok(());
+        };
         let end = entries.len().min(cur.position + window);
-        let names: Vec<String> = entries[cur.position..end].iter().map(|e| e.name.clone()).collect();
+        let names: Vec<String> = entries[cur.position..end]
+            .iter()
+            .map(|e| e.name.clone())
+            .collect();
         (cur.position, names)
     };
     if names.is_empty() {
@@ -119,16 +138,26 @@ async fn refresh_window(open: &std::sync::Arc<Open>, buffer_len: usize) -> Resul
     if cur.position != position {
         return Ok(()); // another query on this handle moved on meanwhile
     }
-    let Some(entries) = cur.entries.as_mut() else { return Ok(()) };
+    let Some(entries) = cur.entries.as_mut() else {
+        return Ok(());
+    };
     let end = position + names.len();
-    if end > entries.len() || entries[position..end].iter().zip(&names).any(|(e, n)| &e.name != n) {
+    if end > entries.len()
+        || entries[position..end]
+            .iter()
+            .zip(&names)
+            .any(|(e, n)| &e.name != n)
+    {
         return Ok(());
     }
     let old: Vec<_> = entries.drain(position..end).collect();
-    let kept = old
-        .into_iter()
-        .zip(fresh)
-        .filter_map(|(e, f)| if e.name == "." || e.name == ".." { Some(e) } else { f });
+    let kept = old.into_iter().zip(fresh).filter_map(|(e, f)| {
+        if e.name == "." || e.name == ".." {
+            Some(e)
+        } else {
+            f
+        }
+    });
     entries.splice(position..position, kept);
     Ok(())
 }

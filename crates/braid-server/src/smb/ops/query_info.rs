@@ -2,7 +2,10 @@
 
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::fscc::file_info::{self, FileQueryInput};
-use braid_smb_proto::fscc::{fs_info, security, FsStats, VolumeInfo, SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY};
+use braid_smb_proto::fscc::{
+    fs_info, security, FsStats, VolumeInfo, SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM,
+    SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY,
+};
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{QueryInfoRequest, QueryInfoResponse};
 use braid_smb_proto::NtStatus;
@@ -14,9 +17,10 @@ use crate::smb::{blocking, OpResult, Reply, Request};
 fn file_class_access(class: u8) -> u32 {
     use file_info::*;
     match class {
-        FILE_BASIC_INFORMATION | FILE_ALL_INFORMATION | FILE_NETWORK_OPEN_INFORMATION | FILE_ATTRIBUTE_TAG_INFORMATION => {
-            access_mask::FILE_READ_ATTRIBUTES
-        }
+        FILE_BASIC_INFORMATION
+        | FILE_ALL_INFORMATION
+        | FILE_NETWORK_OPEN_INFORMATION
+        | FILE_ATTRIBUTE_TAG_INFORMATION => access_mask::FILE_READ_ATTRIBUTES,
         FILE_FULL_EA_INFORMATION => access_mask::FILE_READ_EA,
         _ => 0,
     }
@@ -41,7 +45,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let path = open.handle.path();
             // MS-FSCC 2.4.5 FileAlternateNameInformation: the 8.3 name of the
             // last component ("." for the share root, as Samba answers).
-            let last = path.rsplit('\\').next().filter(|n| !n.is_empty()).unwrap_or(".");
+            let last = path
+                .rsplit('\\')
+                .next()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(".");
             let short = braid_fs::shortname::short_name(last);
             let q = FileQueryInput {
                 view: &view,
@@ -52,7 +60,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 mode: 0,
                 volume_serial: 0,
             };
-            file_info::query_file_info(r.file_info_class, &q, r.output_buffer_length).map_err(|e| e.status())?
+            file_info::query_file_info(r.file_info_class, &q, r.output_buffer_length)
+                .map_err(|e| e.status())?
         }
         SMB2_0_INFO_FILESYSTEM => {
             let share = req.share()?.clone();
@@ -66,14 +75,21 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 block_size: st.block_size.min(u32::MAX as u64) as u32,
                 bytes_per_sector: 512,
             };
-            let vol = VolumeInfo { label: share.name.clone(), serial_number: volume_serial(&share.name), ..Default::default() };
-            fs_info::query_fs_info(r.file_info_class, &stats, &vol, r.output_buffer_length).map_err(|e| e.status())?
+            let vol = VolumeInfo {
+                label: share.name.clone(),
+                serial_number: volume_serial(&share.name),
+                ..Default::default()
+            };
+            fs_info::query_fs_info(r.file_info_class, &stats, &vol, r.output_buffer_length)
+                .map_err(|e| e.status())?
         }
         SMB2_0_INFO_SECURITY => {
             // MS-SMB2 3.3.5.20.3: READ_CONTROL for owner/group/DACL,
             // ACCESS_SYSTEM_SECURITY for the SACL.
             const SACL: u32 = 0x8;
-            if r.additional_information & SACL != 0 && open.granted_access & access_mask::ACCESS_SYSTEM_SECURITY == 0 {
+            if r.additional_information & SACL != 0
+                && open.granted_access & access_mask::ACCESS_SYSTEM_SECURITY == 0
+            {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             if open.granted_access & access_mask::READ_CONTROL == 0 {
@@ -97,7 +113,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 let mut reply = crate::smb::frame::error_reply(NtStatus::BUFFER_TOO_SMALL);
                 reply.msg.truncate(braid_smb_proto::HEADER_LEN);
                 braid_smb_proto::codec::Message::encode(
-                    &braid_smb_proto::messages::ErrorResponse { error_context_count: 0, error_data: out.data },
+                    &braid_smb_proto::messages::ErrorResponse {
+                        error_context_count: 0,
+                        error_data: out.data,
+                    },
                     &mut reply.msg,
                 );
                 return Ok(reply);
@@ -107,10 +126,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         SMB2_0_INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
-    Ok(Reply::with_status(out.status, &QueryInfoResponse { output: out.data }))
+    Ok(Reply::with_status(
+        out.status,
+        &QueryInfoResponse { output: out.data },
+    ))
 }
 
 fn volume_serial(name: &str) -> u32 {
     // Stable per share name (FNV-1a): clients cache by serial.
-    name.to_lowercase().bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193))
+    name.to_lowercase().bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    })
 }

@@ -1,7 +1,6 @@
 //! READ: MS-SMB2 3.3.5.12. The payload goes to the socket as its own
 //! buffer, after a header built separately (no copy when unsigned).
 
-use bytes::Bytes;
 use braid_fs::LockOwner;
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::header::HEADER_LEN;
@@ -9,6 +8,7 @@ use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::read::encode_read_response_header;
 use braid_smb_proto::messages::ReadRequest;
 use braid_smb_proto::NtStatus;
+use bytes::Bytes;
 
 use crate::smb::{blocking, OpResult, Reply, Request};
 

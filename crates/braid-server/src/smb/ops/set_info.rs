@@ -1,8 +1,12 @@
 //! SET_INFO: MS-SMB2 3.3.5.21.
 
 use braid_smb_proto::codec::Message;
-use braid_smb_proto::fscc::file_info::{decode_set_file_info, SetFileInfo, FILE_DISPOSITION_DELETE};
-use braid_smb_proto::fscc::{SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY};
+use braid_smb_proto::fscc::file_info::{
+    decode_set_file_info, SetFileInfo, FILE_DISPOSITION_DELETE,
+};
+use braid_smb_proto::fscc::{
+    SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY,
+};
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{SetInfoRequest, SetInfoResponse};
 use braid_smb_proto::NtStatus;
@@ -30,7 +34,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let handle = open.handle.clone();
     match r.info_type {
         SMB2_0_INFO_FILE => {
-            let info = decode_set_file_info(r.file_info_class, &r.buffer).map_err(|e| e.status())?;
+            let info =
+                decode_set_file_info(r.file_info_class, &r.buffer).map_err(|e| e.status())?;
             match info {
                 SetFileInfo::Basic(b) => {
                     need(granted, access_mask::FILE_WRITE_ATTRIBUTES)?;
@@ -72,6 +77,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     if open.is_directory {
                         return Err(NtStatus::INVALID_PARAMETER);
                     }
+                    if let Some(o) = &open.oplock {
+                        o.file.break_level2_except(o.key);
+                    }
                     blocking(move || handle.set_end_of_file(end_of_file)).await?;
                 }
                 SetFileInfo::Allocation { allocation_size } => {
@@ -79,11 +87,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     if open.is_directory {
                         return Err(NtStatus::INVALID_PARAMETER);
                     }
+                    if let Some(o) = &open.oplock {
+                        o.file.break_level2_except(o.key);
+                    }
                     blocking(move || handle.set_allocation(allocation_size)).await?;
                 }
                 // MS-FSA 2.1.5.14.9: Open.CurrentByteOffset is kept for
                 // queries; SMB2 I/O always carries its own offset.
-                SetFileInfo::Position { current_byte_offset } => {
+                SetFileInfo::Position {
+                    current_byte_offset,
+                } => {
                     handle.set_position(current_byte_offset);
                 }
                 // No mode state affects SMB2 I/O.

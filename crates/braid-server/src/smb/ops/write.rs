@@ -14,7 +14,8 @@ use crate::smb::{blocking, OpResult, Reply, Request};
 const WRITE_THROUGH: u32 = 0x0000_0001;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
-    let (w, data_range) = decode_write_request_ref(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let (w, data_range) =
+        decode_write_request_ref(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let open = req.open(w.file_id)?;
     if open.is_directory {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
@@ -36,8 +37,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let payload = req.msg_bytes.slice(data_range);
     let offset = w.offset;
     let write_through = w.flags & WRITE_THROUGH != 0;
+    if let Some(o) = &open.oplock {
+        o.file.break_level2_except(o.key);
+    }
     let n = blocking(move || {
-        let offset = if offset == u64::MAX { handle.info()?.end_of_file } else { offset };
+        let offset = if offset == u64::MAX {
+            handle.info()?.end_of_file
+        } else {
+            offset
+        };
         if !payload.is_empty() {
             handle.check_io_lock(offset, payload.len() as u64, true, LockOwner(0))?;
         }
@@ -48,5 +56,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         Ok(n)
     })
     .await?;
-    Ok(Reply::of(&WriteResponse { count: n as u32, remaining: 0 }))
+    Ok(Reply::of(&WriteResponse {
+        count: n as u32,
+        remaining: 0,
+    }))
 }
