@@ -176,7 +176,10 @@ impl Session {
             neg.cipher,
         )?;
         let anonymous = a.session_flags & (session_flags::IS_GUEST | session_flags::IS_NULL) != 0;
-        let sign = !anonymous && (conn.cfg.signing || neg.signing_required());
+        // MS-SMB2 3.2.5.3.1: a 3.1.1 session that is neither guest nor
+        // anonymous always signs (Samba enforces this).
+        let sign = !anonymous
+            && (conn.cfg.signing || neg.signing_required() || neg.dialect == dialect::SMB311);
         let algo = neg.signing_algorithm;
         // MS-SMB2 3.3.4.1.1: a 3.1.1 server signs the final SESSION_SETUP
         // response; check it whenever it is signed.

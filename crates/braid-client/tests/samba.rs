@@ -3,7 +3,7 @@
 
 mod common;
 
-use braid_client::{dialect, Cipher, ClientConfig, Connection, Policy, SigningAlgorithm};
+use braid_client::{dialect, Cipher, ClientConfig, Policy, SigningAlgorithm};
 use common::ops::*;
 use std::sync::Arc;
 use std::time::Instant;
@@ -209,10 +209,25 @@ async fn samba_read_1gib_throughput() {
         &mut std::io::sink(),
     );
     for (label, cfg) in [
-        ("signed", ClientConfig::default()),
+        ("3.1.1 signed AES-GMAC", ClientConfig::default()),
         (
-            "unsigned",
+            "3.1.1 signed AES-CMAC",
             ClientConfig {
+                signing_algorithms: vec![SigningAlgorithm::AesCmac],
+                ..Default::default()
+            },
+        ),
+        (
+            "3.1.1 encrypted AES-128-GCM",
+            ClientConfig {
+                encrypt: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "3.0.2 unsigned",
+            ClientConfig {
+                dialects: vec![dialect::SMB302],
                 signing: false,
                 ..Default::default()
             },
@@ -245,5 +260,4 @@ async fn samba_read_1gib_throughput() {
             1073.741824 / dt.as_secs_f64()
         );
     }
-    let _ = Connection::connect(srv.addr()).await;
 }
