@@ -79,17 +79,40 @@ fn rt_msg<M: Message + PartialEq + Debug + Clone>(msg: &[u8]) -> Option<M> {
 }
 
 /// Round trip of a non-`Message` codec.
-fn rt<T: PartialEq + Debug, E: Debug>(
+fn rt<T: PartialEq + Debug + Clone, E: Debug>(
     what: &str,
     input: &[u8],
     decode: impl Fn(&[u8]) -> Result<T, E>,
     encode: impl Fn(&T) -> Vec<u8>,
 ) -> Option<T> {
+    rt_norm(what, input, decode, encode, |_| {})
+}
+
+fn rt_norm<T: PartialEq + Debug + Clone, E: Debug>(
+    what: &str,
+    input: &[u8],
+    decode: impl Fn(&[u8]) -> Result<T, E>,
+    encode: impl Fn(&T) -> Vec<u8>,
+    norm: fn(&mut T),
+) -> Option<T> {
     let a = decode(input).ok()?;
     let enc = encode(&a);
-    let b = decode(&enc).unwrap_or_else(|e| panic!("{what}: re-decode failed: {e:?}\nfirst: {a:?}\nencoded: {}", hex(&enc)));
-    assert_eq!(a, b, "{what}: decode→encode→decode changed the value");
+    let mut b = decode(&enc).unwrap_or_else(|e| panic!("{what}: re-decode failed: {e:?}\nfirst: {a:?}\nencoded: {}", hex(&enc)));
+    let mut n = a.clone();
+    norm(&mut n);
+    norm(&mut b);
+    assert_eq!(n, b, "{what}: decode→encode→decode changed the value");
     Some(a)
+}
+
+/// NTLMSSP encoders always write the full fixed header, so a message too
+/// short for its Version field (decoded as None) comes back with Version
+/// zero (Some([0; 8])); likewise the AUTHENTICATE MIC. Benign: these
+/// encoders only build our own messages.
+fn zero_to_none<const N: usize>(v: &mut Option<[u8; N]>) {
+    if *v == Some([0; N]) {
+        *v = None;
+    }
 }
 
 // ---- SMB2 requests ---------------------------------------------------------
@@ -111,7 +134,7 @@ pub fn check_request(cmd: u16, msg: &[u8]) {
             rt_msg::<LogoffRequest>(msg);
         }
         Command::TreeConnect => {
-            rt_msg::<TreeConnectRequest>(msg);
+            rt_msg_norm::<TreeConnectRequest>(msg, norm_tree_connect);
         }
         Command::TreeDisconnect => {
             rt_msg::<TreeDisconnectRequest>(msg);
@@ -184,6 +207,14 @@ pub fn check_request(cmd: u16, msg: &[u8]) {
             rt_msg::<OplockBreakRequest>(msg);
         }
     }
+}
+
+/// Finding (see README): the decoder keeps SMB2_TREE_CONNECT_FLAG_EXTENSION_PRESENT
+/// (0x0004) but does not parse the TREE_CONNECT_Request_Extension (MS-SMB2
+/// 2.2.9.1; with it, PathOffset is relative to the extension), while the
+/// encoder clears the bit. Masked here so fuzzing can go on.
+fn norm_tree_connect(t: &mut TreeConnectRequest) {
+    t.flags &= !0x0004;
 }
 
 /// WRITE's encoder puts the data at `max(data_offset, end of fixed part and
@@ -498,13 +529,16 @@ pub fn ntlmssp(data: &[u8]) {
     let Some((&sel, msg)) = data.split_first() else { return };
     match sel % 6 {
         0 => {
-            rt("NegotiateMessage", msg, NegotiateMessage::decode, |m| m.encode());
+            rt_norm("NegotiateMessage", msg, NegotiateMessage::decode, |m| m.encode(), |m| zero_to_none(&mut m.version));
         }
         1 => {
-            rt("ChallengeMessage", msg, ChallengeMessage::decode, |m| m.encode());
+            rt_norm("ChallengeMessage", msg, ChallengeMessage::decode, |m| m.encode(), |m| zero_to_none(&mut m.version));
         }
         2 => {
-            rt("AuthenticateMessage", msg, AuthenticateMessage::decode, |m| m.encode());
+            rt_norm("AuthenticateMessage", msg, AuthenticateMessage::decode, |m| m.encode(), |m| {
+                zero_to_none(&mut m.version);
+                zero_to_none(&mut m.mic);
+            });
         }
         3 => {
             rt("AV pairs", msg, parse_av_pairs, |l| encode_av_pairs(l));
