@@ -101,13 +101,13 @@ impl Connection {
         self.pending.lock().unwrap().remove(&message_id);
     }
 
-    /// MS-SMB2 3.3.5.16: cancel by async id, or by message id for a request
-    /// that has not gone async yet.
+    /// MS-SMB2 3.3.5.16: cancel by async id, or by message id (clients
+    /// also cancel requests that already went async by their message id).
     pub fn cancel(&self, message_id: u64, async_id: Option<u64>) {
         let pending = self.pending.lock().unwrap();
         let found = match async_id {
             Some(a) => pending.values().find(|p| p.async_id == Some(a)),
-            None => pending.get(&message_id).filter(|p| p.async_id.is_none()),
+            None => pending.get(&message_id),
         };
         if let Some(p) = found {
             p.cancel.cancel();

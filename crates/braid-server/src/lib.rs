@@ -4,6 +4,7 @@
 pub mod config;
 pub mod conn;
 pub mod credits;
+pub mod oplock;
 pub mod server;
 pub mod session;
 pub mod sharded;

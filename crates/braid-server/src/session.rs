@@ -55,6 +55,9 @@ pub struct Session {
     pub phase: Mutex<SessionPhase>,
     pub auth: Mutex<Option<AuthExchange>>,
     pub identity: Mutex<Option<Identity>>,
+    /// The account the session was established for (re-authentication
+    /// may not switch to another).
+    pub first_user: Mutex<String>,
     pub signing: Mutex<Option<SigningState>>,
     pub signing_required: AtomicBool,
     pub session_key: Mutex<Vec<u8>>,
@@ -77,6 +80,7 @@ impl Session {
             phase: Mutex::new(SessionPhase::InProgress),
             auth: Mutex::new(None),
             identity: Mutex::new(None),
+            first_user: Mutex::new(String::new()),
             signing: Mutex::new(None),
             signing_required: AtomicBool::new(false),
             session_key: Mutex::new(Vec::new()),
@@ -162,6 +166,8 @@ pub struct Open {
     pub granted_access: u32,
     pub dir: Mutex<DirCursor>,
     pub closed: AtomicBool,
+    /// This open's entry in its file's oplock state.
+    pub oplock: Option<crate::oplock::OplockRef>,
     /// Cancelled when the open is closed: wakes requests waiting on it.
     pub close_signal: tokio_util::sync::CancellationToken,
 }
@@ -170,6 +176,11 @@ impl Open {
     /// Mark closed; true if this call closed it.
     pub fn mark_closed(&self) -> bool {
         let first = !self.closed.swap(true, Ordering::AcqRel);
+        if first {
+            if let Some(o) = &self.oplock {
+                o.release();
+            }
+        }
         self.close_signal.cancel();
         first
     }

@@ -25,6 +25,7 @@ pub struct ServerState {
     /// Keyed by lower-cased share name: share names are case-insensitive.
     pub shares: HashMap<String, Arc<Share>>,
     pub sessions: ShardedMap<u64, Arc<Session>>,
+    pub oplocks: crate::oplock::OplockTable,
     pub server_guid: [u8; 16],
     pub start_time: SystemTime,
     next_session_id: AtomicU64,
@@ -46,6 +47,7 @@ impl ServerState {
             files,
             shares,
             sessions: ShardedMap::new(),
+            oplocks: Default::default(),
             server_guid: rand::random(),
             start_time: SystemTime::now(),
             next_session_id: AtomicU64::new(rand::random::<u32>() as u64 | 1 << 40),

@@ -303,6 +303,14 @@ async fn handle_one(
             }
             req.session = Some(sess);
         }
+        if req.session.is_none() && command == Command::Echo && hdr.session_id != 0 {
+            // ECHO needs no session, but one named is used to sign the reply.
+            req.session = server
+                .sessions
+                .get(&hdr.session_id)
+                .filter(|s| s.phase() == SessionPhase::Valid)
+                .filter(|s| !hdr.is_signed() || s.signing().is_none_or(|k| verify_signature(k.algorithm, &k.key, msg)));
+        }
         if related_first {
             break 'res Err(NtStatus::INVALID_PARAMETER);
         }

@@ -115,7 +115,9 @@ fn complete(
     let server = &conn.server;
     let neg = conn.negotiated().ok_or(NtStatus::INVALID_PARAMETER)?;
     let guest = false;
-    if outcome.anonymous && !server.config.allow_guest {
+    // Anonymous logons need allow_guest; an authenticated session may still
+    // re-authenticate as anonymous (it only loses rights), as Samba allows.
+    if outcome.anonymous && !server.config.allow_guest && is_new {
         if is_new {
             server.sessions.remove(&session.id);
             conn.sessions.lock().unwrap().remove(&session.id);
@@ -123,14 +125,10 @@ fn complete(
         return Err(NtStatus::LOGON_FAILURE);
     }
     if !is_new {
-        // Re-authentication must keep the user (MS-SMB2 3.3.5.5.3).
-        let same = session
-            .identity
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|i| i.user.eq_ignore_ascii_case(&outcome.user) && i.anonymous == outcome.anonymous)
-            .unwrap_or(false);
+        // Re-authentication keeps the user, or drops to anonymous; it never
+        // switches to another account.
+        let first_user = session.first_user.lock().unwrap().clone();
+        let same = outcome.anonymous || first_user.eq_ignore_ascii_case(&outcome.user);
         if !same {
             server.sessions.remove(&session.id);
             conn.sessions.lock().unwrap().remove(&session.id);
@@ -179,6 +177,9 @@ fn complete(
     }
     if session.encrypt_data.load(Ordering::Relaxed) {
         session_flags |= session_flags::ENCRYPT_DATA;
+    }
+    if is_new {
+        *session.first_user.lock().unwrap() = outcome.user.clone();
     }
     *session.identity.lock().unwrap() = Some(Identity {
         user: outcome.user.clone(),
