@@ -20,6 +20,9 @@ pub(crate) struct DosMeta {
     pub attributes: u32,
     /// Creation time set by a client (overrides statx btime).
     pub creation: Option<SystemTime>,
+    /// EaSize of the file's extended attributes, kept here so that listings
+    /// need no extra system call per entry (0: none).
+    pub ea_size: u32,
 }
 
 impl DosMeta {
@@ -36,6 +39,9 @@ impl DosMeta {
             }
             None => v.push(0),
         }
+        if self.ea_size != 0 {
+            v.extend_from_slice(&self.ea_size.to_le_bytes());
+        }
         v
     }
 
@@ -44,19 +50,24 @@ impl DosMeta {
             return None;
         }
         let attributes = u32::from_le_bytes(b[1..5].try_into().ok()?) & attr::SETTABLE;
-        let creation = if b[5] == 1 && b.len() >= 18 {
+        let (creation, rest) = if b[5] == 1 && b.len() >= 18 {
             let sec = i64::from_le_bytes(b[6..14].try_into().ok()?);
             let nsec = u32::from_le_bytes(b[14..18].try_into().ok()?);
             if nsec >= 1_000_000_000 {
                 return None;
             }
-            Some(sys::ts(sec, nsec as i64))
+            (Some(sys::ts(sec, nsec as i64)), &b[18..])
         } else {
-            None
+            (None, &b[6..])
         };
+        // Optional trailing EaSize (absent in older records).
+        let ea_size = rest
+            .get(..4)
+            .map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or_default()));
         Some(DosMeta {
             attributes,
             creation,
+            ea_size,
         })
     }
 }
@@ -143,6 +154,7 @@ pub(crate) fn file_info(
         delete_pending,
         is_directory: dir,
         file_id: st.st_ino,
+        ea_size: meta.map_or(0, |m| m.ea_size),
     }
 }
 
@@ -168,17 +180,27 @@ mod tests {
         let m = DosMeta {
             attributes: attr::HIDDEN | attr::READONLY,
             creation: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
+            ea_size: 44,
         };
         assert_eq!(DosMeta::decode(&m.encode()), Some(m));
         let m2 = DosMeta {
             attributes: attr::ARCHIVE,
             creation: None,
+            ea_size: 0,
         };
         assert_eq!(DosMeta::decode(&m2.encode()), Some(m2));
         let old = DosMeta {
             attributes: 0,
             creation: Some(UNIX_EPOCH - Duration::from_secs(86_400 * 365)),
+            ea_size: 0,
         };
+        assert_eq!(DosMeta::decode(&old.encode()), Some(old));
+        let eas = DosMeta {
+            attributes: attr::ARCHIVE,
+            creation: None,
+            ea_size: 20,
+        };
+        assert_eq!(DosMeta::decode(&eas.encode()), Some(eas));
         assert_eq!(DosMeta::decode(&old.encode()), Some(old));
         assert_eq!(DosMeta::decode(&[9, 0, 0]), None);
     }

@@ -33,6 +33,6 @@ pub use service::FileService;
 pub use share::ShareRef;
 pub use types::{
     access, attr, map_generic, share as share_access, BasicTimes, CreateAction, DirEntry,
-    DirectoryRequirement, Disposition, FileInfo, FsStats, LockOwner, OpenParams, Opened,
-    RequestCtx,
+    DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FsStats, LockOwner, OpenParams,
+    Opened, RequestCtx,
 };

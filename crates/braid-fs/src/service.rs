@@ -278,6 +278,7 @@ impl FileService {
                 let m = DosMeta {
                     attributes: (p.attributes & attr::SETTABLE) | attr::ARCHIVE,
                     creation: meta.and_then(|m| m.creation),
+                    ea_size: meta.map_or(0, |m| m.ea_size),
                 };
                 info::write_dos(fdr, &m, &st)?;
                 if let Some(a) = p.allocation_size {
@@ -376,6 +377,7 @@ impl FileService {
                 let m = DosMeta {
                     attributes: attrs,
                     creation: None,
+                    ea_size: 0,
                 };
                 info::write_dos(fd.as_raw_fd(), &m, &st)?;
             }

@@ -323,3 +323,80 @@ pub(crate) fn btime_at(dirfd: RawFd, name: &CStr) -> Option<SystemTime> {
     }
     Some(ts(stx.stx_btime.tv_sec, stx.stx_btime.tv_nsec as i64))
 }
+
+/// `/proc/self/fd/N`: lets the path-based xattr calls work on `O_PATH` fds.
+fn proc_fd_path(fd: RawFd) -> CString {
+    CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a number")
+}
+
+/// Read a whole xattr of an fd (any size); raw errno on failure.
+pub(crate) fn xattr_get(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
+    let p = proc_fd_path(fd);
+    loop {
+        // SAFETY: a NULL buffer with size 0 asks for the size.
+        let n = unsafe { libc::getxattr(p.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+        if n < 0 {
+            return Err(last_errno());
+        }
+        let mut buf = vec![0u8; n as usize];
+        // SAFETY: buffer pointer and length are valid.
+        let r = unsafe {
+            libc::getxattr(
+                p.as_ptr(),
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if r >= 0 {
+            buf.truncate(r as usize);
+            return Ok(buf);
+        }
+        if last_errno() != libc::ERANGE {
+            return Err(last_errno());
+        }
+    }
+}
+
+/// Names of an fd's xattrs; raw errno on failure.
+pub(crate) fn xattr_list(fd: RawFd) -> Result<Vec<Vec<u8>>, i32> {
+    let p = proc_fd_path(fd);
+    loop {
+        // SAFETY: a NULL buffer with size 0 asks for the size.
+        let n = unsafe { libc::listxattr(p.as_ptr(), std::ptr::null_mut(), 0) };
+        if n < 0 {
+            return Err(last_errno());
+        }
+        let mut buf = vec![0u8; n as usize];
+        // SAFETY: buffer pointer and length are valid.
+        let r = unsafe { libc::listxattr(p.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if r >= 0 {
+            buf.truncate(r as usize);
+            return Ok(buf
+                .split(|&b| b == 0)
+                .filter(|s| !s.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect());
+        }
+        if last_errno() != libc::ERANGE {
+            return Err(last_errno());
+        }
+    }
+}
+
+/// Set (`Some`) or remove (`None`) an xattr of an fd; raw errno on failure.
+pub(crate) fn xattr_put(fd: RawFd, name: &CStr, val: Option<&[u8]>) -> Result<(), i32> {
+    let p = proc_fd_path(fd);
+    // SAFETY: valid pointers.
+    let r = unsafe {
+        match val {
+            Some(v) => libc::setxattr(p.as_ptr(), name.as_ptr(), v.as_ptr().cast(), v.len(), 0),
+            None => libc::removexattr(p.as_ptr(), name.as_ptr()),
+        }
+    };
+    if r < 0 {
+        Err(last_errno())
+    } else {
+        Ok(())
+    }
+}

@@ -189,6 +189,20 @@ pub struct FileInfo {
     pub is_directory: bool,
     /// Stable file id: the inode number.
     pub file_id: u64,
+    /// Size of the file's extended attributes as a FILE_FULL_EA_INFORMATION
+    /// chain (MS-FSCC 2.4.12 EaSize); 0 when it has none.
+    pub ea_size: u32,
+}
+
+/// One extended attribute (MS-FSCC 2.4.15): an ASCII name, compared
+/// without regard to case and kept in upper case, and a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtendedAttribute {
+    pub name: String,
+    /// Empty in a set request: remove the attribute.
+    pub value: Vec<u8>,
+    /// FILE_NEED_EA (0x80) or 0.
+    pub flags: u8,
 }
 
 /// One entry of a directory listing.

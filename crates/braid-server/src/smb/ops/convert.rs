@@ -1,7 +1,9 @@
 //! File-service values in their FSCC forms.
 
-use braid_fs::FileInfo;
+use braid_fs::{ExtendedAttribute, FileInfo};
+use braid_smb_proto::fscc::file_info::FullEa;
 use braid_smb_proto::fscc::FileAttributesView;
+use braid_smb_proto::NtStatus;
 
 use crate::state::filetime;
 
@@ -18,8 +20,24 @@ pub fn view_of(info: &FileInfo) -> FileAttributesView {
         delete_pending: info.delete_pending,
         directory: info.is_directory,
         file_id: info.file_id,
-        ea_size: 0,
+        ea_size: info.ea_size,
     }
+}
+
+/// FILE_FULL_EA_INFORMATION entries as the file service's attributes.
+/// MS-FSCC 2.4.15: names are 8-bit ASCII; anything else is
+/// STATUS_INVALID_PARAMETER here.
+pub fn eas_of(list: Vec<FullEa>) -> Result<Vec<ExtendedAttribute>, NtStatus> {
+    list.into_iter()
+        .map(|e| {
+            let name = String::from_utf8(e.name).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+            Ok(ExtendedAttribute {
+                name,
+                value: e.value,
+                flags: e.flags,
+            })
+        })
+        .collect()
 }
 
 /// Windows wildcard match, case-insensitive (MS-FSA 2.1.4.4): `*`, `?`,

@@ -80,6 +80,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         .to_string();
 
     let mut allocation_size = None;
+    let mut create_eas = Vec::new();
     let mut want_mxac = false;
     let mut want_qfid = false;
     for c in &r.contexts {
@@ -89,6 +90,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     return Err(NtStatus::INVALID_PARAMETER);
                 }
                 allocation_size = Some(u64::from_le_bytes(c.data[..8].try_into().unwrap()));
+            }
+            // MS-SMB2 2.2.13.2.1: extended attributes for the new file.
+            n if n == context_name::EA_BUFFER => {
+                let list = braid_smb_proto::fscc::file_info::decode_full_ea_list(&c.data)
+                    .map_err(|e| e.status())?;
+                create_eas = super::convert::eas_of(list)?;
             }
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
             n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
@@ -134,24 +141,59 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     );
     let files = req.conn.server.files.clone();
     let fs_share = share.fs.clone();
-    let opened = blocking(move || files.open(&ctx, &fs_share, params)).await?;
+    let opened = blocking(move || {
+        let o = files.open(&ctx, &fs_share, params)?;
+        // MS-FSA 2.1.5.1.1 / 2.1.5.1.2.1: the EaBuffer applies to a file
+        // that was created, overwritten or superseded.
+        if !create_eas.is_empty() && o.action != CreateAction::Opened {
+            if let Err(e) = o.handle.init_eas(&create_eas) {
+                let _ = o.handle.close();
+                return Err(e);
+            }
+            return Ok(braid_fs::Opened {
+                info: o.handle.info()?,
+                ..o
+            });
+        }
+        Ok(o)
+    })
+    .await?;
 
     let volatile = session.new_volatile_id();
     let info = opened.info.clone();
     let granted = opened.handle.granted_access();
-    let file_id = FileId { persistent: volatile, volatile };
+    let file_id = FileId {
+        persistent: volatile,
+        volatile,
+    };
 
     // MS-SMB2 3.3.5.9: break conflicting oplocks (waiting asynchronously
     // for their acknowledgment), then grant this open its level.
     let oplocks = &req.conn.server.oplocks;
     let oplock_file = oplocks.file(&share.name, info.file_id);
-    let overwrites = matches!(r.create_disposition, create_disposition::SUPERSEDE | create_disposition::OVERWRITE | create_disposition::OVERWRITE_IF)
-        && opened.action != CreateAction::Created;
-    oplock_file.break_for_new_open(crate::oplock::NewOpen { overwrites }, || req.go_async()).await;
+    let overwrites = matches!(
+        r.create_disposition,
+        create_disposition::SUPERSEDE
+            | create_disposition::OVERWRITE
+            | create_disposition::OVERWRITE_IF
+    ) && opened.action != CreateAction::Created;
+    oplock_file
+        .break_for_new_open(crate::oplock::NewOpen { overwrites }, || req.go_async())
+        .await;
     let oplock_key = oplocks.new_key();
-    let oplock_level = oplock_file.grant(oplock_key, r.requested_oplock_level, info.is_directory, file_id, req.conn, &session);
+    let oplock_level = oplock_file.grant(
+        oplock_key,
+        r.requested_oplock_level,
+        info.is_directory,
+        file_id,
+        req.conn,
+        &session,
+    );
     let open = Arc::new(Open {
-        oplock: Some(crate::oplock::OplockRef { file: oplock_file, key: oplock_key }),
+        oplock: Some(crate::oplock::OplockRef {
+            file: oplock_file,
+            key: oplock_key,
+        }),
         persistent_id: volatile,
         volatile_id: volatile,
         tree_id: tree.id,

@@ -39,6 +39,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             if open.granted_access & need != need {
                 return Err(NtStatus::ACCESS_DENIED);
             }
+            if r.file_info_class == file_info::FILE_FULL_EA_INFORMATION {
+                return query_eas(&open, r.output_buffer_length).await;
+            }
             let handle = open.handle.clone();
             let info = blocking(move || handle.info()).await?;
             let view = view_of(&info);
@@ -137,4 +140,29 @@ fn volume_serial(name: &str) -> u32 {
     name.to_lowercase().bytes().fold(0x811c_9dc5u32, |h, b| {
         (h ^ b as u32).wrapping_mul(0x0100_0193)
     })
+}
+
+/// MS-FSA 2.1.5.12.x FileFullEaInformation (MS-FSCC 2.4.15): all the
+/// file's extended attributes as one chain; STATUS_NO_EAS_ON_FILE when it
+/// has none, STATUS_BUFFER_TOO_SMALL when the chain does not fit (Samba
+/// returns no partial chain either).
+async fn query_eas(open: &std::sync::Arc<crate::session::Open>, out_len: u32) -> OpResult {
+    let handle = open.handle.clone();
+    let eas = blocking(move || handle.get_eas()).await?;
+    if eas.is_empty() {
+        return Err(NtStatus::NO_EAS_ON_FILE);
+    }
+    let list: Vec<file_info::FullEa> = eas
+        .into_iter()
+        .map(|e| file_info::FullEa {
+            flags: e.flags,
+            name: e.name.into_bytes(),
+            value: e.value,
+        })
+        .collect();
+    let data = file_info::encode_full_ea_list(&list);
+    if data.len() > out_len as usize {
+        return Err(NtStatus::BUFFER_TOO_SMALL);
+    }
+    Ok(Reply::of(&QueryInfoResponse { output: data }))
 }

@@ -101,7 +101,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 }
                 // No mode state affects SMB2 I/O.
                 SetFileInfo::Mode { .. } => {}
-                SetFileInfo::FullEa(_) => return Err(NtStatus::EAS_NOT_SUPPORTED),
+                SetFileInfo::FullEa(list) => {
+                    need(granted, access_mask::FILE_WRITE_EA)?;
+                    let eas = super::convert::eas_of(list)?;
+                    blocking(move || handle.set_eas(&eas)).await?;
+                }
             }
         }
         SMB2_0_INFO_SECURITY => {
