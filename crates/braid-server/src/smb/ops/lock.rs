@@ -67,10 +67,18 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 let _ = e;
                 req.go_async();
                 let cancel = cancel.as_ref().expect("blocking lock is cancellable");
+                // A close (tree disconnect, logoff) ends the wait with
+                // RANGE_NOT_LOCKED, as Samba answers; checked first.
                 tokio::select! {
-                    _ = &mut released => continue,
-                    _ = cancel.cancelled() => return Err(NtStatus::CANCELLED),
+                    biased;
                     _ = open.close_signal.cancelled() => return Err(NtStatus::RANGE_NOT_LOCKED),
+                    _ = cancel.cancelled() => return Err(NtStatus::CANCELLED),
+                    _ = &mut released => {
+                        if open.closed.load(std::sync::atomic::Ordering::Acquire) {
+                            return Err(NtStatus::RANGE_NOT_LOCKED);
+                        }
+                        continue;
+                    }
                 }
             }
             Err(e) => return Err(fs_status(&e)),

@@ -16,8 +16,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let conn = req.conn;
     conn.server.sessions.remove(&session.id);
     conn.sessions.lock().unwrap().remove(&session.id);
-    conn.cancel_session_requests(session.id);
+    // Close first: requests waiting on the session's opens then end as
+    // their opens go (RANGE_NOT_LOCKED for locks); the rest are cancelled.
     close_session(&conn.server, &session).await;
+    conn.cancel_session_requests(session.id);
     // The response is still signed with the session's key.
     Ok(Reply::of(&LogoffResponse))
 }
