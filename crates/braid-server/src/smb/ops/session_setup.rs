@@ -91,9 +91,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         Err(e) => {
             info!(conn = conn.id, peer = %conn.peer, "logon failure: {e}");
             session.auth.lock().unwrap().take();
-            if is_new || session.phase() != SessionPhase::Valid {
-                server.sessions.remove(&session.id);
-                conn.sessions.lock().unwrap().remove(&session.id);
+            // A failed logon ends the session, re-authentication included
+            // (as Windows and Samba do): its opens are closed.
+            server.sessions.remove(&session.id);
+            conn.sessions.lock().unwrap().remove(&session.id);
+            if !is_new {
+                conn.cancel_session_requests(session.id);
+                super::logoff::close_session(server, &session).await;
             }
             tokio::time::sleep(server.config.logon_failure_delay).await;
             Err(NtStatus::LOGON_FAILURE)
