@@ -84,10 +84,14 @@ impl Connection {
 
     pub fn register_pending(&self, message_id: u64, session_id: u64) -> CancellationToken {
         let cancel = self.closing.child_token();
-        self.pending
-            .lock()
-            .unwrap()
-            .insert(message_id, PendingRequest { async_id: None, session_id, cancel: cancel.clone() });
+        self.pending.lock().unwrap().insert(
+            message_id,
+            PendingRequest {
+                async_id: None,
+                session_id,
+                cancel: cancel.clone(),
+            },
+        );
         cancel
     }
 
@@ -126,8 +130,12 @@ impl Connection {
 
 /// Serve one accepted TCP connection until it closes.
 pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
-    let peer = stream.peer_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
-    let local = stream.local_addr().unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+    let peer = stream
+        .peer_addr()
+        .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+    let local = stream
+        .local_addr()
+        .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<OutFrame>();
@@ -164,7 +172,11 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     let idle = server.config.idle_timeout;
     let handshake = server.config.handshake_timeout;
     loop {
-        let timeout = if conn.sessions.lock().unwrap().is_empty() { handshake.min(idle) } else { idle };
+        let timeout = if conn.sessions.lock().unwrap().is_empty() {
+            handshake.min(idle)
+        } else {
+            idle
+        };
         let mut len_buf = [0u8; 4];
         let read = tokio::select! {
             r = tokio::time::timeout(timeout, rd.read_exact(&mut len_buf)) => r,
@@ -217,7 +229,10 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     debug!(conn = conn.id, "connection closed");
 }
 
-async fn write_frame(wr: &mut tokio::net::tcp::OwnedWriteHalf, parts: &[Bytes]) -> std::io::Result<()> {
+async fn write_frame(
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    parts: &[Bytes],
+) -> std::io::Result<()> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let len = (total as u32).to_be_bytes();
     let mut hdr = [0u8; 4];
@@ -230,9 +245,10 @@ async fn write_frame(wr: &mut tokio::net::tcp::OwnedWriteHalf, parts: &[Bytes]) 
     let mut idx = 0;
     let mut off = 0;
     while idx < slices.len() {
-        let iov: Vec<std::io::IoSlice<'_>> = std::iter::once(std::io::IoSlice::new(&slices[idx][off..]))
-            .chain(slices[idx + 1..].iter().map(|s| std::io::IoSlice::new(s)))
-            .collect();
+        let iov: Vec<std::io::IoSlice<'_>> =
+            std::iter::once(std::io::IoSlice::new(&slices[idx][off..]))
+                .chain(slices[idx + 1..].iter().map(|s| std::io::IoSlice::new(s)))
+                .collect();
         let mut n = wr.write_vectored(&iov).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());

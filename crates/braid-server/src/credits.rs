@@ -23,13 +23,20 @@ pub enum CreditError {
 impl CreditWindow {
     pub fn new(max_outstanding: u16) -> Self {
         // MS-SMB2 3.3.1.1: the window starts as {0}.
-        CreditWindow { low: 0, end: 1, used: BTreeSet::new(), max_outstanding: max_outstanding.max(1) as u64 }
+        CreditWindow {
+            low: 0,
+            end: 1,
+            used: BTreeSet::new(),
+            max_outstanding: max_outstanding.max(1) as u64,
+        }
     }
 
     /// Consume `charge` ids starting at `message_id`.
     pub fn consume(&mut self, message_id: u64, charge: u16) -> Result<(), CreditError> {
         let charge = charge.max(1) as u64;
-        let last = message_id.checked_add(charge - 1).ok_or(CreditError::InvalidMessageId)?;
+        let last = message_id
+            .checked_add(charge - 1)
+            .ok_or(CreditError::InvalidMessageId)?;
         if message_id < self.low || last >= self.end {
             return Err(CreditError::InvalidMessageId);
         }

@@ -13,11 +13,11 @@
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use bytes::Bytes;
 use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::header::{flags, Command, Header, HEADER_LEN};
 use braid_smb_proto::messages::create::oplock_level;
 use braid_smb_proto::messages::oplock_break::OplockBreakNotification;
+use bytes::Bytes;
 use tokio::sync::Notify;
 use tracing::debug;
 
@@ -75,21 +75,27 @@ impl OplockTable {
         let f = Arc::new(FileOplocks::default());
         self.files.insert(key, Arc::downgrade(&f));
         let n = self.next_key.load(std::sync::atomic::Ordering::Relaxed);
-        if n % 1024 == 0 {
+        if n.is_multiple_of(1024) {
             self.files.drain_where(|w| w.strong_count() == 0);
         }
         f
     }
 
     pub fn new_key(&self) -> u64 {
-        self.next_key.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+        self.next_key
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
     }
 }
 
 impl OplockRef {
     /// Close: drop the open's entry and wake anyone waiting for it.
     pub fn release(&self) {
-        self.file.holders.lock().unwrap().retain(|h| h.open_key != self.key);
+        self.file
+            .holders
+            .lock()
+            .unwrap()
+            .retain(|h| h.open_key != self.key);
         self.file.changed.notify_waiters();
     }
 }
@@ -108,7 +114,11 @@ impl FileOplocks {
                 let mut holders = self.holders.lock().unwrap();
                 let mut waiting = false;
                 for h in holders.iter_mut() {
-                    let target = if new.overwrites { oplock_level::NONE } else { oplock_level::LEVEL_II };
+                    let target = if new.overwrites {
+                        oplock_level::NONE
+                    } else {
+                        oplock_level::LEVEL_II
+                    };
                     if h.level >= oplock_level::EXCLUSIVE {
                         if h.breaking_to.is_none() {
                             h.breaking_to = Some(target);
@@ -158,7 +168,9 @@ impl FileOplocks {
         } else if !others {
             requested
         } else if requested >= oplock_level::LEVEL_II
-            && holders.iter().all(|h| h.level <= oplock_level::LEVEL_II && h.breaking_to.is_none())
+            && holders
+                .iter()
+                .all(|h| h.level <= oplock_level::LEVEL_II && h.breaking_to.is_none())
         {
             oplock_level::LEVEL_II
         } else {
@@ -179,7 +191,10 @@ impl FileOplocks {
     /// of the others to none (MS-FSA 2.1.4.12); no acknowledgment is due.
     pub fn break_level2_except(&self, key: u64) {
         let mut holders = self.holders.lock().unwrap();
-        for h in holders.iter_mut().filter(|h| h.open_key != key && h.level == oplock_level::LEVEL_II) {
+        for h in holders
+            .iter_mut()
+            .filter(|h| h.open_key != key && h.level == oplock_level::LEVEL_II)
+        {
             send_break(h, oplock_level::NONE);
             h.level = oplock_level::NONE;
         }
@@ -202,7 +217,13 @@ impl FileOplocks {
     }
 
     pub fn level_of(&self, key: u64) -> u8 {
-        self.holders.lock().unwrap().iter().find(|h| h.open_key == key).map(|h| h.level).unwrap_or(0)
+        self.holders
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|h| h.open_key == key)
+            .map(|h| h.level)
+            .unwrap_or(0)
     }
 }
 
@@ -218,11 +239,19 @@ fn send_break(h: &Holder, level: u8) {
     };
     let mut msg = Vec::with_capacity(HEADER_LEN + 24);
     hdr.encode(&mut msg);
-    OplockBreakNotification { oplock_level: level, file_id: h.file_id }.encode(&mut msg);
+    OplockBreakNotification {
+        oplock_level: level,
+        file_id: h.file_id,
+    }
+    .encode(&mut msg);
     debug!(conn = conn.id, level, "oplock break");
     let session = h.session.upgrade();
-    let encrypt = session.as_ref().filter(|s| s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed));
-    if crate::smb::frame::send_frame(&conn, encrypt.map(|s| s.as_ref()), vec![Bytes::from(msg)]).is_err() {
+    let encrypt = session
+        .as_ref()
+        .filter(|s| s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed));
+    if crate::smb::frame::send_frame(&conn, encrypt.map(|s| s.as_ref()), vec![Bytes::from(msg)])
+        .is_err()
+    {
         conn.closing.cancel();
     }
 }

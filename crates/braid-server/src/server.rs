@@ -39,7 +39,10 @@ impl Server {
     }
 
     pub fn local_addrs(&self) -> Vec<std::net::SocketAddr> {
-        self.listeners.iter().filter_map(|l| l.local_addr().ok()).collect()
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
     }
 
     pub async fn run(self) {

@@ -111,12 +111,27 @@ impl Session {
     }
 
     pub fn is_anonymous_or_guest(&self) -> bool {
-        self.identity.lock().unwrap().as_ref().map(|i| i.anonymous || i.guest).unwrap_or(true)
+        self.identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|i| i.anonymous || i.guest)
+            .unwrap_or(true)
     }
 
-    pub fn add_tree(&self, share: Option<Arc<Share>>, maximal_access: u32, encrypt_data: bool) -> Arc<Tree> {
+    pub fn add_tree(
+        &self,
+        share: Option<Arc<Share>>,
+        maximal_access: u32,
+        encrypt_data: bool,
+    ) -> Arc<Tree> {
         let id = self.next_tree_id.fetch_add(1, Ordering::Relaxed);
-        let tree = Arc::new(Tree { id, share, maximal_access, encrypt_data });
+        let tree = Arc::new(Tree {
+            id,
+            share,
+            maximal_access,
+            encrypt_data,
+        });
         self.trees.lock().unwrap().insert(id, tree.clone());
         tree
     }
@@ -135,7 +150,8 @@ impl Session {
 
     /// Opens of one tree, removed from the table (tree disconnect, logoff).
     pub fn take_opens_of_tree(&self, tree_id: Option<u32>) -> Vec<Arc<Open>> {
-        self.opens.drain_where(|o| tree_id.is_none_or(|t| o.tree_id == t))
+        self.opens
+            .drain_where(|o| tree_id.is_none_or(|t| o.tree_id == t))
     }
 }
 

@@ -20,7 +20,10 @@ impl<K: Hash + Eq, V: Clone> Default for ShardedMap<K, V> {
 
 impl<K: Hash + Eq, V: Clone> ShardedMap<K, V> {
     pub fn new() -> Self {
-        ShardedMap { shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(), hasher: RandomState::new() }
+        ShardedMap {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
+        }
     }
     fn shard(&self, k: &K) -> &Mutex<HashMap<K, V>> {
         let h = self.hasher.hash_one(k) as usize;
@@ -46,7 +49,10 @@ impl<K: Hash + Eq, V: Clone> ShardedMap<K, V> {
     }
     /// Snapshot of all values (admin views, teardown); not for the hot path.
     pub fn values(&self) -> Vec<V> {
-        self.shards.iter().flat_map(|s| s.lock().unwrap().values().cloned().collect::<Vec<_>>()).collect()
+        self.shards
+            .iter()
+            .flat_map(|s| s.lock().unwrap().values().cloned().collect::<Vec<_>>())
+            .collect()
     }
     /// Remove and return every value matching `pred`.
     pub fn drain_where(&self, mut pred: impl FnMut(&V) -> bool) -> Vec<V> {

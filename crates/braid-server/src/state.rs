@@ -33,13 +33,24 @@ pub struct ServerState {
 }
 
 impl ServerState {
-    pub fn new(config: ServerConfig, users: UserDb, files: Arc<FileService>) -> Result<Self, String> {
+    pub fn new(
+        config: ServerConfig,
+        users: UserDb,
+        files: Arc<FileService>,
+    ) -> Result<Self, String> {
         let mut shares = HashMap::new();
         for s in &config.shares {
-            let fs = files
-                .add_share(&s.name, &s.path)
-                .map_err(|e| format!("share '{}': cannot serve {}: {e}", s.name, s.path.display()))?;
-            shares.insert(s.name.to_lowercase(), Arc::new(Share { name: s.name.clone(), fs, encrypt: s.encrypt }));
+            let fs = files.add_share(&s.name, &s.path).map_err(|e| {
+                format!("share '{}': cannot serve {}: {e}", s.name, s.path.display())
+            })?;
+            shares.insert(
+                s.name.to_lowercase(),
+                Arc::new(Share {
+                    name: s.name.clone(),
+                    fs,
+                    encrypt: s.encrypt,
+                }),
+            );
         }
         Ok(ServerState {
             config,
@@ -75,7 +86,8 @@ pub fn filetime(t: SystemTime) -> u64 {
         Ok(d) => (d.as_secs() + EPOCH_DIFF_SECS) * 10_000_000 + d.subsec_nanos() as u64 / 100,
         Err(e) => {
             let d = e.duration();
-            (EPOCH_DIFF_SECS * 10_000_000).saturating_sub(d.as_secs() * 10_000_000 + d.subsec_nanos() as u64 / 100)
+            (EPOCH_DIFF_SECS * 10_000_000)
+                .saturating_sub(d.as_secs() * 10_000_000 + d.subsec_nanos() as u64 / 100)
         }
     }
 }
@@ -84,10 +96,12 @@ pub fn from_filetime(ft: u64) -> SystemTime {
     const EPOCH_DIFF_100NS: u64 = 11_644_473_600 * 10_000_000;
     if ft >= EPOCH_DIFF_100NS {
         let v = ft - EPOCH_DIFF_100NS;
-        SystemTime::UNIX_EPOCH + std::time::Duration::new(v / 10_000_000, (v % 10_000_000) as u32 * 100)
+        SystemTime::UNIX_EPOCH
+            + std::time::Duration::new(v / 10_000_000, (v % 10_000_000) as u32 * 100)
     } else {
         let v = EPOCH_DIFF_100NS - ft;
-        SystemTime::UNIX_EPOCH - std::time::Duration::new(v / 10_000_000, (v % 10_000_000) as u32 * 100)
+        SystemTime::UNIX_EPOCH
+            - std::time::Duration::new(v / 10_000_000, (v % 10_000_000) as u32 * 100)
     }
 }
 

@@ -8,7 +8,11 @@ use thiserror::Error;
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum DecodeError {
     #[error("message truncated: needed {needed} bytes at offset {at}, have {have}")]
-    Truncated { at: usize, needed: usize, have: usize },
+    Truncated {
+        at: usize,
+        needed: usize,
+        have: usize,
+    },
     #[error("invalid field {0}")]
     Invalid(&'static str),
     #[error("offset/length of {0} points outside the message")]
@@ -51,7 +55,11 @@ impl<'a> Reader<'a> {
             have: self.remaining(),
         })?;
         if end > self.buf.len() {
-            return Err(DecodeError::Truncated { at: self.pos, needed: n, have: self.remaining() });
+            return Err(DecodeError::Truncated {
+                at: self.pos,
+                needed: n,
+                have: self.remaining(),
+            });
         }
         let s = &self.buf[self.pos..end];
         self.pos = end;
@@ -88,7 +96,9 @@ impl<'a> Reader<'a> {
         if len == 0 {
             return Ok(&[]);
         }
-        let end = offset.checked_add(len).ok_or(DecodeError::OutOfBounds(what))?;
+        let end = offset
+            .checked_add(len)
+            .ok_or(DecodeError::OutOfBounds(what))?;
         if end > self.buf.len() {
             return Err(DecodeError::OutOfBounds(what));
         }
@@ -178,10 +188,16 @@ pub struct FileId {
 impl FileId {
     /// MS-SMB2 3.3.5.2.7.2: the id that means "the file opened by the
     /// previous request of this related compound".
-    pub const RELATED: FileId = FileId { persistent: u64::MAX, volatile: u64::MAX };
+    pub const RELATED: FileId = FileId {
+        persistent: u64::MAX,
+        volatile: u64::MAX,
+    };
 
     pub fn read(r: &mut Reader<'_>) -> DecodeResult<Self> {
-        Ok(FileId { persistent: r.u64()?, volatile: r.u64()? })
+        Ok(FileId {
+            persistent: r.u64()?,
+            volatile: r.u64()?,
+        })
     }
     pub fn write(&self, out: &mut Vec<u8>) {
         out.put_u64(self.persistent);

@@ -51,7 +51,9 @@ pub fn load(path: &Path) -> Result<FileConfig, String> {
 
 pub fn parse(text: &str) -> Result<FileConfig, String> {
     toml::from_str::<FileConfig>(text).map_err(|e| {
-        let line = e.span().map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
         let msg = e.message().replace('\n', " ");
         match line {
             Some(l) => format!("line {l}: {msg}"),
@@ -61,17 +63,22 @@ pub fn parse(text: &str) -> Result<FileConfig, String> {
 }
 
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
-    s.parse::<SocketAddr>()
-        .map_err(|_| format!("listen: '{s}' is not an address:port such as 127.0.0.1:4445 or [::1]:445"))
+    s.parse::<SocketAddr>().map_err(|_| {
+        format!("listen: '{s}' is not an address:port such as 127.0.0.1:4445 or [::1]:445")
+    })
 }
 
 /// `NAME=PATH` from `--share`.
 pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
     match s.split_once('=') {
-        Some((n, p)) if !n.is_empty() && !p.is_empty() => {
-            Ok(ShareEntry { name: n.to_string(), path: PathBuf::from(p), encrypt: false })
-        }
-        _ => Err(format!("--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data")),
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok(ShareEntry {
+            name: n.to_string(),
+            path: PathBuf::from(p),
+            encrypt: false,
+        }),
+        _ => Err(format!(
+            "--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data"
+        )),
     }
 }
 
@@ -102,7 +109,9 @@ pub fn validate_share_name(name: &str) -> Result<(), String> {
     let bad = name.is_empty()
         || name.len() > 80
         || name.eq_ignore_ascii_case("IPC$")
-        || name.chars().any(|c| c.is_control() || "\\/:*?\"<>|[]+=;,".contains(c));
+        || name
+            .chars()
+            .any(|c| c.is_control() || "\\/:*?\"<>|[]+=;,".contains(c));
     if bad {
         return Err(format!(
             "share name '{name}' is invalid: use letters, digits, '-', '_', '.', '$' (at most 80 characters, not IPC$)"
@@ -133,7 +142,10 @@ mod tests {
     fn flags_parse() {
         assert!(parse_share_flag("data=/srv").is_ok());
         assert!(parse_share_flag("data").is_err());
-        assert_eq!(parse_user_flag("a:b:c").unwrap(), ("a".into(), "b:c".into()));
+        assert_eq!(
+            parse_user_flag("a:b:c").unwrap(),
+            ("a".into(), "b:c".into())
+        );
         assert!(validate_share_name("data").is_ok());
         assert!(validate_share_name("a/b").is_err());
         assert!(parse_listen("127.0.0.1:4445").is_ok());

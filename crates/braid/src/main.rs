@@ -103,15 +103,20 @@ fn main() -> ExitCode {
 
 fn read_password() -> Result<String, String> {
     if std::io::stdin().is_terminal() {
-        let p = rpassword::prompt_password("Password: ").map_err(|e| format!("reading password: {e}"))?;
-        let again = rpassword::prompt_password("Again: ").map_err(|e| format!("reading password: {e}"))?;
+        let p = rpassword::prompt_password("Password: ")
+            .map_err(|e| format!("reading password: {e}"))?;
+        let again =
+            rpassword::prompt_password("Again: ").map_err(|e| format!("reading password: {e}"))?;
         if p != again {
             return Err("passwords differ".into());
         }
         Ok(p)
     } else {
         let mut line = String::new();
-        std::io::stdin().lock().read_line(&mut line).map_err(|e| format!("reading password: {e}"))?;
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("reading password: {e}"))?;
         Ok(line.trim_end_matches(['\r', '\n']).to_string())
     }
 }
@@ -157,7 +162,10 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
     if listen.is_empty() {
         listen.push(DEFAULT_LISTEN.to_string());
     }
-    cfg.listen = listen.iter().map(|s| config::parse_listen(s)).collect::<Result<_, _>>()?;
+    cfg.listen = listen
+        .iter()
+        .map(|s| config::parse_listen(s))
+        .collect::<Result<_, _>>()?;
 
     let mut shares = file.shares;
     for s in &args.share {
@@ -166,7 +174,11 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
     if embedded {
         let dir = PathBuf::from(DEFAULT_SHARE.1);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        shares.push(config::ShareEntry { name: DEFAULT_SHARE.0.into(), path: dir, encrypt: false });
+        shares.push(config::ShareEntry {
+            name: DEFAULT_SHARE.0.into(),
+            path: dir,
+            encrypt: false,
+        });
     }
     if shares.is_empty() {
         return Err("no shares: add --share NAME=PATH or a [[share]] table in the config".into());
@@ -177,24 +189,47 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         if !seen.insert(s.name.to_lowercase()) {
             return Err(format!("share '{}' is defined twice", s.name));
         }
-        let meta = std::fs::metadata(&s.path)
-            .map_err(|e| format!("share '{}': path {}: {e}; create the directory or fix the path", s.name, s.path.display()))?;
+        let meta = std::fs::metadata(&s.path).map_err(|e| {
+            format!(
+                "share '{}': path {}: {e}; create the directory or fix the path",
+                s.name,
+                s.path.display()
+            )
+        })?;
         if !meta.is_dir() {
-            return Err(format!("share '{}': path {} is not a directory", s.name, s.path.display()));
+            return Err(format!(
+                "share '{}': path {} is not a directory",
+                s.name,
+                s.path.display()
+            ));
         }
-        cfg.shares.push(ShareConfig { name: s.name.clone(), path: s.path.clone(), encrypt: s.encrypt });
+        cfg.shares.push(ShareConfig {
+            name: s.name.clone(),
+            path: s.path.clone(),
+            encrypt: s.encrypt,
+        });
     }
 
-    let signing = args.signing.clone().or(file.signing).unwrap_or_else(|| "required".into());
+    let signing = args
+        .signing
+        .clone()
+        .or(file.signing)
+        .unwrap_or_else(|| "required".into());
     cfg.signing_required = match signing.as_str() {
         "required" => true,
         "enabled" => false,
-        other => return Err(format!("signing = '{other}': use \"required\" or \"enabled\"")),
+        other => {
+            return Err(format!(
+                "signing = '{other}': use \"required\" or \"enabled\""
+            ))
+        }
     };
     cfg.allow_guest = args.allow_guest || file.allow_guest.unwrap_or(false);
     if let Some(m) = file.max_io_size {
         if !(65536..=8 * 1024 * 1024).contains(&m) {
-            return Err(format!("max_io_size = {m}: use a value from 65536 to 8388608"));
+            return Err(format!(
+                "max_io_size = {m}: use a value from 65536 to 8388608"
+            ));
         }
         cfg.max_io_size = m;
         cfg.max_transact_size = m;
@@ -216,7 +251,10 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         if list.is_empty() {
             return Err("ciphers = []: list at least one cipher, e.g. [\"aes-128-gcm\"]".into());
         }
-        cfg.ciphers = list.iter().map(|c| config::parse_cipher(c)).collect::<Result<_, _>>()?;
+        cfg.ciphers = list
+            .iter()
+            .map(|c| config::parse_cipher(c))
+            .collect::<Result<_, _>>()?;
     }
     if let Some(n) = file.server_name {
         cfg.netbios_name = n;
@@ -227,13 +265,18 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         Some(p) => UserDb::load(p).map_err(|e| e.to_string())?,
         None => UserDb::default(),
     };
-    let mut flag_users: Vec<(String, String)> =
-        args.user.iter().map(|u| config::parse_user_flag(u)).collect::<Result<_, _>>()?;
+    let mut flag_users: Vec<(String, String)> = args
+        .user
+        .iter()
+        .map(|u| config::parse_user_flag(u))
+        .collect::<Result<_, _>>()?;
     if embedded {
         flag_users.push((DEFAULT_USER.0.into(), DEFAULT_USER.1.into()));
     }
     for (n, p) in &flag_users {
-        users.insert_password(n, p).map_err(|e| format!("--user {n}: {e}"))?;
+        users
+            .insert_password(n, p)
+            .map_err(|e| format!("--user {n}: {e}"))?;
     }
     if users.is_empty() && !cfg.allow_guest {
         return Err("no users: add --user NAME:PASSWORD, --users-file FILE (see `braid user add`), or users_file in the config".into());
@@ -244,7 +287,10 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
 fn serve(args: ServeArgs) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(&args.log)
         .map_err(|e| format!("--log '{}': {e}", args.log))?;
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let (cfg, users, embedded) = build(&args)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -17,7 +17,12 @@ pub struct OpInfo {
 }
 
 const fn op(command: Command, name: &'static str, needs_session: bool, needs_tree: bool) -> OpInfo {
-    OpInfo { command, name, needs_session, needs_tree }
+    OpInfo {
+        command,
+        name,
+        needs_session,
+        needs_tree,
+    }
 }
 
 pub static OPS: [OpInfo; Command::COUNT] = [

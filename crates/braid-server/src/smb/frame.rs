@@ -9,11 +9,12 @@ use tracing::{debug, trace};
 
 use braid_smb_proto::codec::{FileId, WriteLe};
 use braid_smb_proto::crypto::{
-    decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify as verify_signature, TransformHeader,
-    TRANSFORM_HEADER_LEN,
+    decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify as verify_signature,
+    TransformHeader, TRANSFORM_HEADER_LEN,
 };
 use braid_smb_proto::header::{
-    flags, offsets, Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID, TRANSFORM_PROTOCOL_ID,
+    flags, offsets, Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID,
+    TRANSFORM_PROTOCOL_ID,
 };
 use braid_smb_proto::messages::ErrorResponse;
 use braid_smb_proto::NtStatus;
@@ -51,10 +52,16 @@ pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<W
         // 3.3.5.2.1.1: decrypt with the session's key; any failure drops
         // the connection.
         let th = TransformHeader::decode(&buf).map_err(|e| format!("bad transform header: {e}"))?;
-        let session = conn.server.sessions.get(&th.session_id).ok_or("transform for an unknown session")?;
-        let enc = session.encryption().ok_or("transform for a session without encryption")?;
-        let (_, range) =
-            decrypt_in_place(enc.cipher, &enc.decrypt_key, &mut buf).map_err(|e| format!("decrypt failed: {e}"))?;
+        let session = conn
+            .server
+            .sessions
+            .get(&th.session_id)
+            .ok_or("transform for an unknown session")?;
+        let enc = session
+            .encryption()
+            .ok_or("transform for a session without encryption")?;
+        let (_, range) = decrypt_in_place(enc.cipher, &enc.decrypt_key, &mut buf)
+            .map_err(|e| format!("decrypt failed: {e}"))?;
         plain = range;
         encrypted_by = Some(session);
     }
@@ -72,7 +79,7 @@ pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<W
         } else {
             let n = hdr.next_command as usize;
             // 3.3.5.2.7: each compounded message starts 8-byte aligned.
-            if n < HEADER_LEN || n > rest.len() || n % 8 != 0 {
+            if n < HEADER_LEN || n > rest.len() || !n.is_multiple_of(8) {
                 return Err("bad NextCommand".into());
             }
             n
@@ -83,7 +90,10 @@ pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<W
         if let Some(s) = &encrypted_by {
             // 3.3.5.2.1.1: the inner SessionId must be the decrypting one
             // (related requests may carry 0xFFFF.. and inherit it).
-            if hdr.session_id != s.id && !(hdr.is_related() && hdr.session_id == u64::MAX) && hdr.session_id != 0 {
+            if hdr.session_id != s.id
+                && !(hdr.is_related() && hdr.session_id == u64::MAX)
+                && hdr.session_id != 0
+            {
                 return Err("encrypted message for another session".into());
             }
         }
@@ -93,8 +103,17 @@ pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<W
             conn.cancel(hdr.message_id, async_id);
         } else {
             let charge = hdr.credit_charge.max(1);
-            if conn.credits.lock().unwrap().consume(hdr.message_id, charge).is_err() {
-                return Err(format!("message id {} outside the credit window", hdr.message_id));
+            if conn
+                .credits
+                .lock()
+                .unwrap()
+                .consume(hdr.message_id, charge)
+                .is_err()
+            {
+                return Err(format!(
+                    "message id {} outside the credit window",
+                    hdr.message_id
+                ));
             }
             let start = plain.start + off;
             msgs.push((start..start + len, hdr.clone()));
@@ -110,7 +129,11 @@ pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<W
     if msgs.is_empty() {
         return Ok(None);
     }
-    Ok(Some(Work::Smb2 { buf: Bytes::from(buf), msgs, encrypted_by }))
+    Ok(Some(Work::Smb2 {
+        buf: Bytes::from(buf),
+        msgs,
+        encrypted_by,
+    }))
 }
 
 /// State carried from one compounded request to the next related one.
@@ -132,7 +155,11 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
             conn.send(vec![Bytes::from(reply)]);
             return Ok(());
         }
-        Work::Smb2 { buf, msgs, encrypted_by } => (buf, msgs, encrypted_by),
+        Work::Smb2 {
+            buf,
+            msgs,
+            encrypted_by,
+        } => (buf, msgs, encrypted_by),
     };
     let count = msgs.len();
     let mut related = Related::default();
@@ -151,7 +178,17 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         }
         let in_compound = count > 1 && !may_go_async;
         let msg = buf.slice(range);
-        prev = Some(handle_one(conn, &hdr, msg, &mut related, in_compound, encrypted_by.as_ref()).await?);
+        prev = Some(
+            handle_one(
+                conn,
+                &hdr,
+                msg,
+                &mut related,
+                in_compound,
+                encrypted_by.as_ref(),
+            )
+            .await?,
+        );
     }
     if let Some(p) = prev.take() {
         finalize(p, false, &mut out)?;
@@ -165,7 +202,11 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
 /// Queue a frame, encrypted with `session`'s key when the request came
 /// encrypted (MS-SMB2 3.3.4.1.4): the responses are laid out behind a
 /// 52-byte gap and sealed in place.
-pub fn send_frame(conn: &Connection, session: Option<&Session>, parts: Vec<Bytes>) -> Result<(), String> {
+pub fn send_frame(
+    conn: &Connection,
+    session: Option<&Session>,
+    parts: Vec<Bytes>,
+) -> Result<(), String> {
     let Some(enc) = session.and_then(|s| s.encryption().map(|e| (s.id, e))) else {
         conn.send(parts);
         return Ok(());
@@ -191,7 +232,11 @@ fn may_block(command: u16) -> bool {
 
 /// Chain (when more follow), sign, and queue one response.
 fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), String> {
-    let Finished { mut resp, mut payload, signing } = f;
+    let Finished {
+        mut resp,
+        mut payload,
+        signing,
+    } = f;
     if signing.is_some() || more_follow {
         if let Some(p) = payload.take() {
             resp.extend_from_slice(&p);
@@ -205,7 +250,8 @@ fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), 
         resp.patch_u32(offsets::NEXT_COMMAND, n);
     }
     if let Some(s) = signing {
-        sign_in_place(s.algorithm, &s.key, &mut resp).map_err(|e| format!("signing failed: {e}"))?;
+        sign_in_place(s.algorithm, &s.key, &mut resp)
+            .map_err(|e| format!("signing failed: {e}"))?;
     }
     out.push(Bytes::from(resp));
     if let Some(p) = payload {
@@ -253,7 +299,11 @@ async fn handle_one(
         msg_bytes: msg_bytes.clone(),
         session: None,
         tree: None,
-        related_file_id: if hdr.is_related() { related.file_id } else { None },
+        related_file_id: if hdr.is_related() {
+            related.file_id
+        } else {
+            None
+        },
         in_compound,
         async_id: None,
         interim_credits: None,
@@ -261,7 +311,9 @@ async fn handle_one(
     };
 
     let result: OpResult = 'res: {
-        let Some(command) = command else { break 'res Err(NtStatus::INVALID_PARAMETER) };
+        let Some(command) = command else {
+            break 'res Err(NtStatus::INVALID_PARAMETER);
+        };
         if conn.negotiated().is_none() && command != Command::Negotiate {
             break 'res Err(NtStatus::INVALID_PARAMETER);
         }
@@ -271,10 +323,17 @@ async fn handle_one(
             let Some(sess) = server.sessions.get(&hdr.session_id) else {
                 // A related request that inherits no valid session is malformed.
                 let related_chain = hdr.is_related() && !related_first;
-                break 'res Err(if related_chain { NtStatus::INVALID_PARAMETER } else { NtStatus::USER_SESSION_DELETED });
+                break 'res Err(if related_chain {
+                    NtStatus::INVALID_PARAMETER
+                } else {
+                    NtStatus::USER_SESSION_DELETED
+                });
             };
             let phase = sess.phase();
-            if phase == SessionPhase::Expired && command != Command::SessionSetup && command != Command::Logoff {
+            if phase == SessionPhase::Expired
+                && command != Command::SessionSetup
+                && command != Command::Logoff
+            {
                 break 'res Err(NtStatus::NETWORK_SESSION_EXPIRED);
             }
             if phase == SessionPhase::InProgress && command != Command::SessionSetup {
@@ -295,7 +354,9 @@ async fn handle_one(
                         debug!(conn = conn.id, mid = hdr.message_id, "bad signature");
                         break 'res Err(NtStatus::ACCESS_DENIED);
                     }
-                } else if sess.signing_required.load(std::sync::atomic::Ordering::Relaxed)
+                } else if sess
+                    .signing_required
+                    .load(std::sync::atomic::Ordering::Relaxed)
                     && command != Command::SessionSetup
                 {
                     break 'res Err(NtStatus::ACCESS_DENIED);
@@ -309,7 +370,11 @@ async fn handle_one(
                 .sessions
                 .get(&hdr.session_id)
                 .filter(|s| s.phase() == SessionPhase::Valid)
-                .filter(|s| !hdr.is_signed() || s.signing().is_none_or(|k| verify_signature(k.algorithm, &k.key, msg)));
+                .filter(|s| {
+                    !hdr.is_signed()
+                        || s.signing()
+                            .is_none_or(|k| verify_signature(k.algorithm, &k.key, msg))
+                });
         }
         if related_first {
             break 'res Err(NtStatus::INVALID_PARAMETER);
@@ -320,7 +385,10 @@ async fn handle_one(
             }
         }
         if info.needs_tree {
-            let sess = req.session.as_ref().expect("needs_tree implies needs_session");
+            let sess = req
+                .session
+                .as_ref()
+                .expect("needs_tree implies needs_session");
             let Some(tree) = sess.tree(hdr.tree_id) else {
                 break 'res Err(NtStatus::NETWORK_NAME_DELETED);
             };
@@ -330,7 +398,12 @@ async fn handle_one(
             }
             req.tree = Some(tree);
         }
-        trace!(conn = conn.id, mid = hdr.message_id, cmd = info.name, "request");
+        trace!(
+            conn = conn.id,
+            mid = hdr.message_id,
+            cmd = info.name,
+            "request"
+        );
         dispatch::dispatch(command, &mut req).await
     };
 
@@ -339,7 +412,13 @@ async fn handle_one(
         Ok(r) => r,
         Err(status) => error_reply(status),
     };
-    trace!(conn = conn.id, mid = hdr.message_id, cmd = hdr.command, status = reply.status.name(), "response");
+    trace!(
+        conn = conn.id,
+        mid = hdr.message_id,
+        cmd = hdr.command,
+        status = reply.status.name(),
+        "response"
+    );
     if related_first {
         related.create_error = Some(reply.status);
     } else if command == Command::Create as u16 {
@@ -371,7 +450,9 @@ async fn handle_one(
         status: reply.status.0,
         command,
         credits,
-        flags: flags::SERVER_TO_REDIR | (hdr.flags & flags::RELATED_OPERATIONS) | (hdr.flags & flags::PRIORITY_MASK),
+        flags: flags::SERVER_TO_REDIR
+            | (hdr.flags & flags::RELATED_OPERATIONS)
+            | (hdr.flags & flags::PRIORITY_MASK),
         next_command: 0,
         message_id: hdr.message_id,
         process_id: hdr.process_id,
@@ -400,12 +481,22 @@ async fn handle_one(
     };
     let mut signing = None;
     // Encrypted responses are not signed (MS-SMB2 3.3.4.1.1).
-    let sign_session = if encrypted_by.is_some() { None } else { sign_session };
+    let sign_session = if encrypted_by.is_some() {
+        None
+    } else {
+        sign_session
+    };
     if let Some(sess) = sign_session {
         if let Some(s) = sess.signing() {
-            let required = sess.signing_required.load(std::sync::atomic::Ordering::Relaxed);
-            if (hdr.is_signed() || required || reply.sign_with_new_session) && reply.status != NtStatus::PENDING {
-                let fl = u32::from_le_bytes(resp[offsets::FLAGS..offsets::FLAGS + 4].try_into().unwrap());
+            let required = sess
+                .signing_required
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if (hdr.is_signed() || required || reply.sign_with_new_session)
+                && reply.status != NtStatus::PENDING
+            {
+                let fl = u32::from_le_bytes(
+                    resp[offsets::FLAGS..offsets::FLAGS + 4].try_into().unwrap(),
+                );
                 resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
                 signing = Some(s);
             }
@@ -419,15 +510,30 @@ async fn handle_one(
         resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
         resp[offsets::SIGNATURE..offsets::SIGNATURE + 16].copy_from_slice(&hdr.signature);
     }
-    Ok(Finished { resp, payload: reply.payload, signing })
+    Ok(Finished {
+        resp,
+        payload: reply.payload,
+        signing,
+    })
 }
 
 pub fn error_reply(status: NtStatus) -> Reply {
-    Reply::with_status(status, &ErrorResponse { error_context_count: 0, error_data: Vec::new() })
+    Reply::with_status(
+        status,
+        &ErrorResponse {
+            error_context_count: 0,
+            error_data: Vec::new(),
+        },
+    )
 }
 
 /// MS-SMB2 3.3.4.2: the interim response; returns the credits it granted.
-pub fn send_interim(conn: &Arc<Connection>, hdr: &Header, async_id: u64, encrypted_by: Option<&Session>) -> u16 {
+pub fn send_interim(
+    conn: &Arc<Connection>,
+    hdr: &Header,
+    async_id: u64,
+    encrypted_by: Option<&Session>,
+) -> u16 {
     let charge = hdr.credit_charge.max(1);
     let credits = conn.credits.lock().unwrap().grant(hdr.credits, charge);
     let rh = Header {
@@ -447,7 +553,10 @@ pub fn send_interim(conn: &Arc<Connection>, hdr: &Header, async_id: u64, encrypt
     let mut resp = Vec::with_capacity(HEADER_LEN + 9);
     rh.encode(&mut resp);
     braid_smb_proto::codec::Message::encode(
-        &ErrorResponse { error_context_count: 0, error_data: Vec::new() },
+        &ErrorResponse {
+            error_context_count: 0,
+            error_data: Vec::new(),
+        },
         &mut resp,
     );
     if send_frame(conn, encrypted_by, vec![Bytes::from(resp)]).is_err() {

@@ -8,10 +8,10 @@ pub mod status_map;
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::header::{Header, HEADER_LEN};
 use braid_smb_proto::NtStatus;
+use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::conn::Connection;
@@ -100,7 +100,10 @@ impl Request<'_> {
     }
     /// The share behind this tree (IPC$ has none).
     pub fn share(&self) -> Result<&Arc<crate::state::Share>, NtStatus> {
-        self.tree()?.share.as_ref().ok_or(NtStatus::INVALID_DEVICE_REQUEST)
+        self.tree()?
+            .share
+            .as_ref()
+            .ok_or(NtStatus::INVALID_DEVICE_REQUEST)
     }
     pub fn tree(&self) -> Result<&Arc<Tree>, NtStatus> {
         self.tree.as_ref().ok_or(NtStatus::NETWORK_NAME_DELETED)
@@ -140,8 +143,14 @@ impl Request<'_> {
             return;
         }
         let async_id = self.conn.new_async_id();
-        self.conn.set_pending_async(self.header.message_id, async_id);
-        let credits = frame::send_interim(self.conn, self.header, async_id, self.encrypted_by.as_deref());
+        self.conn
+            .set_pending_async(self.header.message_id, async_id);
+        let credits = frame::send_interim(
+            self.conn,
+            self.header,
+            async_id,
+            self.encrypted_by.as_deref(),
+        );
         self.async_id = Some(async_id);
         self.interim_credits = Some(credits);
     }

@@ -1,7 +1,9 @@
 //! IOCTL: MS-SMB2 3.3.5.15.
 
 use braid_smb_proto::codec::{FileId, Message};
-use braid_smb_proto::messages::ioctl::{fsctl, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse};
+use braid_smb_proto::messages::ioctl::{
+    fsctl, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
+};
 use braid_smb_proto::messages::{IoctlRequest, IoctlResponse};
 use braid_smb_proto::NtStatus;
 
@@ -37,7 +39,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if output.len() as u32 > r.max_output_response {
         return Err(NtStatus::BUFFER_TOO_SMALL);
     }
-    Ok(Reply::of(&IoctlResponse { ctl_code: r.ctl_code, file_id: r.file_id, input: Vec::new(), output, flags: 0 }))
+    Ok(Reply::of(&IoctlResponse {
+        ctl_code: r.ctl_code,
+        file_id: r.file_id,
+        input: Vec::new(),
+        output,
+        flags: 0,
+    }))
 }
 
 const FSCTL_GET_OBJECT_ID: u32 = 0x0009_009C;
@@ -47,7 +55,11 @@ const FSCTL_CREATE_OR_GET_OBJECT_ID: u32 = 0x0009_00C0;
 /// from the stable file id, so it is the same on every call.
 fn object_id(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
     let open = req.open(r.file_id)?;
-    let file_id = open.handle.info().map(|i| i.file_id).map_err(|e| crate::smb::status_map::fs_status(&e))?;
+    let file_id = open
+        .handle
+        .info()
+        .map(|i| i.file_id)
+        .map_err(|e| crate::smb::status_map::fs_status(&e))?;
     let mut out = vec![0u8; 64];
     out[..8].copy_from_slice(&file_id.to_le_bytes());
     out[8..16].copy_from_slice(&req.conn.server.server_guid[..8]);
@@ -67,7 +79,12 @@ fn validate_negotiate(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, Nt
         conn.closing.cancel();
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if r.file_id != (FileId { persistent: u64::MAX, volatile: u64::MAX }) {
+    if r.file_id
+        != (FileId {
+            persistent: u64::MAX,
+            volatile: u64::MAX,
+        })
+    {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let v = match ValidateNegotiateInfoRequest::decode(&r.input) {
@@ -77,7 +94,12 @@ fn validate_negotiate(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, Nt
             return Err(NtStatus::ACCESS_DENIED);
         }
     };
-    let chosen = v.dialects.iter().copied().filter(|d| neg.client_dialects.contains(d)).max();
+    let chosen = v
+        .dialects
+        .iter()
+        .copied()
+        .filter(|d| neg.client_dialects.contains(d))
+        .max();
     let ok = v.capabilities == neg.client_capabilities
         && v.guid == neg.client_guid
         && v.security_mode == neg.client_security_mode

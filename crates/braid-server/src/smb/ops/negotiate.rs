@@ -9,7 +9,9 @@ use braid_smb_proto::header::{flags, Command, Header, HEADER_LEN};
 use braid_smb_proto::messages::negotiate::{
     capabilities, context_type, dialect, hash_algorithm, security_mode, signing_algorithm,
 };
-use braid_smb_proto::messages::{parse_smb1_negotiate_dialects, NegotiateContext, NegotiateRequest, NegotiateResponse};
+use braid_smb_proto::messages::{
+    parse_smb1_negotiate_dialects, NegotiateContext, NegotiateRequest, NegotiateResponse,
+};
 use braid_smb_proto::NtStatus;
 
 use crate::conn::{Connection, Negotiated};
@@ -17,7 +19,13 @@ use crate::smb::{OpResult, Reply, Request};
 use crate::state::filetime;
 
 /// Dialects in the server's order of preference.
-const SUPPORTED: [u16; 5] = [dialect::SMB311, dialect::SMB302, dialect::SMB300, dialect::SMB210, dialect::SMB202];
+const SUPPORTED: [u16; 5] = [
+    dialect::SMB311,
+    dialect::SMB302,
+    dialect::SMB300,
+    dialect::SMB210,
+    dialect::SMB202,
+];
 
 fn server_security_mode(conn: &Connection) -> u16 {
     let mut m = security_mode::SIGNING_ENABLED;
@@ -74,7 +82,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .contexts
             .iter()
             .filter_map(|c| match c {
-                NegotiateContext::PreauthIntegrity { hash_algorithms, .. } => Some(hash_algorithms),
+                NegotiateContext::PreauthIntegrity {
+                    hash_algorithms, ..
+                } => Some(hash_algorithms),
                 _ => None,
             })
             .collect();
@@ -122,7 +132,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                         })
                         .unwrap_or(SigningAlgorithm::AesCmac);
                     signing = pick;
-                    out_contexts.push(NegotiateContext::SigningCapabilities { algorithms: vec![pick.wire_id()] });
+                    out_contexts.push(NegotiateContext::SigningCapabilities {
+                        algorithms: vec![pick.wire_id()],
+                    });
                 }
                 _ => {}
             }
@@ -160,7 +172,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     Ok(reply)
 }
 
-fn response(conn: &Arc<Connection>, chosen: u16, n: &Negotiated, contexts: Vec<NegotiateContext>) -> NegotiateResponse {
+fn response(
+    conn: &Arc<Connection>,
+    chosen: u16,
+    n: &Negotiated,
+    contexts: Vec<NegotiateContext>,
+) -> NegotiateResponse {
     let io = max_io(conn, chosen);
     NegotiateResponse {
         security_mode: n.server_security_mode,
@@ -181,7 +198,8 @@ fn response(conn: &Arc<Connection>, chosen: u16, n: &Negotiated, contexts: Vec<N
 /// with an SMB2 NEGOTIATE response (dialect 2.002, or 2.??? to ask the
 /// client to negotiate again in SMB2).
 pub fn handle_smb1(conn: &Arc<Connection>, msg: &[u8]) -> Result<Vec<u8>, String> {
-    let dialects = parse_smb1_negotiate_dialects(msg).map_err(|e| format!("bad SMB1 negotiate: {e}"))?;
+    let dialects =
+        parse_smb1_negotiate_dialects(msg).map_err(|e| format!("bad SMB1 negotiate: {e}"))?;
     let chosen = if dialects.iter().any(|d| d == "SMB 2.???") {
         dialect::WILDCARD
     } else if dialects.iter().any(|d| d == "SMB 2.002") {
@@ -192,7 +210,8 @@ pub fn handle_smb1(conn: &Arc<Connection>, msg: &[u8]) -> Result<Vec<u8>, String
     // The SMB1 request used message id 0; the client continues at 1.
     let credits = {
         let mut w = conn.credits.lock().unwrap();
-        w.consume(0, 1).map_err(|_| "message id 0 already used".to_string())?;
+        w.consume(0, 1)
+            .map_err(|_| "message id 0 already used".to_string())?;
         w.grant(1, 1)
     };
     let negotiated = Negotiated {

@@ -20,7 +20,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::INVALID_OPLOCK_PROTOCOL);
     };
     match o.file.acknowledge(o.key, ack.oplock_level) {
-        Some(level) => Ok(Reply::of(&OplockBreakResponse { oplock_level: level, file_id: ack.file_id })),
+        Some(level) => Ok(Reply::of(&OplockBreakResponse {
+            oplock_level: level,
+            file_id: ack.file_id,
+        })),
         None => Err(NtStatus::INVALID_OPLOCK_PROTOCOL),
     }
 }

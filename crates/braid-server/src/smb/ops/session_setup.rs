@@ -12,14 +12,19 @@ use braid_smb_proto::messages::{SessionSetupRequest, SessionSetupResponse};
 use braid_smb_proto::NtStatus;
 use tracing::info;
 
-use crate::session::{AuthExchange, EncryptionState, Identity, Session, SessionPhase, SigningState};
+use crate::session::{
+    AuthExchange, EncryptionState, Identity, Session, SessionPhase, SigningState,
+};
 use crate::smb::{OpResult, Reply, Request};
 use crate::state::filetime;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let conn = req.conn;
     let server = &conn.server;
-    let neg = conn.negotiated().ok_or(NtStatus::INVALID_PARAMETER)?.clone();
+    let neg = conn
+        .negotiated()
+        .ok_or(NtStatus::INVALID_PARAMETER)?
+        .clone();
     let r = SessionSetupRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
 
     if r.flags & setup_flags::BINDING != 0 {
@@ -63,14 +68,20 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             ex.preauth.update(req.msg);
         }
         let users = &server.users;
-        ex.spnego.step(&r.security_buffer, &|user: &str, _domain: &str| users.nt_hash(user))
+        ex.spnego
+            .step(&r.security_buffer, &|user: &str, _domain: &str| {
+                users.nt_hash(user)
+            })
     };
 
     match step {
         Ok(SpnegoStep::Continue(token)) => {
             let mut reply = Reply::with_status(
                 NtStatus::MORE_PROCESSING_REQUIRED,
-                &SessionSetupResponse { session_flags: 0, security_buffer: token },
+                &SessionSetupResponse {
+                    session_flags: 0,
+                    security_buffer: token,
+                },
             );
             reply.session_id = Some(session.id);
             if neg.dialect == dialect::SMB311 {
@@ -86,7 +97,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         Ok(SpnegoStep::Done { token, outcome }) => {
             let ex = session.auth.lock().unwrap().take();
             let preauth = ex.map(|e| e.preauth).unwrap_or_default();
-            complete(req, &session, is_new, outcome, token, &preauth, r.security_mode)
+            complete(
+                req,
+                &session,
+                is_new,
+                outcome,
+                token,
+                &preauth,
+                r.security_mode,
+            )
         }
         Err(e) => {
             info!(conn = conn.id, peer = %conn.peer, "logon failure: {e}");
@@ -156,11 +175,18 @@ fn complete(
     let mut sign_response = false;
     if !outcome.anonymous && !guest {
         let preauth_value = (neg.dialect == dialect::SMB311).then(|| *preauth.value());
-        let keys = derive_session_keys(neg.dialect, &outcome.session_key, preauth_value.as_ref(), neg.cipher)
-            .map_err(|_| NtStatus::INTERNAL_ERROR)?;
+        let keys = derive_session_keys(
+            neg.dialect,
+            &outcome.session_key,
+            preauth_value.as_ref(),
+            neg.cipher,
+        )
+        .map_err(|_| NtStatus::INTERNAL_ERROR)?;
         if is_new {
-            *session.signing.lock().unwrap() =
-                Some(SigningState { algorithm: neg.signing_algorithm, key: keys.signing_key.to_vec() });
+            *session.signing.lock().unwrap() = Some(SigningState {
+                algorithm: neg.signing_algorithm,
+                key: keys.signing_key.to_vec(),
+            });
             *session.session_key.lock().unwrap() = outcome.session_key.to_vec();
             if let Some(cipher) = neg.cipher {
                 *session.encryption.lock().unwrap() = Some(Arc::new(EncryptionState {
@@ -173,11 +199,13 @@ fn complete(
                     session.encrypt_data.store(true, Ordering::Relaxed);
                 }
             }
-            let client_requires = client_security_mode as u16 & security_mode::SIGNING_REQUIRED != 0;
+            let client_requires =
+                client_security_mode as u16 & security_mode::SIGNING_REQUIRED != 0;
             let required = server.config.signing_required || client_requires;
             session.signing_required.store(required, Ordering::Relaxed);
         }
-        sign_response = neg.dialect >= dialect::SMB300 || session.signing_required.load(Ordering::Relaxed);
+        sign_response =
+            neg.dialect >= dialect::SMB300 || session.signing_required.load(Ordering::Relaxed);
     }
     if session.encrypt_data.load(Ordering::Relaxed) {
         session_flags |= session_flags::ENCRYPT_DATA;
@@ -193,7 +221,10 @@ fn complete(
     });
     session.set_phase(SessionPhase::Valid);
     info!(conn = conn.id, peer = %conn.peer, user = %outcome.user, session = session.id, "session established");
-    let mut reply = Reply::of(&SessionSetupResponse { session_flags, security_buffer: token });
+    let mut reply = Reply::of(&SessionSetupResponse {
+        session_flags,
+        security_buffer: token,
+    });
     reply.session_id = Some(session.id);
     reply.sign_with_new_session = sign_response;
     Ok(reply)

@@ -42,7 +42,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let tree = session.add_tree(share, FILE_ALL_ACCESS, encrypt);
     let mut reply = Reply::of(&TreeConnectResponse {
         share_type: kind,
-        share_flags: if encrypt { SHI1005_FLAGS_ENCRYPT_DATA } else { 0 },
+        share_flags: if encrypt {
+            SHI1005_FLAGS_ENCRYPT_DATA
+        } else {
+            0
+        },
         capabilities: 0,
         maximal_access: tree.maximal_access,
     });
