@@ -62,10 +62,18 @@ pub struct Connection {
     pub sessions: Mutex<HashSet<u64>>,
     pub closing: CancellationToken,
     pub connected_at: Instant,
+    /// Wall-clock connect time, for the admin view.
+    pub connected_since: std::time::SystemTime,
+    /// Requests and bytes received and sent on this connection.
+    pub requests_in: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
 }
 
 impl Connection {
     pub fn send(&self, frame: OutFrame) {
+        let n: usize = frame.iter().map(|b| b.len()).sum();
+        self.bytes_out.fetch_add(n as u64 + 4, Ordering::Relaxed);
         // A closed writer means the connection is going away; nothing to do.
         let _ = self.out.send(frame);
     }
@@ -154,7 +162,12 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         sessions: Mutex::new(HashSet::new()),
         closing: CancellationToken::new(),
         connected_at: Instant::now(),
+        connected_since: std::time::SystemTime::now(),
+        requests_in: AtomicU64::new(0),
+        bytes_in: AtomicU64::new(0),
+        bytes_out: AtomicU64::new(0),
     });
+    server.connections.insert(conn.id, Arc::downgrade(&conn));
     debug!(conn = conn.id, %peer, "connection accepted");
 
     let closing = conn.closing.clone();
@@ -200,6 +213,8 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
             warn!(conn = conn.id, len, "frame length out of bounds; closing");
             break;
         }
+        conn.bytes_in.fetch_add(len as u64 + 4, Ordering::Relaxed);
+        conn.requests_in.fetch_add(1, Ordering::Relaxed);
         let mut buf = vec![0u8; len];
         match tokio::time::timeout(idle, rd.read_exact(&mut buf)).await {
             Ok(Ok(_)) => {}
@@ -224,6 +239,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     }
     conn.closing.cancel();
     drop(rd);
+    server.connections.remove(&conn.id);
     teardown(&conn).await;
     writer.abort();
     debug!(conn = conn.id, "connection closed");

@@ -43,6 +43,16 @@ pub struct EncryptionState {
     pub nonces: NonceGenerator,
 }
 
+/// MS-SMB2 3.3.1.14 Channel: one connection bound to the session, with its
+/// own signing key (3.x binding derives one per channel).
+#[derive(Clone)]
+pub struct Channel {
+    pub connection_id: u64,
+    pub conn: std::sync::Weak<crate::conn::Connection>,
+    pub signing: Option<SigningState>,
+    pub bound_at: std::time::SystemTime,
+}
+
 /// An authentication exchange in progress (first setup or re-authentication).
 pub struct AuthExchange {
     pub spnego: SpnegoServer,
@@ -65,6 +75,8 @@ pub struct Session {
     /// MS-SMB2 3.3.1.8 Session.EncryptData: every request must be encrypted.
     pub encrypt_data: AtomicBool,
     pub trees: Mutex<HashMap<u32, Arc<Tree>>>,
+    /// MS-SMB2 3.3.1.8 Session.ChannelList.
+    pub channels: Mutex<Vec<Channel>>,
     next_tree_id: AtomicU32,
     pub opens: ShardedMap<u64, Arc<Open>>,
     next_volatile: AtomicU64,
@@ -87,11 +99,22 @@ impl Session {
             encryption: Mutex::new(None),
             encrypt_data: AtomicBool::new(false),
             trees: Mutex::new(HashMap::new()),
+            channels: Mutex::new(Vec::new()),
             next_tree_id: AtomicU32::new(1),
             opens: ShardedMap::new(),
             next_volatile: AtomicU64::new(1),
             connection_id,
         }
+    }
+
+    /// Live connections of this session's channels.
+    pub fn channel_connections(&self) -> Vec<Arc<crate::conn::Connection>> {
+        self.channels
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c.conn.upgrade())
+            .collect()
     }
 
     pub fn phase(&self) -> SessionPhase {

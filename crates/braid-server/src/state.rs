@@ -25,6 +25,8 @@ pub struct ServerState {
     /// Keyed by lower-cased share name: share names are case-insensitive.
     pub shares: HashMap<String, Arc<Share>>,
     pub sessions: ShardedMap<u64, Arc<Session>>,
+    /// Live connections (for the admin view and channel lookups).
+    pub connections: ShardedMap<u64, std::sync::Weak<crate::conn::Connection>>,
     pub oplocks: crate::oplock::OplockTable,
     pub server_guid: [u8; 16],
     pub start_time: SystemTime,
@@ -58,6 +60,7 @@ impl ServerState {
             files,
             shares,
             sessions: ShardedMap::new(),
+            connections: ShardedMap::new(),
             oplocks: Default::default(),
             server_guid: rand::random(),
             start_time: SystemTime::now(),

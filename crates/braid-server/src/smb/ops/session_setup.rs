@@ -183,10 +183,21 @@ fn complete(
         )
         .map_err(|_| NtStatus::INTERNAL_ERROR)?;
         if is_new {
-            *session.signing.lock().unwrap() = Some(SigningState {
+            let signing = SigningState {
                 algorithm: neg.signing_algorithm,
                 key: keys.signing_key.to_vec(),
-            });
+            };
+            session
+                .channels
+                .lock()
+                .unwrap()
+                .push(crate::session::Channel {
+                    connection_id: conn.id,
+                    conn: Arc::downgrade(conn),
+                    signing: Some(signing.clone()),
+                    bound_at: std::time::SystemTime::now(),
+                });
+            *session.signing.lock().unwrap() = Some(signing);
             *session.session_key.lock().unwrap() = outcome.session_key.to_vec();
             if let Some(cipher) = neg.cipher {
                 *session.encryption.lock().unwrap() = Some(Arc::new(EncryptionState {
