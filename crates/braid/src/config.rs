@@ -53,7 +53,7 @@ pub fn parse(text: &str) -> Result<FileConfig, String> {
     toml::from_str::<FileConfig>(text).map_err(|e| {
         let line = e
             .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         let msg = e.message().replace('\n', " ");
         match line {
             Some(l) => format!("line {l}: {msg}"),
