@@ -12,6 +12,10 @@ pub struct ShareConfig {
     pub encrypt: bool,
 }
 
+/// The admin API's default address: loopback only, port 9445 (SMB's 445
+/// behind a 9, as Braid's default SMB port 4445 puts a 4 before it).
+pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9445";
+
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: Vec<SocketAddr>,
@@ -37,6 +41,13 @@ pub struct ServerConfig {
     pub encrypt: bool,
     /// Cipher preference, most preferred first (MS-SMB2 3.3.5.4).
     pub ciphers: Vec<braid_smb_proto::crypto::Cipher>,
+    /// Channels a session may have (MS-SMB2 3.3.5.5.2; default 32).
+    pub max_channels: usize,
+    /// Admin HTTP API (sessions, shares, Prometheus metrics); None: off.
+    pub admin_listen: Option<SocketAddr>,
+    /// The admin address is the built-in default rather than configured:
+    /// if it cannot be bound the server runs without the admin API.
+    pub admin_listen_is_default: bool,
 }
 
 impl Default for ServerConfig {
@@ -61,6 +72,9 @@ impl Default for ServerConfig {
                 braid_smb_proto::crypto::Cipher::Aes128Ccm,
                 braid_smb_proto::crypto::Cipher::Aes256Ccm,
             ],
+            max_channels: 32,
+            admin_listen: Some(DEFAULT_ADMIN_LISTEN.parse().expect("static address")),
+            admin_listen_is_default: true,
         }
     }
 }

@@ -168,6 +168,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         bytes_out: AtomicU64::new(0),
     });
     server.connections.insert(conn.id, Arc::downgrade(&conn));
+    server.metrics.connection_opened();
     debug!(conn = conn.id, %peer, "connection accepted");
 
     let closing = conn.closing.clone();
@@ -240,6 +241,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     conn.closing.cancel();
     drop(rd);
     server.connections.remove(&conn.id);
+    server.metrics.connection_closed();
     teardown(&conn).await;
     writer.abort();
     debug!(conn = conn.id, "connection closed");

@@ -1,9 +1,11 @@
 //! Tokio SMB server: listeners, connections, sessions and channels, one file
 //! per SMB2 command under `smb/ops/`, and a dispatch table.
 
+pub mod admin;
 pub mod config;
 pub mod conn;
 pub mod credits;
+pub mod metrics;
 pub mod oplock;
 pub mod server;
 pub mod session;

@@ -14,6 +14,8 @@ use crate::userdb::UserDb;
 pub struct Server {
     pub state: Arc<ServerState>,
     listeners: Vec<TcpListener>,
+    /// The admin HTTP API's listener (`admin_listen`), when on.
+    admin: Option<TcpListener>,
 }
 
 impl Server {
@@ -35,7 +37,24 @@ impl Server {
             })?;
             listeners.push(l);
         }
-        Ok(Server { state, listeners })
+        let admin = match state.config.admin_listen {
+            Some(addr) => match crate::admin::bind(addr).await {
+                Ok(l) => Some(l),
+                // The built-in default address may be taken (another braid):
+                // run without the admin API rather than not at all.
+                Err(e) if state.config.admin_listen_is_default => {
+                    warn!("{e}; running without the admin API");
+                    None
+                }
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        Ok(Server {
+            state,
+            listeners,
+            admin,
+        })
     }
 
     pub fn local_addrs(&self) -> Vec<std::net::SocketAddr> {
@@ -45,8 +64,16 @@ impl Server {
             .collect()
     }
 
+    /// The admin API's address, when it is on.
+    pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
+        self.admin.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
     pub async fn run(self) {
         let mut tasks = Vec::new();
+        if let Some(l) = self.admin {
+            tokio::spawn(crate::admin::serve(self.state.clone(), l));
+        }
         for l in self.listeners {
             let state = self.state.clone();
             tasks.push(tokio::spawn(async move {

@@ -24,6 +24,8 @@ pub struct Identity {
     pub domain: String,
     pub anonymous: bool,
     pub guest: bool,
+    /// The client's name as it gave it (NTLM workstation), for the admin view.
+    pub workstation: String,
 }
 
 #[derive(Clone)]

@@ -28,6 +28,8 @@ pub struct ServerState {
     /// Live connections (for the admin view and channel lookups).
     pub connections: ShardedMap<u64, std::sync::Weak<crate::conn::Connection>>,
     pub oplocks: crate::oplock::OplockTable,
+    /// Request metrics and counters for the admin API (`admin`, `metrics`).
+    pub metrics: crate::metrics::Metrics,
     pub server_guid: [u8; 16],
     pub start_time: SystemTime,
     next_session_id: AtomicU64,
@@ -54,6 +56,7 @@ impl ServerState {
                 }),
             );
         }
+        let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         Ok(ServerState {
             config,
             users,
@@ -62,6 +65,7 @@ impl ServerState {
             sessions: ShardedMap::new(),
             connections: ShardedMap::new(),
             oplocks: Default::default(),
+            metrics,
             server_guid: rand::random(),
             start_time: SystemTime::now(),
             next_session_id: AtomicU64::new(rand::random::<u32>() as u64 | 1 << 40),

@@ -276,6 +276,7 @@ async fn handle_one(
     in_compound: bool,
     encrypted_by: Option<&Arc<Session>>,
 ) -> Result<Finished, String> {
+    let started = std::time::Instant::now(); // metrics: request latency
     let server = &conn.server;
     let msg: &[u8] = &msg_bytes;
     let mut hdr = hdr.clone();
@@ -412,6 +413,26 @@ async fn handle_one(
         Ok(r) => r,
         Err(status) => error_reply(status),
     };
+
+    // ---- metrics layer (admin API): one record per request ----
+    if let Some(cmd) = Command::from_u16(command) {
+        let share = req
+            .tree
+            .as_ref()
+            .map(|t| t.share.as_ref().map_or("IPC$", |s| s.name.as_str()));
+        let out = reply.msg.len() + reply.payload.as_ref().map_or(0, |p| p.len());
+        let elapsed = started.elapsed();
+        server.metrics.record(
+            share,
+            cmd,
+            reply.status,
+            elapsed,
+            msg.len() as u64,
+            out as u64,
+        );
+    }
+    // ---- end metrics ----
+
     trace!(
         conn = conn.id,
         mid = hdr.message_id,

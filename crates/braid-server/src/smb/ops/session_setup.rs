@@ -229,6 +229,7 @@ fn complete(
         domain: outcome.domain.clone(),
         anonymous: outcome.anonymous,
         guest,
+        workstation: outcome.workstation.clone(),
     });
     session.set_phase(SessionPhase::Valid);
     info!(conn = conn.id, peer = %conn.peer, user = %outcome.user, session = session.id, "session established");

@@ -1,0 +1,529 @@
+//! The admin HTTP API (docs/ADMIN.md): the live view of sessions, channels
+//! and shares, and Prometheus metrics. Read-only, no authentication: it
+//! listens on loopback unless configured otherwise (`admin_listen`).
+//!
+//! - `GET /api/v1/sessions`: sessions and their channels;
+//! - `GET /api/v1/shares`: shares with open counts and traffic so far;
+//! - `GET /metrics`: Prometheus text format 0.0.4.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use braid_smb_proto::crypto::{Cipher, SigningAlgorithm};
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+
+use crate::metrics::Gauges;
+use crate::session::{Session, SessionPhase};
+use crate::state::ServerState;
+
+/// Bind the admin listener; errors are one line naming `admin_listen`.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).await.map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "admin_listen {addr}: address already in use; set admin_listen to another address (e.g. admin_listen = \"127.0.0.1:9446\") or \"off\""
+        ),
+        std::io::ErrorKind::PermissionDenied => format!(
+            "admin_listen {addr}: permission denied; use a port above 1024 or set admin_listen = \"off\""
+        ),
+        _ => format!("admin_listen {addr}: {e}"),
+    })
+}
+
+pub fn router(state: Arc<ServerState>) -> Router {
+    Router::new()
+        .route("/api/v1/sessions", get(get_sessions))
+        .route("/api/v1/shares", get(get_shares))
+        .route("/metrics", get(get_metrics))
+        .with_state(state)
+}
+
+/// Serve the admin API on an already bound listener until the task ends.
+pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
+    let addr = listener.local_addr().ok();
+    if let Some(a) = addr {
+        if !a.ip().is_loopback() {
+            warn!("admin API on {a} is reachable from the network and has no authentication");
+        }
+        info!("admin API on http://{a}/ (api/v1/sessions, api/v1/shares, metrics)");
+    }
+    if let Err(e) = axum::serve(listener, router(state)).await {
+        warn!("admin API stopped: {e}");
+    }
+}
+
+async fn get_sessions(State(state): State<Arc<ServerState>>) -> Json<SessionsView> {
+    Json(sessions_view(&state))
+}
+
+async fn get_shares(State(state): State<Arc<ServerState>>) -> Json<SharesView> {
+    Json(shares_view(&state))
+}
+
+async fn get_metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
+    let text = state.metrics.render_prometheus(gauges(&state));
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+}
+
+#[derive(Debug, Serialize)]
+pub struct SessionsView {
+    pub sessions: Vec<SessionView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SessionView {
+    pub id: u64,
+    /// The same id as Windows and Wireshark print it.
+    pub id_hex: String,
+    /// "valid", "in_progress" (authenticating) or "expired".
+    pub state: &'static str,
+    pub user: String,
+    pub domain: String,
+    pub anonymous: bool,
+    /// IP address of the client's first live channel.
+    pub client_address: Option<String>,
+    /// The name the client gave (NTLM workstation), if any.
+    pub client_name: Option<String>,
+    pub dialect: String,
+    pub signing: Option<&'static str>,
+    pub encryption: Option<&'static str>,
+    /// Every request of the session must be encrypted.
+    pub encrypt_data: bool,
+    pub max_channels: usize,
+    pub current_channels: usize,
+    pub trees: usize,
+    pub opens: usize,
+    pub channels: Vec<ChannelView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChannelView {
+    pub connection_id: u64,
+    pub local_address: String,
+    pub remote_address: String,
+    /// RFC 3339, UTC.
+    pub connected_since: String,
+    /// When the channel joined the session (RFC 3339, UTC).
+    pub bound_since: String,
+    /// Counters of the connection (every session on it, framing included).
+    pub requests: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SharesView {
+    pub shares: Vec<ShareView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShareView {
+    pub name: String,
+    pub path: String,
+    pub encrypt: bool,
+    pub opens: usize,
+    pub operations: u64,
+    pub errors: u64,
+    pub read_ops: u64,
+    pub write_ops: u64,
+    /// Bytes of READ responses (SMB2 header, body and data).
+    pub bytes_read: u64,
+    /// Bytes of WRITE requests (SMB2 header, body and data).
+    pub bytes_written: u64,
+    /// Every SMB2 message of the share, both directions.
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub operations_by_command: serde_json::Map<String, serde_json::Value>,
+}
+
+pub fn sessions_view(state: &ServerState) -> SessionsView {
+    let mut sessions: Vec<SessionView> = state
+        .sessions
+        .values()
+        .iter()
+        .map(|s| session_view(state, s))
+        .collect();
+    sessions.sort_by_key(|s| s.id);
+    SessionsView { sessions }
+}
+
+fn session_view(state: &ServerState, s: &Session) -> SessionView {
+    let identity = s.identity.lock().unwrap().clone();
+    let channel_list = s.channels.lock().unwrap().clone();
+    let mut channels = Vec::new();
+    for ch in &channel_list {
+        let Some(conn) = ch.conn.upgrade() else {
+            continue;
+        };
+        channels.push(ChannelView {
+            connection_id: conn.id,
+            local_address: conn.local.to_string(),
+            remote_address: conn.peer.to_string(),
+            connected_since: rfc3339(conn.connected_since),
+            bound_since: rfc3339(ch.bound_at),
+            requests: conn.requests_in.load(std::sync::atomic::Ordering::Relaxed),
+            bytes_in: conn.bytes_in.load(std::sync::atomic::Ordering::Relaxed),
+            bytes_out: conn.bytes_out.load(std::sync::atomic::Ordering::Relaxed),
+        });
+    }
+    // The client's address: its first live channel, or the connection that
+    // set the session up (sessions without a channel: anonymous, in progress).
+    let client_address = channels
+        .first()
+        .and_then(|c| c.remote_address.parse::<SocketAddr>().ok())
+        .or_else(|| {
+            state
+                .connections
+                .get(&s.connection_id)
+                .and_then(|w| w.upgrade())
+                .map(|c| c.peer)
+        })
+        .map(|a| a.ip().to_string());
+    let state_name = match s.phase() {
+        SessionPhase::Valid => "valid",
+        SessionPhase::InProgress => "in_progress",
+        SessionPhase::Expired => "expired",
+    };
+    SessionView {
+        id: s.id,
+        id_hex: format!("0x{:016x}", s.id),
+        state: state_name,
+        user: identity
+            .as_ref()
+            .map(|i| i.user.clone())
+            .unwrap_or_default(),
+        domain: identity
+            .as_ref()
+            .map(|i| i.domain.clone())
+            .unwrap_or_default(),
+        anonymous: identity.as_ref().is_some_and(|i| i.anonymous),
+        client_address,
+        client_name: identity
+            .as_ref()
+            .map(|i| i.workstation.clone())
+            .filter(|w| !w.is_empty()),
+        dialect: dialect_name(s.dialect),
+        signing: s.signing().map(|k| signing_name(k.algorithm)),
+        encryption: s.encryption().map(|e| cipher_name(e.cipher)),
+        encrypt_data: s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed),
+        max_channels: state.config.max_channels,
+        current_channels: channels.len(),
+        trees: s.trees.lock().unwrap().len(),
+        opens: s.opens.len(),
+        channels,
+    }
+}
+
+pub fn shares_view(state: &ServerState) -> SharesView {
+    // Opens per share (lower-cased name), through each open's tree.
+    let mut opens: HashMap<String, usize> = HashMap::new();
+    for s in state.sessions.values() {
+        let tree_share: HashMap<u32, String> = s
+            .trees
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(id, t)| t.share.as_ref().map(|sh| (*id, sh.name.to_lowercase())))
+            .collect();
+        for o in s.opens.values() {
+            if let Some(name) = tree_share.get(&o.tree_id) {
+                *opens.entry(name.clone()).or_default() += 1;
+            }
+        }
+    }
+    let shares = state
+        .config
+        .shares
+        .iter()
+        .map(|c| {
+            let t = state.metrics.share(Some(&c.name)).totals();
+            ShareView {
+                name: c.name.clone(),
+                path: c.path.display().to_string(),
+                encrypt: c.encrypt,
+                opens: opens.get(&c.name.to_lowercase()).copied().unwrap_or(0),
+                operations: t.operations,
+                errors: t.errors,
+                read_ops: t.read_ops,
+                write_ops: t.write_ops,
+                bytes_read: t.bytes_read,
+                bytes_written: t.bytes_written,
+                bytes_in: t.bytes_in,
+                bytes_out: t.bytes_out,
+                operations_by_command: t
+                    .by_command
+                    .iter()
+                    .map(|(n, c)| (n.to_string(), (*c).into()))
+                    .collect(),
+            }
+        })
+        .collect();
+    SharesView { shares }
+}
+
+/// Sessions and channels right now, for `/metrics`.
+pub fn gauges(state: &ServerState) -> Gauges {
+    let mut g = Gauges::default();
+    for s in state.sessions.values() {
+        if s.phase() != SessionPhase::Valid {
+            continue;
+        }
+        g.sessions += 1;
+        g.channels += s
+            .channels
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c.conn.strong_count() > 0)
+            .count() as u64;
+    }
+    g
+}
+
+pub fn dialect_name(d: u16) -> String {
+    match d {
+        0x0202 => "2.0.2".into(),
+        0x0210 => "2.1".into(),
+        0x0300 => "3.0".into(),
+        0x0302 => "3.0.2".into(),
+        0x0311 => "3.1.1".into(),
+        other => format!("0x{other:04x}"),
+    }
+}
+
+pub fn signing_name(a: SigningAlgorithm) -> &'static str {
+    match a {
+        SigningAlgorithm::HmacSha256 => "HMAC-SHA256",
+        SigningAlgorithm::AesCmac => "AES-128-CMAC",
+        SigningAlgorithm::AesGmac => "AES-128-GMAC",
+    }
+}
+
+pub fn cipher_name(c: Cipher) -> &'static str {
+    match c {
+        Cipher::Aes128Ccm => "AES-128-CCM",
+        Cipher::Aes128Gcm => "AES-128-GCM",
+        Cipher::Aes256Ccm => "AES-256-CCM",
+        Cipher::Aes256Gcm => "AES-256-GCM",
+    }
+}
+
+/// RFC 3339 in UTC with milliseconds, e.g. `2026-11-21T21:49:48.123Z`.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, day) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day): Howard Hinnant's algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ServerConfig, ShareConfig};
+    use crate::session::{Identity, Session};
+    use crate::userdb::UserDb;
+    use braid_fs::{FileService, SystemClock};
+    use braid_smb_proto::header::Command;
+    use braid_smb_proto::NtStatus;
+    use std::time::Duration;
+
+    fn state(dir: &std::path::Path) -> ServerState {
+        let config = ServerConfig {
+            shares: vec![ShareConfig {
+                name: "Data".into(),
+                path: dir.to_path_buf(),
+                encrypt: true,
+            }],
+            ..ServerConfig::default()
+        };
+        let files = FileService::new(Arc::new(SystemClock));
+        ServerState::new(config, UserDb::default(), files).unwrap()
+    }
+
+    fn tempdir(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("braid-admin-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        assert_eq!(rfc3339(t), "2023-11-14T22:13:20.123Z");
+        // A leap day.
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(t), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(dialect_name(0x0311), "3.1.1");
+        assert_eq!(dialect_name(0x0302), "3.0.2");
+        assert_eq!(signing_name(SigningAlgorithm::AesGmac), "AES-128-GMAC");
+        assert_eq!(cipher_name(Cipher::Aes256Gcm), "AES-256-GCM");
+    }
+
+    #[test]
+    fn sessions_json_shape() {
+        let dir = tempdir("sessions");
+        let st = state(&dir);
+        let s = Arc::new(Session::new(st.new_session_id(), 0x0311, 7));
+        *s.identity.lock().unwrap() = Some(Identity {
+            user: "alice".into(),
+            domain: "WORKGROUP".into(),
+            anonymous: false,
+            guest: false,
+            workstation: "LAPTOP".into(),
+        });
+        *s.signing.lock().unwrap() = Some(crate::session::SigningState {
+            algorithm: SigningAlgorithm::AesGmac,
+            key: vec![0; 16],
+        });
+        s.set_phase(SessionPhase::Valid);
+        st.sessions.insert(s.id, s.clone());
+        let v = serde_json::to_value(sessions_view(&st)).unwrap();
+        let sess = &v["sessions"][0];
+        assert_eq!(sess["id"], s.id);
+        assert_eq!(sess["id_hex"], format!("0x{:016x}", s.id));
+        assert_eq!(sess["state"], "valid");
+        assert_eq!(sess["user"], "alice");
+        assert_eq!(sess["domain"], "WORKGROUP");
+        assert_eq!(sess["client_name"], "LAPTOP");
+        assert_eq!(sess["client_address"], serde_json::Value::Null);
+        assert_eq!(sess["dialect"], "3.1.1");
+        assert_eq!(sess["signing"], "AES-128-GMAC");
+        assert_eq!(sess["encryption"], serde_json::Value::Null);
+        assert_eq!(sess["encrypt_data"], false);
+        assert_eq!(sess["max_channels"], 32);
+        assert_eq!(sess["current_channels"], 0);
+        assert_eq!(sess["opens"], 0);
+        assert!(sess["channels"].as_array().unwrap().is_empty());
+        assert_eq!(
+            gauges(&st),
+            Gauges {
+                sessions: 1,
+                channels: 0
+            }
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn shares_json_shape() {
+        let dir = tempdir("shares");
+        let st = state(&dir);
+        st.metrics.record(
+            Some("Data"),
+            Command::Write,
+            NtStatus::SUCCESS,
+            Duration::from_millis(1),
+            4096 + 112,
+            80,
+        );
+        st.metrics.record(
+            Some("Data"),
+            Command::Create,
+            NtStatus::SUCCESS,
+            Duration::from_millis(1),
+            200,
+            150,
+        );
+        let v = serde_json::to_value(shares_view(&st)).unwrap();
+        let sh = &v["shares"][0];
+        assert_eq!(sh["name"], "Data");
+        assert_eq!(sh["path"], dir.display().to_string());
+        assert_eq!(sh["encrypt"], true);
+        assert_eq!(sh["opens"], 0);
+        assert_eq!(sh["operations"], 2);
+        assert_eq!(sh["errors"], 0);
+        assert_eq!(sh["write_ops"], 1);
+        assert_eq!(sh["bytes_written"], 4096 + 112);
+        assert_eq!(sh["bytes_read"], 0);
+        assert_eq!(sh["bytes_in"], 4096 + 112 + 200);
+        assert_eq!(sh["operations_by_command"]["write"], 1);
+        assert_eq!(sh["operations_by_command"]["create"], 1);
+        assert_eq!(v["shares"].as_array().unwrap().len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn http_endpoints() {
+        let dir = tempdir("http");
+        let st = Arc::new(state(&dir));
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(serve(st.clone(), listener));
+        let get = |path: &'static str| async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(
+                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+            )
+            .await
+            .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).await.unwrap();
+            out
+        };
+        let r = get("/metrics").await;
+        assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        assert!(r.contains("text/plain; version=0.0.4"), "{r}");
+        assert!(r.contains("# TYPE braid_sessions gauge"), "{r}");
+        let r = get("/api/v1/sessions").await;
+        assert!(r.contains("application/json"), "{r}");
+        assert!(r.ends_with("{\"sessions\":[]}"), "{r}");
+        let r = get("/api/v1/shares").await;
+        assert!(r.contains("\"name\":\"Data\""), "{r}");
+        let r = get("/nope").await;
+        assert!(r.starts_with("HTTP/1.1 404"), "{r}");
+        task.abort();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn bind_failure_names_the_key() {
+        let l = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let e = bind(addr).await.unwrap_err();
+        assert!(
+            e.starts_with(&format!("admin_listen {addr}: address already in use")),
+            "{e}"
+        );
+    }
+}
