@@ -21,6 +21,10 @@
 # tests/e2e/servers.py (the one the conformance list is validated with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Braid requires signing by default and Samba does not: serve both with
+# signing enabled-but-optional so that each mode compares like with like
+# ('default' is unsigned on both, 'sign' signed on both).
+export BRAID_EXTRA_ARGS="${BRAID_EXTRA_ARGS:---signing enabled}"
 export PATH=$PATH:/usr/sbin:/sbin
 
 ONLY=""

@@ -188,6 +188,8 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     log_path = workdir / "braid.log"
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
             "--share", f"{share}={share_dir}", "--user", f"{user}:{password}"]
+    # Extra flags for benchmarks, e.g. BRAID_EXTRA_ARGS="--signing enabled".
+    argv += os.environ.get("BRAID_EXTRA_ARGS", "").split()
     proc = _spawn(argv, log_path, workdir)
     wait_until_accepting("127.0.0.1", port, proc, log_path)
     return Server("braid", "127.0.0.1", port, share, user, password, share_dir, workdir,

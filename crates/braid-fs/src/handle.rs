@@ -196,10 +196,21 @@ impl OpenHandle {
     /// or FILE_EXECUTE. Does not check byte-range locks: call
     /// [`OpenHandle::check_io_lock`] first.
     pub fn read(&self, offset: u64, len: usize) -> FsResult<Vec<u8>> {
-        let mut buf = vec![0u8; len];
-        let n = self.read_into(offset, &mut buf)?;
-        buf.truncate(n);
+        let mut buf = Vec::new();
+        self.read_append(offset, len, &mut buf)?;
         Ok(buf)
+    }
+
+    /// Positioned read of up to `len` bytes appended to `buf` (short at
+    /// EOF); returns the bytes read. Lets a protocol layer read straight
+    /// behind the headers it has already reserved, so the payload is never
+    /// copied again on its way to the socket.
+    pub fn read_append(&self, offset: u64, len: usize, buf: &mut Vec<u8>) -> FsResult<usize> {
+        self.need(acc::FILE_READ_DATA | acc::FILE_EXECUTE)?;
+        if self.0.is_dir {
+            return Err(FsError::IsADirectory);
+        }
+        sys::pread_into_vec(self.fd(), buf, len, offset)
     }
 
     /// Positioned read into `buf`; returns the bytes read (short at EOF).

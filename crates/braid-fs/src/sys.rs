@@ -267,6 +267,53 @@ pub(crate) fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> FsResult<usize> {
     Ok(done)
 }
 
+/// Positioned read of up to `len` bytes appended to `buf`'s spare capacity,
+/// without zero-filling it first (an 8 MiB READ would otherwise memset
+/// 8 MiB before the kernel overwrites it).
+pub(crate) fn pread_into_vec(
+    fd: RawFd,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: u64,
+) -> FsResult<usize> {
+    buf.reserve(len);
+    let start = buf.len();
+    let mut done = 0;
+    while done < len {
+        let off = offset
+            .checked_add(done as u64)
+            .ok_or(FsError::InvalidParameter)?;
+        if off > i64::MAX as u64 {
+            break;
+        }
+        let spare = buf.spare_capacity_mut();
+        // SAFETY: the pointer and length stay within the reserved spare
+        // capacity; pread only writes into it.
+        let r = unsafe {
+            libc::pread64(
+                fd,
+                spare[done..].as_mut_ptr().cast(),
+                len - done,
+                off as i64,
+            )
+        };
+        if r < 0 {
+            let e = last_errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(FsError::from_errno(e));
+        }
+        if r == 0 {
+            break;
+        }
+        done += r as usize;
+    }
+    // SAFETY: pread initialised exactly `done` bytes after `start`.
+    unsafe { buf.set_len(start + done) };
+    Ok(done)
+}
+
 pub(crate) fn pwrite(fd: RawFd, data: &[u8], offset: u64) -> FsResult<usize> {
     let mut done = 0;
     while done < data.len() {

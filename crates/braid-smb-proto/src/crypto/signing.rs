@@ -8,8 +8,6 @@
 
 use aes::cipher::{BlockEncrypt, KeyInit};
 use aes::Aes128;
-use aes_gcm::aead::AeadInPlace;
-use aes_gcm::{Aes128Gcm, Nonce};
 use cmac::Cmac;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -153,13 +151,21 @@ pub fn signature_of(
     Ok(out)
 }
 
-/// GMAC of `aad` (which already has a zeroed Signature field).
+/// GMAC of `aad` (which already has a zeroed Signature field): AES-GCM
+/// with an empty plaintext. `ring`'s aggregated GHASH runs several times
+/// faster than the one-block-at-a-time CLMUL path of the RustCrypto crates,
+/// and signing 8 MiB messages is on the hot path.
 fn gmac_contiguous(key: &[u8; 16], nonce: &[u8; 12], aad: &[u8]) -> [u8; 16] {
-    let gcm = Aes128Gcm::new(key.into());
-    let tag = gcm
-        .encrypt_in_place_detached(Nonce::from_slice(nonce), aad, &mut [])
+    use ring::aead::{Aad, LessSafeKey, Nonce as RingNonce, UnboundKey, AES_128_GCM};
+    let k = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, key).expect("16-byte key"));
+    let tag = k
+        .seal_in_place_separate_tag(
+            RingNonce::assume_unique_for_key(*nonce),
+            Aad::from(aad),
+            &mut [],
+        )
         .expect("SMB2 messages are far below the GCM AAD limit");
-    tag.into()
+    tag.as_ref().try_into().expect("16-byte tag")
 }
 
 // GF(2^128) multiplication in GCM's bit order (NIST SP 800-38D, Algorithm 1),
