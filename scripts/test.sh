@@ -145,6 +145,9 @@ else
     record cargo-test "$tp" "$tf" $((SECONDS - t0))
 
     check cargo-build-release 2400 cargo build --release -p braid || BUILD_OK=0
+    # Replays every committed fuzz seed and regression input through the
+    # decoders (stable toolchain), then 3 s of random mutations per target.
+    check fuzz-replay 1200 env FUZZ_STABLE=1 scripts/fuzz-smoke.sh 3
 fi
 
 # ---- end to end ------------------------------------------------------------------
