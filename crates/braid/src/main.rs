@@ -132,7 +132,9 @@ fn user(cmd: UserCmd) -> Result<(), String> {
             println!("user '{name}' saved in {}", users_file.display());
         }
         UserCmd::Remove { name, users_file } => {
-            UserDb::remove_user(&users_file, &name).map_err(|e| e.to_string())?;
+            if !UserDb::remove_user(&users_file, &name).map_err(|e| e.to_string())? {
+                return Err(format!("user '{name}' is not in {}", users_file.display()));
+            }
             println!("user '{name}' removed from {}", users_file.display());
         }
         UserCmd::List { users_file } => {
@@ -256,6 +258,18 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             .map(|c| config::parse_cipher(c))
             .collect::<Result<_, _>>()?;
     }
+    cfg.multichannel = file.multichannel.unwrap_or(true);
+    if let Some(m) = file.max_channels {
+        if !(1..=256).contains(&m) {
+            return Err(format!("max_channels = {m}: use a value from 1 to 256"));
+        }
+        cfg.max_channels = m as usize;
+    }
+    cfg.interfaces = file
+        .interfaces
+        .iter()
+        .map(config::parse_interface)
+        .collect::<Result<_, _>>()?;
     if let Some(n) = file.server_name {
         cfg.netbios_name = n;
     }
