@@ -93,6 +93,8 @@ class Server:
     pid: int
     log_path: Path
     proc: subprocess.Popen | None = field(default=None, repr=False)
+    # Braid's admin HTTP API ("host:port"), None for Samba.
+    admin: str | None = None
 
     def alive(self) -> bool:
         if self.proc is not None:
@@ -188,12 +190,15 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     log_path = workdir / "braid.log"
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
             "--share", f"{share}={share_dir}", "--user", f"{user}:{password}"]
+    # The admin API on a free port of its own (the default 9445 may be taken).
+    admin = f"127.0.0.1:{free_port()}"
+    argv += ["--admin-listen", admin]
     # Extra flags for benchmarks, e.g. BRAID_EXTRA_ARGS="--signing enabled".
     argv += os.environ.get("BRAID_EXTRA_ARGS", "").split()
     proc = _spawn(argv, log_path, workdir)
     wait_until_accepting("127.0.0.1", port, proc, log_path)
     return Server("braid", "127.0.0.1", port, share, user, password, share_dir, workdir,
-                  proc.pid, log_path, proc)
+                  proc.pid, log_path, proc, admin=admin)
 
 
 SAMBA_CONF = """\

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -100,7 +101,11 @@ pub struct SessionView {
     pub client_name: Option<String>,
     pub dialect: String,
     pub signing: Option<&'static str>,
+    /// The cipher protecting this session's traffic: set once the session
+    /// must encrypt (server or share policy) or has sent encrypted requests.
     pub encryption: Option<&'static str>,
+    /// The cipher negotiated for the session (whether used or not).
+    pub cipher: Option<&'static str>,
     /// Every request of the session must be encrypted.
     pub encrypt_data: bool,
     pub max_channels: usize,
@@ -175,9 +180,9 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
             remote_address: conn.peer.to_string(),
             connected_since: rfc3339(conn.connected_since),
             bound_since: rfc3339(ch.bound_at),
-            requests: conn.requests_in.load(std::sync::atomic::Ordering::Relaxed),
-            bytes_in: conn.bytes_in.load(std::sync::atomic::Ordering::Relaxed),
-            bytes_out: conn.bytes_out.load(std::sync::atomic::Ordering::Relaxed),
+            requests: conn.requests_in.load(Relaxed),
+            bytes_in: conn.bytes_in.load(Relaxed),
+            bytes_out: conn.bytes_out.load(Relaxed),
         });
     }
     // The client's address: its first live channel, or the connection that
@@ -198,6 +203,9 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
         SessionPhase::InProgress => "in_progress",
         SessionPhase::Expired => "expired",
     };
+    let cipher = s.encryption().map(|e| cipher_name(e.cipher));
+    let encrypt_data = s.encrypt_data.load(Relaxed);
+    let encrypted_seen = s.encrypted_seen.load(Relaxed);
     SessionView {
         id: s.id,
         id_hex: format!("0x{:016x}", s.id),
@@ -218,8 +226,9 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
             .filter(|w| !w.is_empty()),
         dialect: dialect_name(s.dialect),
         signing: s.signing().map(|k| signing_name(k.algorithm)),
-        encryption: s.encryption().map(|e| cipher_name(e.cipher)),
-        encrypt_data: s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed),
+        encryption: cipher.filter(|_| encrypt_data || encrypted_seen),
+        cipher,
+        encrypt_data,
         max_channels: state.config.max_channels,
         current_channels: channels.len(),
         trees: s.trees.lock().unwrap().len(),
@@ -429,6 +438,7 @@ mod tests {
         assert_eq!(sess["dialect"], "3.1.1");
         assert_eq!(sess["signing"], "AES-128-GMAC");
         assert_eq!(sess["encryption"], serde_json::Value::Null);
+        assert_eq!(sess["cipher"], serde_json::Value::Null);
         assert_eq!(sess["encrypt_data"], false);
         assert_eq!(sess["max_channels"], 32);
         assert_eq!(sess["current_channels"], 0);

@@ -76,6 +76,8 @@ pub struct Session {
     pub encryption: Mutex<Option<Arc<EncryptionState>>>,
     /// MS-SMB2 3.3.1.8 Session.EncryptData: every request must be encrypted.
     pub encrypt_data: AtomicBool,
+    /// An encrypted request of this session was seen (admin view).
+    pub encrypted_seen: AtomicBool,
     pub trees: Mutex<HashMap<u32, Arc<Tree>>>,
     /// MS-SMB2 3.3.1.8 Session.ChannelList.
     pub channels: Mutex<Vec<Channel>>,
@@ -100,6 +102,7 @@ impl Session {
             session_key: Mutex::new(Vec::new()),
             encryption: Mutex::new(None),
             encrypt_data: AtomicBool::new(false),
+            encrypted_seen: AtomicBool::new(false),
             trees: Mutex::new(HashMap::new()),
             channels: Mutex::new(Vec::new()),
             next_tree_id: AtomicU32::new(1),

@@ -29,6 +29,8 @@ pub struct FileConfig {
     pub encrypt: Option<bool>,
     /// Cipher preference, e.g. ["aes-128-gcm", "aes-256-gcm", "aes-128-ccm", "aes-256-ccm"].
     pub ciphers: Option<Vec<String>>,
+    /// Admin HTTP API address (default "127.0.0.1:9445"); "off" or "" disables it.
+    pub admin_listen: Option<String>,
     #[serde(default, rename = "share")]
     pub shares: Vec<ShareEntry>,
 }
@@ -65,6 +67,17 @@ pub fn parse(text: &str) -> Result<FileConfig, String> {
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     s.parse::<SocketAddr>().map_err(|_| {
         format!("listen: '{s}' is not an address:port such as 127.0.0.1:4445 or [::1]:445")
+    })
+}
+
+/// `admin_listen`: an address, or "off"/"" for no admin API.
+pub fn parse_admin_listen(s: &str) -> Result<Option<SocketAddr>, String> {
+    let t = s.trim();
+    if t.is_empty() || t.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    t.parse::<SocketAddr>().map(Some).map_err(|_| {
+        format!("admin_listen: '{s}' is not an address:port such as 127.0.0.1:9445, or \"off\"")
     })
 }
 
@@ -150,5 +163,16 @@ mod tests {
         assert!(validate_share_name("a/b").is_err());
         assert!(parse_listen("127.0.0.1:4445").is_ok());
         assert!(parse_listen("localhost").is_err());
+        assert_eq!(
+            parse_admin_listen("127.0.0.1:9445").unwrap(),
+            Some("127.0.0.1:9445".parse().unwrap())
+        );
+        assert_eq!(parse_admin_listen("off").unwrap(), None);
+        assert_eq!(parse_admin_listen("").unwrap(), None);
+        assert!(parse_admin_listen("9445")
+            .unwrap_err()
+            .contains("admin_listen"));
+        let c = parse("admin_listen = \"off\"\n").unwrap();
+        assert_eq!(c.admin_listen.as_deref(), Some("off"));
     }
 }

@@ -1,6 +1,7 @@
-//! The `braid` binary: `braid serve`, `braid user`.
+//! The `braid` binary: `braid serve`, `braid user`, `braid status`.
 
 mod config;
+mod status;
 
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -32,6 +33,15 @@ enum Cmd {
         #[command(subcommand)]
         cmd: UserCmd,
     },
+    /// Sessions and channels of a running server, from its admin API.
+    Status {
+        /// The server's admin API address (its admin_listen).
+        #[arg(long, default_value = braid_server::config::DEFAULT_ADMIN_LISTEN)]
+        admin: String,
+        /// Print the JSON of /api/v1/sessions as is.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -60,6 +70,9 @@ struct ServeArgs {
     /// Require SMB3 encryption on every session.
     #[arg(long)]
     encrypt: bool,
+    /// Admin HTTP API address (default 127.0.0.1:9445), or "off".
+    #[arg(long)]
+    admin_listen: Option<String>,
     /// Log filter, e.g. info, debug, braid_server=trace.
     #[arg(long, default_value = "info")]
     log: String,
@@ -91,6 +104,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Serve(args) => serve(args),
         Cmd::User { cmd } => user(cmd),
+        Cmd::Status { admin, json } => status::run(&admin, json),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -274,6 +288,15 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         cfg.netbios_name = n;
     }
 
+    let admin = args
+        .admin_listen
+        .as_deref()
+        .or(file.admin_listen.as_deref());
+    if let Some(a) = admin {
+        cfg.admin_listen = config::parse_admin_listen(a)?;
+        cfg.admin_listen_is_default = false;
+    }
+
     let users_file = args.users_file.clone().or(file.users_file);
     let mut users = match &users_file {
         Some(p) => UserDb::load(p).map_err(|e| e.to_string())?,
@@ -315,6 +338,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         let server = Server::bind(cfg, users).await?;
         for a in server.local_addrs() {
             println!("braid: listening on {a}");
+        }
+        if let Some(a) = server.admin_addr() {
+            println!("braid: admin API on http://{a}/");
         }
         println!("braid: shares {}", shares.join(", "));
         if embedded {

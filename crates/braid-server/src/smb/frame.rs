@@ -431,6 +431,13 @@ async fn handle_one(
             out as u64,
         );
     }
+    if let Some(s) = encrypted_by {
+        // The admin view's "encryption": this session's traffic is encrypted.
+        use std::sync::atomic::Ordering::Relaxed;
+        if !s.encrypted_seen.load(Relaxed) {
+            s.encrypted_seen.store(true, Relaxed);
+        }
+    }
     // ---- end metrics ----
 
     trace!(

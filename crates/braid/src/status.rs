@@ -1,0 +1,266 @@
+//! `braid status`: the sessions and channels of a running server, read from
+//! its admin API (`GET /api/v1/sessions`, docs/ADMIN.md) and printed like
+//! Windows' `Get-SmbMultichannelConnection`, or as JSON with `--json`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Fetch `path` from the admin API at `addr` with a plain HTTP/1.1 GET;
+/// returns the body of a 200 response.
+pub fn http_get(addr: &str, path: &str) -> Result<String, String> {
+    let sock: SocketAddr = addr
+        .to_socket_addrs()
+        .map_err(|e| format!("--admin {addr}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("--admin {addr}: no address"))?;
+    let mut s = TcpStream::connect_timeout(&sock, Duration::from_secs(5)).map_err(|e| {
+        format!(
+            "cannot reach the admin API at {addr}: {e}; is braid serving, with admin_listen at this address? (--admin ADDR)"
+        )
+    })?;
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("admin API at {addr}: {e}"))?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)
+        .map_err(|e| format!("admin API at {addr}: {e}"))?;
+    parse_response(&raw).map_err(|e| format!("admin API at {addr}: {e}"))
+}
+
+/// Split an HTTP/1.1 response into status and body (content-length,
+/// chunked, or read-to-close); anything but 200 is an error.
+pub fn parse_response(raw: &[u8]) -> Result<String, String> {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or("incomplete HTTP response")?;
+    let head = String::from_utf8_lossy(&raw[..split]);
+    let mut body = &raw[split + 4..];
+    let mut lines = head.lines();
+    let status_line = lines.next().unwrap_or_default();
+    let code: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not an HTTP response: {status_line:?}"))?;
+    let mut chunked = false;
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            let (k, v) = (k.trim(), v.trim());
+            if k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            } else if k.eq_ignore_ascii_case("content-length") {
+                if let Ok(n) = v.parse::<usize>() {
+                    body = &body[..n.min(body.len())];
+                }
+            }
+        }
+    }
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_vec()
+    };
+    let body = String::from_utf8(body).map_err(|_| "response is not UTF-8".to_string())?;
+    if code != 200 {
+        return Err(format!("{status_line}: {}", body.trim()));
+    }
+    Ok(body)
+}
+
+fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    loop {
+        let eol = b
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or("bad chunked body")?;
+        let size_text = String::from_utf8_lossy(&b[..eol]);
+        let size_text = size_text.split(';').next().unwrap_or_default().trim();
+        let n = usize::from_str_radix(size_text, 16).map_err(|_| "bad chunk size")?;
+        b = &b[eol + 2..];
+        if n == 0 {
+            return Ok(out);
+        }
+        if b.len() < n + 2 {
+            return Err("truncated chunked body".into());
+        }
+        out.extend_from_slice(&b[..n]);
+        b = &b[n + 2..];
+    }
+}
+
+pub fn run(admin: &str, json: bool) -> Result<(), String> {
+    let body = http_get(admin, "/api/v1/sessions")?;
+    if json {
+        println!("{}", body.trim_end());
+        return Ok(());
+    }
+    let v: Value =
+        serde_json::from_str(&body).map_err(|e| format!("admin API at {admin}: bad JSON: {e}"))?;
+    print!("{}", render_table(&v));
+    Ok(())
+}
+
+fn s(v: &Value) -> String {
+    match v {
+        Value::Null => "-".into(),
+        Value::String(s) if s.is_empty() => "-".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// 1536 -> "1.5 KiB".
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// The `Get-SmbMultichannelConnection`-like table: one line per session,
+/// one indented line per channel under it.
+pub fn render_table(v: &Value) -> String {
+    let empty = Vec::new();
+    let sessions = v["sessions"].as_array().unwrap_or(&empty);
+    if sessions.is_empty() {
+        return "no sessions\n".into();
+    }
+    let headers = [
+        "Session",
+        "User",
+        "Client",
+        "Dialect",
+        "Signing",
+        "Encryption",
+        "MaxChannels",
+        "CurrentChannels",
+    ];
+    let rows: Vec<[String; 8]> = sessions
+        .iter()
+        .map(|x| {
+            let user = match (x["domain"].as_str(), x["user"].as_str()) {
+                (_, Some("")) | (_, None) => "(anonymous)".to_string(),
+                (Some(d), Some(u)) if !d.is_empty() => format!("{d}\\{u}"),
+                (_, Some(u)) => u.to_string(),
+            };
+            let client = match (x["client_address"].as_str(), x["client_name"].as_str()) {
+                (Some(a), Some(n)) => format!("{a} ({n})"),
+                (Some(a), None) => a.to_string(),
+                (None, Some(n)) => n.to_string(),
+                (None, None) => "-".into(),
+            };
+            [
+                s(&x["id_hex"]),
+                user,
+                client,
+                s(&x["dialect"]),
+                s(&x["signing"]),
+                s(&x["encryption"]),
+                s(&x["max_channels"]),
+                s(&x["current_channels"]),
+            ]
+        })
+        .collect();
+    let mut widths = headers.map(str::len);
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&headers.map(String::from));
+    out.push_str(&line(&widths.map(|w| "-".repeat(w))));
+    for (x, r) in sessions.iter().zip(&rows) {
+        out.push_str(&line(r));
+        for ch in x["channels"].as_array().unwrap_or(&empty) {
+            out.push_str(&format!(
+                "    {} -> {}  since {}  requests {}  in {}  out {}\n",
+                s(&ch["local_address"]),
+                s(&ch["remote_address"]),
+                s(&ch["connected_since"]),
+                s(&ch["requests"]),
+                human_bytes(ch["bytes_in"].as_u64().unwrap_or(0)),
+                human_bytes(ch["bytes_out"].as_u64().unwrap_or(0)),
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_responses() {
+        let r = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n{\"sessions\":[]}";
+        assert_eq!(parse_response(r).unwrap(), "{\"sessions\":[]}");
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n";
+        assert_eq!(parse_response(r).unwrap(), "{\"a\":1}");
+        let r = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+        assert!(parse_response(r).unwrap_err().contains("404"));
+        assert!(parse_response(b"garbage").is_err());
+    }
+
+    #[test]
+    fn bytes() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+    }
+
+    #[test]
+    fn table() {
+        let v: Value = serde_json::from_str(
+            r#"{"sessions":[{"id":1,"id_hex":"0x0000000000000001","user":"alice","domain":"WORKGROUP",
+            "client_address":"127.0.0.1","client_name":"PC1","dialect":"3.1.1","signing":"AES-128-GMAC",
+            "encryption":null,"max_channels":32,"current_channels":2,"channels":[
+            {"local_address":"127.0.0.1:4445","remote_address":"127.0.0.1:50000","connected_since":"2026-01-01T00:00:00.000Z","requests":10,"bytes_in":2048,"bytes_out":100},
+            {"local_address":"127.0.0.2:4445","remote_address":"127.0.0.2:50001","connected_since":"2026-01-01T00:00:01.000Z","requests":3,"bytes_in":10,"bytes_out":20}]}]}"#,
+        )
+        .unwrap();
+        let t = render_table(&v);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 5, "{t}");
+        assert!(lines[0].starts_with("Session"), "{t}");
+        assert!(lines[0].ends_with("MaxChannels  CurrentChannels"), "{t}");
+        assert!(lines[2].contains("WORKGROUP\\alice"), "{t}");
+        assert!(lines[2].contains("127.0.0.1 (PC1)"), "{t}");
+        assert!(lines[2].contains("AES-128-GMAC"), "{t}");
+        assert!(lines[2].ends_with(" 2"), "{t}");
+        assert_eq!(
+            lines[3],
+            "    127.0.0.1:4445 -> 127.0.0.1:50000  since 2026-01-01T00:00:00.000Z  requests 10  in 2.0 KiB  out 100 B"
+        );
+        assert_eq!(
+            render_table(&serde_json::json!({"sessions": []})),
+            "no sessions\n"
+        );
+    }
+}
