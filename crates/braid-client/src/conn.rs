@@ -168,6 +168,10 @@ impl Connection {
     pub fn id(&self) -> u64 {
         self.id
     }
+    /// Our end of the TCP connection.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.t.local_addr
+    }
     pub fn is_alive(&self) -> bool {
         !self.t.is_dead()
     }

@@ -44,5 +44,6 @@ pub use tree::Tree;
 
 pub use braid_smb_proto::crypto::{Cipher, SigningAlgorithm};
 pub use braid_smb_proto::messages::negotiate::dialect;
+pub use braid_smb_proto::messages::tree_connect::share_flags::ENCRYPT_DATA as SHARE_FLAG_ENCRYPT_DATA;
 pub use braid_smb_proto::messages::NetworkInterfaceInfo;
 pub use braid_smb_proto::NtStatus;

@@ -148,6 +148,8 @@ pub struct Transport {
     pub bytes_sent: AtomicU64,
     pub bytes_received: AtomicU64,
     pub requests: AtomicU64,
+    /// Our end of the TCP connection.
+    pub local_addr: Option<std::net::SocketAddr>,
 }
 
 impl Transport {
@@ -159,6 +161,7 @@ impl Transport {
     ) -> Result<Arc<Transport>> {
         let stream = TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
+        let local_addr = stream.local_addr().ok();
         let (rd, wr) = stream.into_split();
         let (tx, rx) = mpsc::unbounded_channel();
         let t = Arc::new(Transport {
@@ -172,6 +175,7 @@ impl Transport {
             bytes_sent: AtomicU64::new(0),
             bytes_received: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            local_addr,
         });
         let r = tokio::spawn(reader(t.clone(), rd));
         let w = tokio::spawn(writer(Arc::downgrade(&t), wr, rx));

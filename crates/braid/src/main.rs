@@ -1,5 +1,6 @@
 //! The `braid` binary: `braid serve`, `braid user`, `braid status`.
 
+mod bench_cli;
 mod config;
 mod status;
 
@@ -42,6 +43,12 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Load generator: run a profile against any SMB server, list
+    /// profiles, compare targets/settings into an HTML report.
+    Bench(Box<bench_cli::BenchArgs>),
+    /// Network lab (root only): namespaces with rate-limited NICs, Braid in
+    /// one, a bench from the other.
+    Lab(bench_cli::LabArgs),
 }
 
 #[derive(clap::Args)]
@@ -105,6 +112,8 @@ fn main() -> ExitCode {
         Cmd::Serve(args) => serve(args),
         Cmd::User { cmd } => user(cmd),
         Cmd::Status { admin, json } => status::run(&admin, json),
+        Cmd::Bench(args) => bench_cli::bench(*args),
+        Cmd::Lab(args) => bench_cli::lab_cmd(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,408 @@
+//! `braid lab`: a small network made of network namespaces on one machine.
+//! A server host with N veth NICs (198.18.i.1/24) and a client host
+//! (198.18.i.2/24), each link rate-limited with tc tbf to model a NIC's
+//! bandwidth; Braid serves in the server namespace with one
+//! `[[interface]]` per NIC, and `braid bench` runs from the client
+//! namespace. Everything is torn down on return, on error and on Ctrl-C.
+
+use crate::compare::{summarize, Case, CompareResult};
+use crate::profiles::Profile;
+use crate::report::Report;
+use crate::spec::Spec;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+pub type Overrides = Box<dyn Fn(&mut Spec) -> Result<(), String>>;
+
+pub struct LabOptions {
+    pub nics: u32,
+    /// tbf rate per link (e.g. "800mbit"), or no limit.
+    pub rate: Option<String>,
+    /// "1" (single channel), "multi" (one channel per NIC), or a number N
+    /// (N channels per NIC).
+    pub modes: Vec<String>,
+    pub reps: u32,
+    pub keep: bool,
+    pub out: PathBuf,
+    pub load: Overrides,
+}
+
+const LAB_USER: &str = "lab";
+const LAB_PASSWORD: &str = "lab-password";
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+fn interrupted() -> Result<(), String> {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        Err("interrupted".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether we run as root (the lab needs CAP_NET_ADMIN and CAP_SYS_ADMIN).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn sh(args: &[&str]) -> Result<(), String> {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`{}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
+
+/// Rate like "800mbit" / "1gbit" in Mbit/s (for the interface speed).
+fn rate_mbps(r: &str) -> u64 {
+    let l = r.to_ascii_lowercase();
+    let num: String = l.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let n: u64 = num.parse().unwrap_or(1000);
+    if l.ends_with("gbit") {
+        n * 1000
+    } else if l.ends_with("kbit") {
+        (n / 1000).max(1)
+    } else {
+        n
+    }
+}
+
+/// The namespaces, links and server of one lab; dropping it tears them down.
+pub struct Lab {
+    pub server_ns: String,
+    pub client_ns: String,
+    pub nics: u32,
+    workdir: PathBuf,
+    server: Option<Child>,
+    keep: bool,
+}
+
+impl Lab {
+    pub fn server_addr(i: u32) -> String {
+        format!("198.18.{i}.1")
+    }
+
+    /// Build the topology (no server yet).
+    pub fn build(nics: u32, rate: Option<&str>, keep: bool) -> Result<Lab, String> {
+        if !is_root() {
+            return Err("braid lab needs root (it creates network namespaces, veth links and tc qdiscs); run it with sudo".into());
+        }
+        if !(1..=16).contains(&nics) {
+            return Err(format!("--nics {nics}: use 1..16"));
+        }
+        let id = std::process::id() % 100_000;
+        let mut lab = Lab {
+            server_ns: format!("braidlab-s{id}"),
+            client_ns: format!("braidlab-c{id}"),
+            nics,
+            workdir: std::env::temp_dir().join(format!("braidlab-{id}")),
+            server: None,
+            keep,
+        };
+        // Partial set-ups are torn down by Drop on the error path.
+        sh(&["ip", "netns", "add", &lab.server_ns])?;
+        sh(&["ip", "netns", "add", &lab.client_ns])?;
+        for ns in [&lab.server_ns, &lab.client_ns] {
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
+        }
+        for i in 0..nics {
+            let s = format!("bls{id}n{i}");
+            let c = format!("blc{id}n{i}");
+            sh(&["ip", "link", "add", &s, "type", "veth", "peer", "name", &c])?;
+            sh(&["ip", "link", "set", &s, "netns", &lab.server_ns])?;
+            sh(&["ip", "link", "set", &c, "netns", &lab.client_ns])?;
+            let sa = format!("{}/24", Self::server_addr(i));
+            let ca = format!("198.18.{i}.2/24");
+            sh(&["ip", "-n", &lab.server_ns, "addr", "add", &sa, "dev", &s])?;
+            sh(&["ip", "-n", &lab.client_ns, "addr", "add", &ca, "dev", &c])?;
+            sh(&["ip", "-n", &lab.server_ns, "link", "set", &s, "up"])?;
+            sh(&["ip", "-n", &lab.client_ns, "link", "set", &c, "up"])?;
+            if let Some(r) = rate {
+                for (ns, dev) in [(&lab.server_ns, &s), (&lab.client_ns, &c)] {
+                    sh(&[
+                        "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
+                        "rate", r, "burst", "256kb", "latency", "20ms",
+                    ])?;
+                }
+            }
+        }
+        let _ = std::fs::remove_dir_all(&lab.workdir);
+        std::fs::create_dir_all(lab.workdir.join("share"))
+            .map_err(|e| format!("{}: {e}", lab.workdir.display()))?;
+        lab.workdir = lab.workdir.clone();
+        Ok(lab)
+    }
+
+    /// Start Braid in the server namespace, one `[[interface]]` per NIC.
+    pub fn start_braid(&mut self, exe: &Path, speed_mbps: u64) -> Result<(), String> {
+        let mut cfg = String::new();
+        cfg.push_str("listen = [\"0.0.0.0:445\"]\nmultichannel = true\nmax_channels = 32\n");
+        for i in 0..self.nics {
+            cfg.push_str(&format!(
+                "[[interface]]\naddress = \"{}\"\nif_index = {}\nspeed_mbps = {speed_mbps}\nrss = true\n",
+                Self::server_addr(i),
+                i + 1
+            ));
+        }
+        cfg.push_str(&format!(
+            "[[share]]\nname = \"share\"\npath = \"{}\"\n",
+            self.workdir.join("share").display()
+        ));
+        let cfg_path = self.workdir.join("braid.toml");
+        std::fs::write(&cfg_path, cfg).map_err(|e| e.to_string())?;
+        let log =
+            std::fs::File::create(self.workdir.join("braid.log")).map_err(|e| e.to_string())?;
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", &self.server_ns])
+            .arg(exe)
+            .arg("serve")
+            .arg("--config")
+            .arg(&cfg_path)
+            .args([
+                "--user",
+                &format!("{LAB_USER}:{LAB_PASSWORD}"),
+                "--log",
+                "warn",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("starting braid: {e}"))?;
+        let stdout = child.stdout.take();
+        self.server = Some(child);
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(out) = stdout {
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    if line.contains("listening") {
+                        let _ = tx.send(());
+                    }
+                }
+            });
+        }
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            interrupted()?;
+            if rx.recv_timeout(Duration::from_millis(100)).is_ok() {
+                return Ok(());
+            }
+            if let Some(c) = self.server.as_mut() {
+                if let Ok(Some(st)) = c.try_wait() {
+                    let log =
+                        std::fs::read_to_string(self.workdir.join("braid.log")).unwrap_or_default();
+                    return Err(format!("braid exited ({st}) in the lab:\n{log}"));
+                }
+            }
+            if Instant::now() > deadline {
+                return Err("braid did not start listening within 15 s".into());
+            }
+        }
+    }
+
+    /// Run one bench from the client namespace (a `braid bench --spec`
+    /// child) and parse its JSON report.
+    pub fn bench(&self, exe: &Path, spec: &Spec) -> Result<Report, String> {
+        let sp = self.workdir.join("spec.json");
+        std::fs::write(&sp, serde_json::to_string(spec).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.client_ns])
+            .arg(exe)
+            .args(["bench", "--json", "--spec"])
+            .arg(&sp)
+            .env("BRAID_PASSWORD", &spec.password)
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("running the bench: {e}"))?;
+        interrupted()?;
+        if !out.status.success() {
+            return Err(format!(
+                "bench in the client namespace failed ({})",
+                out.status
+            ));
+        }
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("bench JSON: {e}"))
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.server.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if self.keep {
+            eprintln!(
+                "braid lab: kept namespaces {} and {} (remove with `ip netns del`)",
+                self.server_ns, self.client_ns
+            );
+            return;
+        }
+        // Deleting a namespace deletes the veth ends inside it.
+        for ns in [&self.server_ns, &self.client_ns] {
+            let _ = Command::new("ip")
+                .args(["netns", "del", ns])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.workdir);
+    }
+}
+
+/// Build the lab, run every profile in every mode (interleaved), tear down.
+pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareResult, String> {
+    if !is_root() {
+        return Err("braid lab needs root (it creates network namespaces, veth links and tc qdiscs); run it with sudo".into());
+    }
+    // SAFETY: installing a handler that only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let mut lab = Lab::build(o.nics, o.rate.as_deref(), o.keep)?;
+    let speed = o.rate.as_deref().map(rate_mbps).unwrap_or(10_000);
+    lab.start_braid(exe, speed)?;
+    eprintln!(
+        "braid lab: server {} with {} NIC(s) {} (rate {}), client {}",
+        lab.server_ns,
+        o.nics,
+        (0..o.nics)
+            .map(Lab::server_addr)
+            .collect::<Vec<_>>()
+            .join(" "),
+        o.rate.as_deref().unwrap_or("unlimited"),
+        lab.client_ns
+    );
+    let target = format!("//{}:445/share", Lab::server_addr(0));
+    let mut cases = Vec::new();
+    for p in profiles {
+        let mut row: Vec<Case> = o
+            .modes
+            .iter()
+            .map(|m| Case {
+                profile: p.name.clone(),
+                family: p.family.clone(),
+                variant: mode_label(m, o.nics),
+                ..Default::default()
+            })
+            .collect();
+        for _ in 0..o.reps.max(1) {
+            for (m, case) in o.modes.iter().zip(row.iter_mut()) {
+                interrupted()?;
+                let mut s = Spec::default();
+                p.apply(&mut s);
+                s.target = target.clone();
+                s.user = LAB_USER.into();
+                s.password = LAB_PASSWORD.into();
+                match m.as_str() {
+                    "1" | "single" => {
+                        s.multichannel = false;
+                        s.channels = 1;
+                    }
+                    "multi" => {
+                        s.multichannel = true;
+                        s.channels = 1;
+                    }
+                    n => {
+                        s.multichannel = true;
+                        s.channels = n
+                            .parse()
+                            .map_err(|_| format!("mode '{n}': use 1, multi or a channel count"))?;
+                    }
+                }
+                (o.load)(&mut s)?;
+                case.io_size = s.io_size;
+                eprintln!("braid lab: {} with {}", p.name, case.variant);
+                match lab.bench(exe, &s) {
+                    Ok(r) => {
+                        let nics: std::collections::BTreeSet<String> = r
+                            .channels
+                            .iter()
+                            .map(|c| {
+                                c.remote
+                                    .rsplit_once(':')
+                                    .map(|x| x.0)
+                                    .unwrap_or("")
+                                    .to_string()
+                            })
+                            .collect();
+                        eprintln!(
+                            "  {:.0} IOPS {:.1} MiB/s over {} channel(s) on {} NIC(s)",
+                            r.total.iops,
+                            r.total.mib_s,
+                            r.channels.len(),
+                            nics.len()
+                        );
+                        case.runs.push(summarize(&r));
+                        case.reports.push(r);
+                    }
+                    Err(e) => {
+                        interrupted()?;
+                        eprintln!("  failed: {e}");
+                        case.failures.push(e);
+                    }
+                }
+            }
+        }
+        for mut c in row {
+            c.runs.iter().for_each(|_| {});
+            let iops: Vec<f64> = c.runs.iter().map(|r| r.iops).collect();
+            let mibs: Vec<f64> = c.runs.iter().map(|r| r.mib_s).collect();
+            let p50: Vec<f64> = c.runs.iter().map(|r| r.p50_us).collect();
+            let p99: Vec<f64> = c.runs.iter().map(|r| r.p99_us).collect();
+            c.iops = crate::compare::median_of(iops);
+            c.mib_s = crate::compare::median_of(mibs);
+            c.p50_us = crate::compare::median_of(p50);
+            c.p99_us = crate::compare::median_of(p99);
+            cases.push(c);
+        }
+    }
+    let res = CompareResult {
+        title: format!(
+            "braid lab: {} NIC(s) at {} each, single channel vs multichannel",
+            o.nics,
+            o.rate.as_deref().unwrap_or("unlimited")
+        ),
+        created_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        host: "network namespaces".into(),
+        reps: o.reps,
+        variants: Vec::new(),
+        cases,
+        notes: vec![format!(
+            "Server namespace {} with NICs {} (veth, tc tbf {} per direction); client namespace {}; Braid with one [[interface]] per NIC.",
+            lab.server_ns,
+            (0..o.nics).map(Lab::server_addr).collect::<Vec<_>>().join(", "),
+            o.rate.as_deref().unwrap_or("unlimited"),
+            lab.client_ns
+        )],
+    };
+    crate::compare::write_named(&res, &o.out, "lab")?;
+    drop(lab);
+    Ok(res)
+}
+
+fn mode_label(m: &str, nics: u32) -> String {
+    match m {
+        "1" | "single" => "single channel".into(),
+        "multi" => format!("multichannel ({nics} ch)"),
+        n => format!("multichannel ({n} ch/NIC)"),
+    }
+}
