@@ -1,6 +1,6 @@
 //! Server settings after the binary has parsed and validated its config.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,6 +15,17 @@ pub struct ShareConfig {
 /// The admin API's default address: loopback only, port 9445 (SMB's 445
 /// behind a 9, as Braid's default SMB port 4445 puts a 4 before it).
 pub const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:9445";
+
+/// One network interface reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO
+/// (MS-SMB2 2.2.32.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceConfig {
+    pub address: IpAddr,
+    pub if_index: u32,
+    pub speed_mbps: u64,
+    /// RSS_CAPABLE: clients may open several channels to this interface.
+    pub rss: bool,
+}
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -41,8 +52,14 @@ pub struct ServerConfig {
     pub encrypt: bool,
     /// Cipher preference, most preferred first (MS-SMB2 3.3.5.4).
     pub ciphers: Vec<braid_smb_proto::crypto::Cipher>,
-    /// Channels a session may have (MS-SMB2 3.3.5.5.2; default 32).
+    /// Offer SMB3 multichannel (CAP_MULTI_CHANNEL, session binding).
+    pub multichannel: bool,
+    /// Channels a session may have (MS-SMB2 3.3.5.5.2; default 32); a bind
+    /// beyond it gets STATUS_INSUFFICIENT_RESOURCES.
     pub max_channels: usize,
+    /// Interfaces FSCTL_QUERY_NETWORK_INTERFACE_INFO reports; empty means
+    /// auto-detect (see `interfaces.rs`).
+    pub interfaces: Vec<InterfaceConfig>,
     /// Admin HTTP API (sessions, shares, Prometheus metrics); None: off.
     pub admin_listen: Option<SocketAddr>,
     /// The admin address is the built-in default rather than configured:
@@ -72,7 +89,9 @@ impl Default for ServerConfig {
                 braid_smb_proto::crypto::Cipher::Aes128Ccm,
                 braid_smb_proto::crypto::Cipher::Aes256Ccm,
             ],
+            multichannel: true,
             max_channels: 32,
+            interfaces: Vec::new(),
             admin_listen: Some(DEFAULT_ADMIN_LISTEN.parse().expect("static address")),
             admin_listen_is_default: true,
         }

@@ -60,6 +60,8 @@ pub struct Connection {
     pub pending: Mutex<HashMap<u64, PendingRequest>>,
     next_async_id: AtomicU64,
     pub sessions: Mutex<HashSet<u64>>,
+    /// Sessions this connection is in the middle of binding to.
+    pub binding: Mutex<HashSet<u64>>,
     pub closing: CancellationToken,
     pub connected_at: Instant,
     /// Wall-clock connect time, for the admin view.
@@ -160,6 +162,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         pending: Mutex::new(HashMap::new()),
         next_async_id: AtomicU64::new(1),
         sessions: Mutex::new(HashSet::new()),
+        binding: Mutex::new(HashSet::new()),
         closing: CancellationToken::new(),
         connected_at: Instant::now(),
         connected_since: std::time::SystemTime::now(),
@@ -286,16 +289,32 @@ async fn write_frame(
     Ok(())
 }
 
-/// The connection is gone: its sessions lose this channel; a session with
-/// no channel left is torn down with its opens (MS-SMB2 3.3.7.1).
+/// The connection is gone (MS-SMB2 3.3.7.1): each of its sessions loses
+/// this channel; its opens, locks and oplocks stay while another channel
+/// lives, and a session with no channel left is torn down with its opens.
 async fn teardown(conn: &Arc<Connection>) {
+    let binding: Vec<u64> = conn.binding.lock().unwrap().drain().collect();
+    for id in binding {
+        if let Some(sess) = conn.server.sessions.get(&id) {
+            sess.binds.lock().unwrap().remove(&conn.id);
+        }
+    }
     let ids: Vec<u64> = conn.sessions.lock().unwrap().drain().collect();
     for id in ids {
-        if let Some(sess) = conn.server.sessions.get(&id) {
-            if sess.connection_id == conn.id {
-                conn.server.sessions.remove(&id);
-                crate::smb::ops::logoff::close_session(&conn.server, &sess).await;
-            }
+        let Some(sess) = conn.server.sessions.get(&id) else {
+            continue;
+        };
+        let left = sess.remove_channel(conn.id);
+        if left == 0 {
+            conn.server.sessions.remove(&id);
+            crate::smb::ops::logoff::close_session(&conn.server, &sess).await;
+        } else {
+            debug!(
+                conn = conn.id,
+                session = id,
+                channels = left,
+                "channel lost"
+            );
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod config;
 pub mod conn;
 pub mod credits;
+pub mod interfaces;
 pub mod metrics;
 pub mod oplock;
 pub mod server;
@@ -14,5 +15,5 @@ pub mod smb;
 pub mod state;
 pub mod userdb;
 
-pub use config::{ServerConfig, ShareConfig};
+pub use config::{InterfaceConfig, ServerConfig, ShareConfig};
 pub use server::Server;

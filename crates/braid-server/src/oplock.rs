@@ -230,7 +230,18 @@ impl FileOplocks {
 /// MS-SMB2 3.3.4.6: an oplock break notification (MessageId all ones,
 /// no session, unsigned; encrypted when the holder's session encrypts).
 fn send_break(h: &Holder, level: u8) {
-    let Some(conn) = h.conn.upgrade() else { return };
+    // MS-SMB2 3.3.4.6: on the connection of the open, or, once that is
+    // gone, on any live channel of the holder's session.
+    let conn = h
+        .conn
+        .upgrade()
+        .filter(|c| !c.closing.is_cancelled())
+        .or_else(|| {
+            let s = h.session.upgrade()?;
+            let preferred = h.conn.upgrade().map(|c| c.id).unwrap_or(0);
+            s.live_connection(preferred)
+        });
+    let Some(conn) = conn else { return };
     let hdr = Header {
         command: Command::OplockBreak as u16,
         flags: flags::SERVER_TO_REDIR,

@@ -86,6 +86,15 @@ pub struct Session {
     next_volatile: AtomicU64,
     /// Connection that created the session (its first channel).
     pub connection_id: u64,
+    /// What NEGOTIATE settled on the connection that created the session:
+    /// a bind must match its dialect, cipher and signing algorithm
+    /// (MS-SMB2 3.3.5.5.2).
+    pub origin: std::sync::OnceLock<crate::conn::Negotiated>,
+    /// Binding exchanges in progress, by the connection being bound.
+    pub binds: Mutex<HashMap<u64, AuthExchange>>,
+    /// Recently completed modifying requests, for replay detection
+    /// (MS-SMB2 3.3.5.2.10).
+    pub replay: Mutex<crate::smb::replay::ReplayTable>,
 }
 
 impl Session {
@@ -109,7 +118,66 @@ impl Session {
             opens: ShardedMap::new(),
             next_volatile: AtomicU64::new(1),
             connection_id,
+            origin: std::sync::OnceLock::new(),
+            binds: Mutex::new(HashMap::new()),
+            replay: Mutex::new(Default::default()),
         }
+    }
+
+    /// MS-SMB2 3.3.1.14 Channel.SigningKey of the channel on `conn_id`.
+    pub fn channel_signing(&self, conn_id: u64) -> Option<SigningState> {
+        self.channels
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|c| c.connection_id == conn_id)
+            .and_then(|c| c.signing.clone())
+    }
+
+    /// The key for messages of this session on `conn_id` (MS-SMB2 3.3.5.2.4,
+    /// 3.3.4.1.1): the channel's signing key; on a connection that is not a
+    /// channel yet (a binding SESSION_SETUP), Session.SigningKey.
+    pub fn signing_for(&self, conn_id: u64) -> Option<SigningState> {
+        let channels = self.channels.lock().unwrap();
+        match channels.iter().find(|c| c.connection_id == conn_id) {
+            Some(c) => c.signing.clone(),
+            None => {
+                drop(channels);
+                self.signing()
+            }
+        }
+    }
+
+    pub fn has_channel(&self, conn_id: u64) -> bool {
+        self.channels
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|c| c.connection_id == conn_id)
+    }
+
+    pub fn channel_count(&self) -> usize {
+        self.channels.lock().unwrap().len()
+    }
+
+    /// Drop the channel on `conn_id`; returns how many channels are left.
+    pub fn remove_channel(&self, conn_id: u64) -> usize {
+        self.binds.lock().unwrap().remove(&conn_id);
+        let mut channels = self.channels.lock().unwrap();
+        channels.retain(|c| c.connection_id != conn_id && c.conn.strong_count() > 0);
+        channels.len()
+    }
+
+    /// A live connection of this session, `preferred` if it still lives
+    /// (server-initiated messages, MS-SMB2 3.3.4.6: any channel will do).
+    pub fn live_connection(&self, preferred: u64) -> Option<Arc<crate::conn::Connection>> {
+        let channels = self.channels.lock().unwrap();
+        let live = |c: &Channel| c.conn.upgrade().filter(|c| !c.closing.is_cancelled());
+        channels
+            .iter()
+            .filter(|c| c.connection_id == preferred)
+            .find_map(live)
+            .or_else(|| channels.iter().find_map(live))
     }
 
     /// Live connections of this session's channels.

@@ -31,6 +31,13 @@ pub struct FileConfig {
     pub ciphers: Option<Vec<String>>,
     /// Admin HTTP API address (default "127.0.0.1:9445"); "off" or "" disables it.
     pub admin_listen: Option<String>,
+    /// Offer SMB3 multichannel (default true).
+    pub multichannel: Option<bool>,
+    /// Channels per session (default 32).
+    pub max_channels: Option<u32>,
+    /// Interfaces reported to multichannel clients; none: auto-detect.
+    #[serde(default, rename = "interface")]
+    pub interfaces: Vec<InterfaceEntry>,
     #[serde(default, rename = "share")]
     pub shares: Vec<ShareEntry>,
 }
@@ -43,6 +50,47 @@ pub struct ShareEntry {
     /// Refuse unencrypted access to this share (default false).
     #[serde(default)]
     pub encrypt: bool,
+}
+
+/// `[[interface]]`: one address reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterfaceEntry {
+    pub address: String,
+    pub if_index: u32,
+    /// Link speed in Mbit/s (default 10000).
+    pub speed_mbps: Option<u64>,
+    /// RSS-capable (default true).
+    pub rss: Option<bool>,
+}
+
+/// Validate an `[[interface]]` table into the server's form.
+pub fn parse_interface(e: &InterfaceEntry) -> Result<braid_server::InterfaceConfig, String> {
+    let address = e.address.parse::<std::net::IpAddr>().map_err(|_| {
+        format!(
+            "interface address = '{}': not an IP address such as 127.0.0.2 or fd00::1",
+            e.address
+        )
+    })?;
+    if e.if_index == 0 {
+        return Err(format!(
+            "interface {}: if_index = 0; use a non-zero interface index",
+            e.address
+        ));
+    }
+    let speed_mbps = e.speed_mbps.unwrap_or(10_000);
+    if speed_mbps == 0 {
+        return Err(format!(
+            "interface {}: speed_mbps = 0; clients ignore interfaces without a speed",
+            e.address
+        ));
+    }
+    Ok(braid_server::InterfaceConfig {
+        address,
+        if_index: e.if_index,
+        speed_mbps,
+        rss: e.rss.unwrap_or(true),
+    })
 }
 
 pub fn load(path: &Path) -> Result<FileConfig, String> {
@@ -149,6 +197,22 @@ mod tests {
         let c = parse("[[share]]\nname = \"data\"\npath = \"/srv\"\n").unwrap();
         assert_eq!(c.shares.len(), 1);
         assert_eq!(c.shares[0].name, "data");
+    }
+
+    #[test]
+    fn interfaces_parse() {
+        let c = parse(
+            "multichannel = true\nmax_channels = 4\n[[interface]]\naddress = \"127.0.0.2\"\nif_index = 2\nspeed_mbps = 1000\nrss = false\n",
+        )
+        .unwrap();
+        assert_eq!(c.max_channels, Some(4));
+        let i = parse_interface(&c.interfaces[0]).unwrap();
+        assert_eq!(i.if_index, 2);
+        assert_eq!(i.speed_mbps, 1000);
+        assert!(!i.rss);
+        assert!(parse("[[interface]]\naddress = \"x\"\nif_index = 1\n")
+            .map(|c| parse_interface(&c.interfaces[0]).is_err())
+            .unwrap());
     }
 
     #[test]

@@ -340,6 +340,13 @@ async fn handle_one(
             if phase == SessionPhase::InProgress && command != Command::SessionSetup {
                 break 'res Err(NtStatus::USER_SESSION_DELETED);
             }
+            // 3.3.5.2.9: outside SESSION_SETUP (which may bind this
+            // connection), the connection must be one of the session's
+            // channels.
+            if command != Command::SessionSetup && !conn.sessions.lock().unwrap().contains(&sess.id)
+            {
+                break 'res Err(NtStatus::USER_SESSION_DELETED);
+            }
             if encrypted_by.is_none()
                 && sess.encrypt_data.load(std::sync::atomic::Ordering::Relaxed)
                 && command != Command::SessionSetup
@@ -347,18 +354,24 @@ async fn handle_one(
                 // 3.3.5.2.9: an encrypting session takes only encrypted requests.
                 break 'res Err(NtStatus::ACCESS_DENIED);
             }
-            // 3.3.5.2.4: verify the signature (decryption already authenticated).
+            // 3.3.5.2.4: verify the signature (decryption already
+            // authenticated) with the key of this connection's channel, or
+            // Session.SigningKey for a binding SESSION_SETUP.
             if encrypted_by.is_some() {
-            } else if let Some(signing) = sess.signing() {
+            } else if let Some(signing) = sess.signing_for(conn.id) {
                 if hdr.is_signed() {
-                    if !verify_signature(signing.algorithm, &signing.key, msg) {
+                    if !verify_request(conn, &sess, command, &signing, msg) {
                         debug!(conn = conn.id, mid = hdr.message_id, "bad signature");
                         break 'res Err(NtStatus::ACCESS_DENIED);
                     }
                 } else if sess
                     .signing_required
                     .load(std::sync::atomic::Ordering::Relaxed)
-                    && command != Command::SessionSetup
+                    // Only a SESSION_SETUP binding a new connection may come
+                    // unsigned here (it is refused as INVALID_PARAMETER in
+                    // session_setup.rs); a re-authentication on a channel
+                    // must be signed, as Samba requires.
+                    && (command != Command::SessionSetup || sess.has_channel(conn.id))
                 {
                     break 'res Err(NtStatus::ACCESS_DENIED);
                 }
@@ -373,7 +386,7 @@ async fn handle_one(
                 .filter(|s| s.phase() == SessionPhase::Valid)
                 .filter(|s| {
                     !hdr.is_signed()
-                        || s.signing()
+                        || s.signing_for(conn.id)
                             .is_none_or(|k| verify_signature(k.algorithm, &k.key, msg))
                 });
         }
@@ -405,7 +418,7 @@ async fn handle_one(
             cmd = info.name,
             "request"
         );
-        dispatch::dispatch(command, &mut req).await
+        super::replay::dispatch_guarded(command, &mut req).await
     };
 
     let command = hdr.command;
@@ -497,9 +510,7 @@ async fn handle_one(
     let mut hbuf = Vec::with_capacity(HEADER_LEN);
     rh.encode(&mut hbuf);
     resp[..HEADER_LEN].copy_from_slice(&hbuf);
-    if let Some(hook) = reply.after_send.take() {
-        hook(&resp);
-    }
+    let after_send = reply.after_send.take();
 
     // 3.3.4.1.1: sign responses of signed sessions.
     let sign_session = if reply.sign_with_new_session {
@@ -515,7 +526,8 @@ async fn handle_one(
         sign_session
     };
     if let Some(sess) = sign_session {
-        if let Some(s) = sess.signing() {
+        // 3.3.4.1.1: the channel's key (the new one after a bind).
+        if let Some(s) = sess.signing_for(conn.id) {
             let required = sess
                 .signing_required
                 .load(std::sync::atomic::Ordering::Relaxed);
@@ -538,11 +550,47 @@ async fn handle_one(
         resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
         resp[offsets::SIGNATURE..offsets::SIGNATURE + 16].copy_from_slice(&hdr.signature);
     }
+    if let Some(hook) = after_send {
+        // Preauth integrity hashes the message as sent: a binding
+        // exchange's interim responses are signed (MS-SMB2 3.3.5.5.2), so
+        // sign first. finalize signs again after any compound chaining.
+        if let Some(s) = &signing {
+            sign_in_place(s.algorithm, &s.key, &mut resp)
+                .map_err(|e| format!("signing failed: {e}"))?;
+        }
+        hook(&resp);
+    }
     Ok(Finished {
         resp,
         payload: reply.payload,
         signing,
     })
+}
+
+/// MS-SMB2 3.3.5.2.4 with the binding case of 3.3.5.5.2: a binding
+/// SESSION_SETUP is signed with Session.SigningKey; a client whose new
+/// connection negotiated another signing algorithm may have used that one.
+/// Either proves the key; the bind is then refused for the mismatch
+/// (session_setup.rs) rather than as a bad signature.
+fn verify_request(
+    conn: &Connection,
+    sess: &Session,
+    command: Command,
+    signing: &crate::session::SigningState,
+    msg: &[u8],
+) -> bool {
+    if verify_signature(signing.algorithm, &signing.key, msg) {
+        return true;
+    }
+    if command != Command::SessionSetup || sess.has_channel(conn.id) {
+        return false;
+    }
+    match conn.negotiated() {
+        Some(n) if n.signing_algorithm != signing.algorithm => {
+            verify_signature(n.signing_algorithm, &signing.key, msg)
+        }
+        _ => false,
+    }
 }
 
 pub fn error_reply(status: NtStatus) -> Reply {

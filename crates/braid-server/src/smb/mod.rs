@@ -4,6 +4,7 @@
 pub mod dispatch;
 pub mod frame;
 pub mod ops;
+pub mod replay;
 pub mod status_map;
 
 use std::sync::Arc;

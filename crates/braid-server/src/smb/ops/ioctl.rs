@@ -2,7 +2,8 @@
 
 use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::messages::ioctl::{
-    fsctl, ValidateNegotiateInfoRequest, ValidateNegotiateInfoResponse,
+    encode_network_interface_info, fsctl, NetworkInterfaceInfo, ValidateNegotiateInfoRequest,
+    ValidateNegotiateInfoResponse,
 };
 use braid_smb_proto::messages::{IoctlRequest, IoctlResponse};
 use braid_smb_proto::NtStatus;
@@ -25,7 +26,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         fsctl::VALIDATE_NEGOTIATE_INFO => validate_negotiate(req, &r)?,
         fsctl::DFS_GET_REFERRALS | fsctl::DFS_GET_REFERRALS_EX => return Err(NtStatus::NOT_FOUND),
         fsctl::PIPE_TRANSCEIVE => return Err(NtStatus::NOT_SUPPORTED),
-        fsctl::QUERY_NETWORK_INTERFACE_INFO => return Err(NtStatus::NOT_SUPPORTED),
+        fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interface_info(req, &r)?,
         FSCTL_CREATE_OR_GET_OBJECT_ID | FSCTL_GET_OBJECT_ID => object_id(req, &r)?,
         _ => {
             // A file id must still name an open (3.3.5.15), then the
@@ -46,6 +47,26 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         output,
         flags: 0,
     }))
+}
+
+/// MS-SMB2 3.3.5.15.11: the server's interfaces, when multichannel is on.
+fn network_interface_info(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
+    let config = &req.conn.server.config;
+    if !config.multichannel {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    if r.file_id
+        != (FileId {
+            persistent: u64::MAX,
+            volatile: u64::MAX,
+        })
+    {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let list = crate::interfaces::list(config);
+    let mut out = Vec::with_capacity(list.len() * NetworkInterfaceInfo::SIZE);
+    encode_network_interface_info(&list, &mut out);
+    Ok(out)
 }
 
 const FSCTL_GET_OBJECT_ID: u32 = 0x0009_009C;

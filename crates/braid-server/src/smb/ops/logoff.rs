@@ -13,15 +13,34 @@ use crate::state::ServerState;
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     LogoffRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = req.session()?.clone();
-    let conn = req.conn;
-    conn.server.sessions.remove(&session.id);
-    conn.sessions.lock().unwrap().remove(&session.id);
+    end_session(&req.conn.server, &session).await;
+    // The response is still signed with the channel's key.
+    Ok(Reply::of(&LogoffResponse))
+}
+
+/// The session ends on every channel (logoff, failed re-authentication):
+/// it leaves the server's table and each channel's connection, its opens
+/// are closed, and requests still pending on any channel are cancelled.
+pub async fn end_session(server: &Arc<ServerState>, session: &Arc<Session>) {
+    server.sessions.remove(&session.id);
+    let conns = session.channel_connections();
+    for c in &conns {
+        c.sessions.lock().unwrap().remove(&session.id);
+    }
+    if let Some(c) = server
+        .connections
+        .get(&session.connection_id)
+        .and_then(|w| w.upgrade())
+    {
+        // A session still being set up has no channel yet.
+        c.sessions.lock().unwrap().remove(&session.id);
+    }
     // Close first: requests waiting on the session's opens then end as
     // their opens go (RANGE_NOT_LOCKED for locks); the rest are cancelled.
-    close_session(&conn.server, &session).await;
-    conn.cancel_session_requests(session.id);
-    // The response is still signed with the session's key.
-    Ok(Reply::of(&LogoffResponse))
+    close_session(server, session).await;
+    for c in &conns {
+        c.cancel_session_requests(session.id);
+    }
 }
 
 /// Close every open of a session that is going away.

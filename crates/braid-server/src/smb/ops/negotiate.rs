@@ -35,10 +35,15 @@ fn server_security_mode(conn: &Connection) -> u16 {
     m
 }
 
-fn server_capabilities(dialect: u16) -> u32 {
+fn server_capabilities(conn: &Connection, dialect: u16) -> u32 {
     let mut caps = 0;
     if dialect >= dialect::SMB210 {
         caps |= capabilities::LARGE_MTU;
+    }
+    // MS-SMB2 3.3.5.4: CAP_MULTI_CHANNEL on 3.x when the server supports
+    // multichannel (IsMultiChannelCapable).
+    if dialect >= dialect::SMB300 && conn.server.config.multichannel {
+        caps |= capabilities::MULTI_CHANNEL;
     }
     caps
 }
@@ -67,7 +72,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     };
     let mut out_contexts = Vec::new();
     let mut cipher = None;
-    let mut server_caps = server_capabilities(chosen);
+    let mut server_caps = server_capabilities(conn, chosen);
     // 3.3.5.4: 3.0/3.0.2 encrypt with AES-128-CCM when both sides can.
     if (chosen == dialect::SMB300 || chosen == dialect::SMB302)
         && r.capabilities & capabilities::ENCRYPTION != 0
@@ -220,7 +225,7 @@ pub fn handle_smb1(conn: &Arc<Connection>, msg: &[u8]) -> Result<Vec<u8>, String
         client_security_mode: 0,
         client_capabilities: 0,
         client_dialects: vec![chosen],
-        server_capabilities: server_capabilities(chosen),
+        server_capabilities: server_capabilities(conn, chosen),
         server_security_mode: server_security_mode(conn),
         signing_algorithm: SigningAlgorithm::HmacSha256,
         cipher: None,

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use braid_smb_proto::auth::{AuthOutcome, NtlmServer, SpnegoServer, SpnegoStep};
 use braid_smb_proto::codec::Message;
-use braid_smb_proto::crypto::{derive_session_keys, NonceGenerator, PreauthHash};
+use braid_smb_proto::crypto::{
+    derive_channel_signing_key, derive_session_keys, NonceGenerator, PreauthHash, SigningAlgorithm,
+};
 use braid_smb_proto::messages::negotiate::{dialect, security_mode};
 use braid_smb_proto::messages::session_setup::{flags as setup_flags, session_flags};
 use braid_smb_proto::messages::{SessionSetupRequest, SessionSetupResponse};
@@ -13,7 +15,7 @@ use braid_smb_proto::NtStatus;
 use tracing::info;
 
 use crate::session::{
-    AuthExchange, EncryptionState, Identity, Session, SessionPhase, SigningState,
+    AuthExchange, Channel, EncryptionState, Identity, Session, SessionPhase, SigningState,
 };
 use crate::smb::{OpResult, Reply, Request};
 use crate::state::filetime;
@@ -28,20 +30,24 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = SessionSetupRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
 
     if r.flags & setup_flags::BINDING != 0 {
-        // Session binding (multichannel) is not offered yet: 3.3.5.5 says a
-        // server without multichannel support refuses the bind.
-        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+        return bind(req, &neg, &r).await;
     }
 
     // A session is "new" until its first authentication completes; after
     // that a SESSION_SETUP on it is a re-authentication.
     let (session, is_new) = match req.session.clone() {
+        // MS-SMB2 3.3.5.5.3: re-authentication happens on a channel of the
+        // session; other connections must bind first.
+        Some(s) if !conn.sessions.lock().unwrap().contains(&s.id) => {
+            return Err(NtStatus::USER_SESSION_DELETED)
+        }
         Some(s) => {
             let new = s.phase() == SessionPhase::InProgress;
             (s, new)
         }
         None if req.header.session_id == 0 => {
             let s = Arc::new(Session::new(server.new_session_id(), neg.dialect, conn.id));
+            let _ = s.origin.set(neg.clone());
             server.sessions.insert(s.id, s.clone());
             conn.sessions.lock().unwrap().insert(s.id);
             (s, true)
@@ -112,11 +118,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             session.auth.lock().unwrap().take();
             // A failed logon ends the session, re-authentication included
             // (as Windows and Samba do): its opens are closed.
-            server.sessions.remove(&session.id);
-            conn.sessions.lock().unwrap().remove(&session.id);
-            if !is_new {
-                conn.cancel_session_requests(session.id);
-                super::logoff::close_session(server, &session).await;
+            if is_new {
+                server.sessions.remove(&session.id);
+                conn.sessions.lock().unwrap().remove(&session.id);
+            } else {
+                super::logoff::end_session(server, &session).await;
             }
             tokio::time::sleep(server.config.logon_failure_delay).await;
             Err(NtStatus::LOGON_FAILURE)
@@ -239,5 +245,220 @@ fn complete(
     });
     reply.session_id = Some(session.id);
     reply.sign_with_new_session = sign_response;
+    Ok(reply)
+}
+
+/// STATUS_REQUEST_OUT_OF_SEQUENCE (MS-ERREF 2.3.1).
+const REQUEST_OUT_OF_SEQUENCE: NtStatus = NtStatus(0xC000_042A);
+
+fn new_exchange(req: &Request<'_>) -> AuthExchange {
+    let conn = req.conn;
+    let config = &conn.server.config;
+    AuthExchange {
+        spnego: SpnegoServer::new(NtlmServer::new(
+            rand::random(),
+            filetime(std::time::SystemTime::now()),
+            &config.netbios_name,
+            &config.netbios_name.to_lowercase(),
+            &config.domain,
+        )),
+        // MS-SMB2 3.3.5.5.2: the binding exchange hashes from this
+        // connection's NEGOTIATE (Connection.PreauthIntegrityHashValue).
+        preauth: conn.preauth.lock().unwrap().clone().unwrap_or_default(),
+    }
+}
+
+/// MS-SMB2 3.3.5.5.2: the checks before a connection may bind to an
+/// existing session. Where the spec leaves the status open, Samba's is
+/// used (smbd_smb2_session_setup_send and the torture tests'
+/// expectations).
+fn check_bind(
+    req: &Request<'_>,
+    neg: &crate::conn::Negotiated,
+    session: &Session,
+) -> Result<(), NtStatus> {
+    let conn = req.conn;
+    let config = &conn.server.config;
+    let origin = session.origin.get().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    let session_signing = session.signing().ok_or(NtStatus::NOT_SUPPORTED)?;
+    // Signing algorithms (3.1.1 SIGNING_CAPABILITIES): a session signed
+    // with AES-GMAC cannot take a channel signing otherwise, and a
+    // GMAC-signing connection cannot join a session signed otherwise.
+    if session_signing.algorithm == SigningAlgorithm::AesGmac
+        && neg.signing_algorithm != SigningAlgorithm::AesGmac
+    {
+        return Err(REQUEST_OUT_OF_SEQUENCE);
+    }
+    if neg.signing_algorithm == SigningAlgorithm::AesGmac
+        && session_signing.algorithm != SigningAlgorithm::AesGmac
+    {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    // 3.3.5.5: binding needs a 3.x connection.
+    if neg.dialect < dialect::SMB300 {
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    // "If Connection.Dialect is not the same as Session.Connection.Dialect,
+    // the server MUST fail the request with STATUS_INVALID_PARAMETER"
+    // (a 2.x session included).
+    if session.dialect != neg.dialect {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // 3.1.1: the new connection must have negotiated the session's cipher
+    // (Connection.CipherId). HMAC-SHA256 and AES-CMAC channels may mix:
+    // each channel signs with its own connection's algorithm.
+    if origin.cipher != neg.cipher {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    if session.phase() != SessionPhase::Valid {
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    // An anonymous or guest session has no key to bind with.
+    if session.is_anonymous_or_guest() {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    if session.channel_count() >= config.max_channels {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    Ok(())
+}
+
+/// MS-SMB2 3.3.5.5.2: SESSION_SETUP with SMB2_SESSION_FLAG_BINDING adds
+/// this connection as a channel of an existing session, after a full
+/// authentication of the same user on this connection.
+async fn bind(
+    req: &mut Request<'_>,
+    neg: &crate::conn::Negotiated,
+    r: &SessionSetupRequest,
+) -> OpResult {
+    let conn = req.conn;
+    let server = &conn.server;
+    if !server.config.multichannel {
+        // 3.3.5.5: "If the server does not support multichannel ...
+        // STATUS_REQUEST_NOT_ACCEPTED" (a 2.x connection too: check_bind,
+        // after the signing-algorithm checks, as Samba orders them).
+        return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+    }
+    if req.header.session_id == 0 {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let session = req.session.clone().ok_or(NtStatus::USER_SESSION_DELETED)?;
+    // The bind must be signed with Session.SigningKey (frame.rs verified
+    // the signature when present).
+    if !req.header.is_signed() {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let in_progress = session.binds.lock().unwrap().contains_key(&conn.id);
+    if !in_progress {
+        if session.has_channel(conn.id) || conn.sessions.lock().unwrap().contains(&session.id) {
+            // Already a channel of this session.
+            return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+        }
+        check_bind(req, neg, &session)?;
+    }
+
+    let step = {
+        let mut binds = session.binds.lock().unwrap();
+        let ex = binds.entry(conn.id).or_insert_with(|| new_exchange(req));
+        if neg.dialect == dialect::SMB311 {
+            ex.preauth.update(req.msg);
+        }
+        let users = &server.users;
+        ex.spnego
+            .step(&r.security_buffer, &|user: &str, _domain: &str| {
+                users.nt_hash(user)
+            })
+    };
+    conn.binding.lock().unwrap().insert(session.id);
+
+    let outcome = match step {
+        Ok(SpnegoStep::Continue(token)) => {
+            let mut reply = Reply::with_status(
+                NtStatus::MORE_PROCESSING_REQUIRED,
+                &SessionSetupResponse {
+                    session_flags: 0,
+                    security_buffer: token,
+                },
+            );
+            reply.session_id = Some(session.id);
+            if neg.dialect == dialect::SMB311 {
+                let s = session.clone();
+                let cid = conn.id;
+                reply.after_send = Some(Box::new(move |resp: &[u8]| {
+                    if let Some(ex) = s.binds.lock().unwrap().get_mut(&cid) {
+                        ex.preauth.update(resp);
+                    }
+                }));
+            }
+            return Ok(reply);
+        }
+        Ok(SpnegoStep::Done { token, outcome }) => (token, outcome),
+        Err(e) => {
+            // A failed bind leaves the session and its other channels alone.
+            info!(conn = conn.id, peer = %conn.peer, session = session.id, "bind logon failure: {e}");
+            session.binds.lock().unwrap().remove(&conn.id);
+            conn.binding.lock().unwrap().remove(&session.id);
+            tokio::time::sleep(server.config.logon_failure_delay).await;
+            return Err(NtStatus::LOGON_FAILURE);
+        }
+    };
+    let (token, outcome) = outcome;
+    let ex = session.binds.lock().unwrap().remove(&conn.id);
+    conn.binding.lock().unwrap().remove(&session.id);
+    let preauth = ex.map(|e| e.preauth).unwrap_or_default();
+
+    // MS-SMB2 3.3.5.5.3 (binding): the authenticated user must be the
+    // session's user; Samba answers NOT_SUPPORTED otherwise, and for a
+    // logon without a session key (anonymous).
+    let first_user = session.first_user.lock().unwrap().clone();
+    if outcome.anonymous || !first_user.eq_ignore_ascii_case(&outcome.user) {
+        info!(conn = conn.id, session = session.id, user = %outcome.user, "bind by another user refused");
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    if outcome.session_key.is_empty() {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    // Channel.SigningKey: 3.0/3.0.2 derive it like Session.SigningKey;
+    // 3.1.1 with this connection's binding preauth hash.
+    let preauth_value = (neg.dialect == dialect::SMB311).then(|| *preauth.value());
+    let key = derive_channel_signing_key(neg.dialect, &outcome.session_key, preauth_value.as_ref())
+        .map_err(|_| NtStatus::INTERNAL_ERROR)?;
+    {
+        let mut channels = session.channels.lock().unwrap();
+        channels.retain(|c| c.conn.strong_count() > 0);
+        if channels.len() >= server.config.max_channels {
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
+        }
+        channels.push(Channel {
+            connection_id: conn.id,
+            conn: Arc::downgrade(conn),
+            signing: Some(SigningState {
+                algorithm: neg.signing_algorithm,
+                key: key.to_vec(),
+            }),
+            bound_at: std::time::SystemTime::now(),
+        });
+    }
+    conn.sessions.lock().unwrap().insert(session.id);
+    if session.phase() != SessionPhase::Valid {
+        // The session went away while this bind authenticated.
+        session.remove_channel(conn.id);
+        conn.sessions.lock().unwrap().remove(&session.id);
+        return Err(NtStatus::USER_SESSION_DELETED);
+    }
+    info!(
+        conn = conn.id,
+        peer = %conn.peer,
+        session = session.id,
+        channels = session.channel_count(),
+        "channel bound"
+    );
+    let mut reply = Reply::of(&SessionSetupResponse {
+        session_flags: 0,
+        security_buffer: token,
+    });
+    reply.session_id = Some(session.id);
+    // 3.3.5.5.2: the response is signed with the new Channel.SigningKey.
+    reply.sign_with_new_session = true;
     Ok(reply)
 }
