@@ -397,7 +397,7 @@ fn compare_cmd(c: CompareArgs) -> Result<(), String> {
     let rt = runtime()?;
     let res = rt.block_on(async {
         tokio::select! {
-            r = compare::run(&c.title, &profs, &variants, c.reps, |s| apply_overrides(s, &load), true) => r,
+            r = compare::run(&c.title, &profs, &variants, c.reps, |s| apply_overrides(s, &load), std::io::IsTerminal::is_terminal(&std::io::stderr())) => r,
             _ = tokio::signal::ctrl_c() => Err("interrupted".into()),
         }
     })?;
