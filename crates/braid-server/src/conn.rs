@@ -219,9 +219,20 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         }
         conn.bytes_in.fetch_add(len as u64 + 4, Ordering::Relaxed);
         conn.requests_in.fetch_add(1, Ordering::Relaxed);
-        let mut buf = vec![0u8; len];
-        match tokio::time::timeout(idle, rd.read_exact(&mut buf)).await {
-            Ok(Ok(_)) => {}
+        // Read into uninitialised capacity: zero-filling an 8 MiB WRITE
+        // frame first costs as much as the copy from the socket.
+        let mut buf = Vec::with_capacity(len);
+        let body = async {
+            let mut limited = (&mut rd).take(len as u64);
+            while buf.len() < len {
+                if limited.read_buf(&mut buf).await? == 0 {
+                    return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+                }
+            }
+            Ok::<_, std::io::Error>(())
+        };
+        match tokio::time::timeout(idle, body).await {
+            Ok(Ok(())) => {}
             _ => break,
         }
         match frame::accept_frame(&conn, buf) {
