@@ -188,11 +188,29 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     let max_frame = server.config.max_frame_len();
     let idle = server.config.idle_timeout;
     let handshake = server.config.handshake_timeout;
+    // Until a session on this connection has authenticated, the whole
+    // handshake must finish within `handshake` of the accept: a peer that
+    // trickles bytes or opens endless unfinished sessions is cut off.
+    let mut authenticated = false;
     loop {
-        let timeout = if conn.sessions.lock().unwrap().is_empty() {
-            handshake.min(idle)
-        } else {
+        if !authenticated {
+            authenticated = conn.sessions.lock().unwrap().iter().any(|id| {
+                server
+                    .sessions
+                    .get(id)
+                    .is_some_and(|s| s.phase() == crate::session::SessionPhase::Valid)
+            });
+        }
+        let timeout = if authenticated {
             idle
+        } else {
+            match handshake.checked_sub(conn.connected_at.elapsed()) {
+                Some(left) => left.min(idle),
+                None => {
+                    debug!(conn = conn.id, "handshake deadline passed");
+                    break;
+                }
+            }
         };
         let mut len_buf = [0u8; 4];
         let read = tokio::select! {

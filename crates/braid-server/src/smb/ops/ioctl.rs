@@ -27,7 +27,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         fsctl::DFS_GET_REFERRALS | fsctl::DFS_GET_REFERRALS_EX => return Err(NtStatus::NOT_FOUND),
         fsctl::PIPE_TRANSCEIVE => return Err(NtStatus::NOT_SUPPORTED),
         fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interface_info(req, &r)?,
-        FSCTL_CREATE_OR_GET_OBJECT_ID | FSCTL_GET_OBJECT_ID => object_id(req, &r)?,
+        FSCTL_CREATE_OR_GET_OBJECT_ID | FSCTL_GET_OBJECT_ID => object_id(req, &r).await?,
         _ => {
             // A file id must still name an open (3.3.5.15), then the
             // control is not one this server implements.
@@ -74,13 +74,10 @@ const FSCTL_CREATE_OR_GET_OBJECT_ID: u32 = 0x0009_00C0;
 
 /// MS-FSCC 2.3.3 / 2.1.3.1: FILE_OBJECTID_BUFFER. The object id is derived
 /// from the stable file id, so it is the same on every call.
-fn object_id(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
+async fn object_id(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
     let open = req.open(r.file_id)?;
-    let file_id = open
-        .handle
-        .info()
-        .map(|i| i.file_id)
-        .map_err(|e| crate::smb::status_map::fs_status(&e))?;
+    let handle = open.handle.clone();
+    let file_id = crate::smb::blocking(move || handle.info()).await?.file_id;
     let mut out = vec![0u8; 64];
     out[..8].copy_from_slice(&file_id.to_le_bytes());
     out[8..16].copy_from_slice(&req.conn.server.server_guid[..8]);

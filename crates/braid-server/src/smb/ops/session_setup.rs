@@ -103,7 +103,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         Ok(SpnegoStep::Done { token, outcome }) => {
             let ex = session.auth.lock().unwrap().take();
             let preauth = ex.map(|e| e.preauth).unwrap_or_default();
-            complete(
+            let result = complete(
                 req,
                 &session,
                 is_new,
@@ -111,7 +111,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 token,
                 &preauth,
                 r.security_mode,
-            )
+            );
+            if result.is_err() && !is_new {
+                // A refused re-authentication (another account) ends the
+                // session on every channel, its opens and oplocks included.
+                super::logoff::end_session(server, &session).await;
+            }
+            result
         }
         Err(e) => {
             info!(conn = conn.id, peer = %conn.peer, "logon failure: {e}");
@@ -159,8 +165,6 @@ fn complete(
         let first_user = session.first_user.lock().unwrap().clone();
         let same = outcome.anonymous || first_user.eq_ignore_ascii_case(&outcome.user);
         if !same {
-            server.sessions.remove(&session.id);
-            conn.sessions.lock().unwrap().remove(&session.id);
             return Err(NtStatus::ACCESS_DENIED);
         }
     }
