@@ -17,7 +17,9 @@
 #
 # Modes: default (client defaults: signed only if the server requires it, as
 # Braid does by default), sign (--option=clientsigning=required), encrypt
-# (--client-protection=encrypt). Samba runs with the private config of
+# (--client-protection=encrypt); sign-gmac, sign-cmac, sign-hmac and
+# enc-aes128gcm, enc-aes128ccm, enc-aes256gcm, enc-aes256ccm restrict the
+# client to one algorithm. Samba runs with the private config of
 # tests/e2e/servers.py (the one the conformance list is validated with).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +91,14 @@ mode_options() {
         default) echo "" ;;
         sign) echo "--option=clientsigning=required" ;;
         encrypt) echo "--client-protection=encrypt" ;;
+        # One algorithm each: both servers take the client's only offer.
+        sign-gmac) echo "--option=clientsigning=required --option=clientsmb3signingalgorithms=AES-128-GMAC" ;;
+        sign-cmac) echo "--option=clientsigning=required --option=clientsmb3signingalgorithms=AES-128-CMAC" ;;
+        sign-hmac) echo "--option=clientsigning=required --option=clientsmb3signingalgorithms=HMAC-SHA256" ;;
+        enc-aes128gcm) echo "--client-protection=encrypt --option=clientsmb3encryptionalgorithms=AES-128-GCM" ;;
+        enc-aes128ccm) echo "--client-protection=encrypt --option=clientsmb3encryptionalgorithms=AES-128-CCM" ;;
+        enc-aes256gcm) echo "--client-protection=encrypt --option=clientsmb3encryptionalgorithms=AES-256-GCM" ;;
+        enc-aes256ccm) echo "--client-protection=encrypt --option=clientsmb3encryptionalgorithms=AES-256-CCM" ;;
         *) echo "unknown mode $1" >&2; exit 2 ;;
     esac
 }
