@@ -89,6 +89,9 @@ async fn braid_multichannel() {
         s.bind_channel(srv.addr()).await.expect("bind");
     }
     assert_eq!(s.channels().len(), 4);
+    // The server's own view (issue 3's live view): 4 channels.
+    let view = common::admin_get(&srv, "/api/v1/sessions");
+    assert!(view.contains("\"current_channels\":4"), "{view}");
     round_trip(&t, "mc", 16 * 1024 * 1024, 1024 * 1024, 16).await;
     let victim = s.channels().list()[2].conn.clone();
     let t2 = t.clone();
@@ -100,4 +103,14 @@ async fn braid_multichannel() {
     victim.kill();
     job.await.expect("transfer with a dead channel");
     assert_eq!(s.channels().len(), 3);
+    // The server noticed the lost connection: the session lives on with 3.
+    let mut view = String::new();
+    for _ in 0..50 {
+        view = common::admin_get(&srv, "/api/v1/sessions");
+        if view.contains("\"current_channels\":3") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(view.contains("\"current_channels\":3"), "{view}");
 }

@@ -19,6 +19,8 @@ pub struct Server {
     pub password: String,
     pub share_dir: PathBuf,
     pub workdir: PathBuf,
+    /// Braid's admin API port (0 for Samba).
+    pub admin_port: u16,
     child: Child,
 }
 
@@ -95,6 +97,22 @@ fn process_tree(root: u32) -> Vec<u32> {
         i += 1;
     }
     all
+}
+
+/// GET a path from Braid's admin API; the response body.
+pub fn admin_get(srv: &Server, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", srv.admin_port)).expect("admin API");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default()
 }
 
 pub fn free_port() -> u16 {
@@ -267,6 +285,7 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
         password,
         share_dir: share,
         workdir: w,
+        admin_port: 0,
         child,
     })
 }
@@ -285,10 +304,12 @@ pub fn start_braid() -> Option<Server> {
     let share = w.join("share");
     std::fs::create_dir_all(&share).unwrap();
     let port = free_port();
+    let admin_port = free_port();
     let password = format!("Pw-{:x}", rand::random::<u64>());
     let log = w.join("braid.log");
     let mut child = Command::new(&bin)
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
         .arg("--share")
         .arg(format!("{SHARE}={}", share.display()))
         .arg("--user")
@@ -311,6 +332,7 @@ pub fn start_braid() -> Option<Server> {
         password,
         share_dir: share,
         workdir: w,
+        admin_port,
         child,
     })
 }
