@@ -127,6 +127,9 @@ else
     check cargo-fmt 600 cargo fmt --all --check
     check cargo-clippy 2400 cargo clippy --workspace --all-targets -- -D warnings
 
+    # The release binary first: the client crate's integration tests drive it.
+    check cargo-build-release 2400 cargo build --release -p braid || BUILD_OK=0
+
     say "cargo-test: cargo test --workspace --no-fail-fast"
     t0=$SECONDS
     timeout --kill-after=30 2400 cargo test --workspace --no-fail-fast >"$LOGS/cargo-test.log" 2>&1
@@ -144,7 +147,6 @@ else
     fi
     record cargo-test "$tp" "$tf" $((SECONDS - t0))
 
-    check cargo-build-release 2400 cargo build --release -p braid || BUILD_OK=0
     # Replays every committed fuzz seed and regression input through the
     # decoders (stable toolchain), then 3 s of random mutations per target.
     check fuzz-replay 1200 env FUZZ_STABLE=1 scripts/fuzz-smoke.sh 3
