@@ -112,6 +112,9 @@ measure() {
         get) cmd="get big /dev/null" ;;
         put) cmd="put $SHARE_DIR/big up-$s-$rep" ;;
     esac
+    # Start every measurement with no dirty pages in flight: writeback of
+    # the previous put otherwise slows whichever server runs next.
+    sync
     read -r cpu0 n0 < <(cpu_of "${PID[$s]}")
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046
