@@ -231,6 +231,12 @@ impl OpenHandle {
         if self.0.is_dir {
             return Err(FsError::IsADirectory);
         }
+        let _serial = self
+            .0
+            .node
+            .write_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         match sys::pwrite(self.fd(), data, offset) {
             // The host fd is read-only (e.g. MAXIMUM_ALLOWED downgraded).
             Err(FsError::FileClosed) => Err(FsError::AccessDenied),
