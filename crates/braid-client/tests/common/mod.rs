@@ -6,6 +6,7 @@ pub mod ops;
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -264,8 +265,11 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
         String::from_utf8_lossy(&out.stderr)
     );
     let log = w.join("smbd.log");
+    // Its own process group: smbd signals its whole process group when it
+    // shuts down, which would otherwise include cargo and its callers.
     let mut child = Command::new("smbd")
         .args(["--foreground", "--no-process-group", "--debug-stdout", "-s"])
+        .process_group(0)
         .arg(&conf_path)
         .stdout(std::fs::File::create(&log).unwrap())
         .stderr(Stdio::from(
