@@ -235,36 +235,8 @@ pub(crate) fn list_dir(dirfd: RawFd) -> FsResult<Vec<Vec<u8>>> {
 }
 
 pub(crate) fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> FsResult<usize> {
-    let mut done = 0;
-    while done < buf.len() {
-        let off = offset
-            .checked_add(done as u64)
-            .ok_or(FsError::InvalidParameter)?;
-        if off > i64::MAX as u64 {
-            break;
-        }
-        // SAFETY: pointer/len are within buf.
-        let r = unsafe {
-            libc::pread64(
-                fd,
-                buf[done..].as_mut_ptr().cast(),
-                buf.len() - done,
-                off as i64,
-            )
-        };
-        if r < 0 {
-            let e = last_errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(FsError::from_errno(e));
-        }
-        if r == 0 {
-            break;
-        }
-        done += r as usize;
-    }
-    Ok(done)
+    // SAFETY: the pointer and length describe `buf`, initialised memory.
+    unsafe { pread_raw(fd, buf.as_mut_ptr(), buf.len(), offset) }
 }
 
 /// Positioned read of up to `len` bytes appended to `buf`'s spare capacity,
@@ -278,6 +250,19 @@ pub(crate) fn pread_into_vec(
 ) -> FsResult<usize> {
     buf.reserve(len);
     let start = buf.len();
+    let spare = buf.spare_capacity_mut();
+    // SAFETY: `spare` has room for at least `len` bytes; pread only writes.
+    let done = unsafe { pread_raw(fd, spare.as_mut_ptr().cast(), len, offset)? };
+    // SAFETY: pread initialised exactly `done` bytes after `start`.
+    unsafe { buf.set_len(start + done) };
+    Ok(done)
+}
+
+/// pread() until `len` bytes, EOF, or the 63-bit offset limit.
+///
+/// # Safety
+/// `ptr` must be valid for writes of `len` bytes.
+unsafe fn pread_raw(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> FsResult<usize> {
     let mut done = 0;
     while done < len {
         let off = offset
@@ -286,17 +271,8 @@ pub(crate) fn pread_into_vec(
         if off > i64::MAX as u64 {
             break;
         }
-        let spare = buf.spare_capacity_mut();
-        // SAFETY: the pointer and length stay within the reserved spare
-        // capacity; pread only writes into it.
-        let r = unsafe {
-            libc::pread64(
-                fd,
-                spare[done..].as_mut_ptr().cast(),
-                len - done,
-                off as i64,
-            )
-        };
+        // SAFETY: within the caller's `len` bytes at `ptr`.
+        let r = unsafe { libc::pread64(fd, ptr.add(done).cast(), len - done, off as i64) };
         if r < 0 {
             let e = last_errno();
             if e == libc::EINTR {
@@ -309,8 +285,6 @@ pub(crate) fn pread_into_vec(
         }
         done += r as usize;
     }
-    // SAFETY: pread initialised exactly `done` bytes after `start`.
-    unsafe { buf.set_len(start + done) };
     Ok(done)
 }
 
