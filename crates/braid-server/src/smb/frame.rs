@@ -191,6 +191,27 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         );
     }
     if let Some(p) = prev.take() {
+        if count == 1 && p.headroom >= TRANSFORM_HEADER_LEN && p.payload.is_none() {
+            if let Some(sess) = &encrypted_by {
+                if let Some(enc) = sess.encryption() {
+                    // MS-SMB2 3.3.4.1.4: encrypt in place, in the room the
+                    // handler left in front of the message (READ does).
+                    let mut resp = p.resp;
+                    let start = p.headroom - TRANSFORM_HEADER_LEN;
+                    let nonce = enc.nonces.next_nonce();
+                    encrypt_frame_in_place(
+                        enc.cipher,
+                        &enc.encrypt_key,
+                        &nonce,
+                        sess.id,
+                        &mut resp[start..],
+                    )
+                    .map_err(|e| format!("encrypt failed: {e}"))?;
+                    conn.send(vec![Bytes::from(resp).slice(start..)]);
+                    return Ok(());
+                }
+            }
+        }
         finalize(p, false, &mut out)?;
     }
     if !out.is_empty() {
@@ -234,6 +255,7 @@ fn may_block(command: u16) -> bool {
 fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), String> {
     let Finished {
         mut resp,
+        headroom: h,
         mut payload,
         signing,
     } = f;
@@ -245,15 +267,16 @@ fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), 
     if more_follow {
         // 3.3.4.1.3: compounded responses are 8-byte aligned and chained;
         // the padding and NextCommand are covered by the signature.
-        resp.align_to(8);
-        let n = resp.len() as u32;
-        resp.patch_u32(offsets::NEXT_COMMAND, n);
+        let pad = (8 - (resp.len() - h) % 8) % 8;
+        resp.put_zeros(pad);
+        let n = (resp.len() - h) as u32;
+        resp.patch_u32(h + offsets::NEXT_COMMAND, n);
     }
     if let Some(s) = signing {
-        sign_in_place(s.algorithm, &s.key, &mut resp)
+        sign_in_place(s.algorithm, &s.key, &mut resp[h..])
             .map_err(|e| format!("signing failed: {e}"))?;
     }
-    out.push(Bytes::from(resp));
+    out.push(Bytes::from(resp).slice(h..));
     if let Some(p) = payload {
         out.push(p);
     }
@@ -262,7 +285,9 @@ fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), 
 
 /// A response ready to go, and the key to sign it with, if any.
 struct Finished {
+    /// `headroom` bytes, then the message (header first).
     resp: Vec<u8>,
+    headroom: usize,
     payload: Option<Bytes>,
     signing: Option<crate::session::SigningState>,
 }
@@ -433,7 +458,7 @@ async fn handle_one(
             .tree
             .as_ref()
             .map(|t| t.share.as_ref().map_or("IPC$", |s| s.name.as_str()));
-        let out = reply.msg.len() + reply.payload.as_ref().map_or(0, |p| p.len());
+        let out = reply.msg.len() - reply.headroom + reply.payload.as_ref().map_or(0, |p| p.len());
         let elapsed = started.elapsed();
         server.metrics.record(
             share,
@@ -507,9 +532,11 @@ async fn handle_one(
         rh.async_id = a;
     }
     let mut resp = reply.msg;
+    // Bytes reserved in front of the header (a transform header's room).
+    let h = reply.headroom;
     let mut hbuf = Vec::with_capacity(HEADER_LEN);
     rh.encode(&mut hbuf);
-    resp[..HEADER_LEN].copy_from_slice(&hbuf);
+    resp[h..h + HEADER_LEN].copy_from_slice(&hbuf);
     let after_send = reply.after_send.take();
 
     // 3.3.4.1.1: sign responses of signed sessions.
@@ -535,9 +562,11 @@ async fn handle_one(
                 && reply.status != NtStatus::PENDING
             {
                 let fl = u32::from_le_bytes(
-                    resp[offsets::FLAGS..offsets::FLAGS + 4].try_into().unwrap(),
+                    resp[h + offsets::FLAGS..h + offsets::FLAGS + 4]
+                        .try_into()
+                        .unwrap(),
                 );
-                resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
+                resp.patch_u32(h + offsets::FLAGS, fl | flags::SIGNED);
                 signing = Some(s);
             }
         }
@@ -546,22 +575,27 @@ async fn handle_one(
         // No key to sign this error with (unknown session, malformed
         // compound): echo the request's flag and signature, as Samba does;
         // clients accept that for these errors.
-        let fl = u32::from_le_bytes(resp[offsets::FLAGS..offsets::FLAGS + 4].try_into().unwrap());
-        resp.patch_u32(offsets::FLAGS, fl | flags::SIGNED);
-        resp[offsets::SIGNATURE..offsets::SIGNATURE + 16].copy_from_slice(&hdr.signature);
+        let fl = u32::from_le_bytes(
+            resp[h + offsets::FLAGS..h + offsets::FLAGS + 4]
+                .try_into()
+                .unwrap(),
+        );
+        resp.patch_u32(h + offsets::FLAGS, fl | flags::SIGNED);
+        resp[h + offsets::SIGNATURE..h + offsets::SIGNATURE + 16].copy_from_slice(&hdr.signature);
     }
     if let Some(hook) = after_send {
         // Preauth integrity hashes the message as sent: a binding
         // exchange's interim responses are signed (MS-SMB2 3.3.5.5.2), so
         // sign first. finalize signs again after any compound chaining.
         if let Some(s) = &signing {
-            sign_in_place(s.algorithm, &s.key, &mut resp)
+            sign_in_place(s.algorithm, &s.key, &mut resp[h..])
                 .map_err(|e| format!("signing failed: {e}"))?;
         }
-        hook(&resp);
+        hook(&resp[h..]);
     }
     Ok(Finished {
         resp,
+        headroom: h,
         payload: reply.payload,
         signing,
     })

@@ -55,6 +55,9 @@ pub struct Reply {
     /// Called with the final response message (header included, before
     /// signing): preauth integrity hashing of NEGOTIATE/SESSION_SETUP.
     pub after_send: Option<AfterSend>,
+    /// Bytes `msg` keeps free in front of the header, so that an encrypted
+    /// response can get its transform header without moving the message.
+    pub headroom: usize,
 }
 
 pub type AfterSend = Box<dyn FnOnce(&[u8]) + Send>;
@@ -78,6 +81,7 @@ impl Reply {
             tree_id: None,
             sign_with_new_session: false,
             after_send: None,
+            headroom: 0,
         }
     }
     /// A body already encoded after a 64-byte placeholder header.
@@ -91,6 +95,7 @@ impl Reply {
             tree_id: None,
             sign_with_new_session: false,
             after_send: None,
+            headroom: 0,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 use braid_fs::LockOwner;
 use braid_smb_proto::codec::Message;
+use braid_smb_proto::crypto::TRANSFORM_HEADER_LEN;
 use braid_smb_proto::header::HEADER_LEN;
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::read::encode_read_response_header;
@@ -42,10 +43,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     let handle = open.handle.clone();
     let (offset, length) = (r.offset, r.length);
-    // The response is built in one buffer: header and READ body reserved
-    // in front, file data read straight behind them. Signing then runs in
-    // place and the unsigned case is one write, with no copy of the data.
-    const PREFIX: usize = HEADER_LEN + 16;
+    // The response is built in one buffer: room for a transform header,
+    // then header and READ body, then the file data read straight behind
+    // them. Signing and encryption then run in place on the buffer that goes
+    // to the socket, and the plain case is one write: the data is never
+    // copied again.
+    const ROOM: usize = TRANSFORM_HEADER_LEN;
+    const PREFIX: usize = ROOM + HEADER_LEN + 16;
     let (msg, n) = blocking(move || {
         if length > 0 {
             handle.check_io_lock(offset, length as u64, false, LockOwner(0))?;
@@ -63,13 +67,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::END_OF_FILE);
     }
     let mut msg = msg;
-    let mut prefix = Vec::with_capacity(PREFIX);
+    let mut prefix = Vec::with_capacity(HEADER_LEN + 16);
     prefix.resize(HEADER_LEN, 0);
     encode_read_response_header(&mut prefix, n as u32);
-    msg[HEADER_LEN..PREFIX].copy_from_slice(&prefix[HEADER_LEN..PREFIX]);
+    msg[ROOM + HEADER_LEN..PREFIX].copy_from_slice(&prefix[HEADER_LEN..]);
     if n == 0 {
         // MS-SMB2 2.2.20: the variable part is at least one byte.
         msg.push(0);
     }
-    Ok(Reply::raw(NtStatus::SUCCESS, msg))
+    let mut reply = Reply::raw(NtStatus::SUCCESS, msg);
+    reply.headroom = ROOM;
+    Ok(reply)
 }
