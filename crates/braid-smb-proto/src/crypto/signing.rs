@@ -152,15 +152,17 @@ pub fn signature_of(
 }
 
 /// GMAC of `aad` (which already has a zeroed Signature field): AES-GCM
-/// with an empty plaintext. `ring`'s aggregated GHASH runs several times
-/// faster than the one-block-at-a-time CLMUL path of the RustCrypto crates,
-/// and signing 8 MiB messages is on the hot path.
+/// with an empty plaintext. GHASH over associated data runs ~12x faster in
+/// aws-lc (aggregated VPCLMULQDQ) than in `ring` (1.9 GB/s here), and GMAC
+/// signs and verifies every 8 MiB READ and WRITE of a signed session; the
+/// transform encryption keeps `ring`, whose fused AES-GCM path is as fast and
+/// which decrypts in place with a detached tag.
 fn gmac_contiguous(key: &[u8; 16], nonce: &[u8; 12], aad: &[u8]) -> [u8; 16] {
-    use ring::aead::{Aad, LessSafeKey, Nonce as RingNonce, UnboundKey, AES_128_GCM};
+    use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce as AeadNonce, UnboundKey, AES_128_GCM};
     let k = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, key).expect("16-byte key"));
     let tag = k
         .seal_in_place_separate_tag(
-            RingNonce::assume_unique_for_key(*nonce),
+            AeadNonce::assume_unique_for_key(*nonce),
             Aad::from(aad),
             &mut [],
         )
