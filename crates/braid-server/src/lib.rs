@@ -7,6 +7,7 @@ pub mod conn;
 pub mod credits;
 pub mod interfaces;
 pub mod metrics;
+pub mod notify;
 pub mod oplock;
 pub mod server;
 pub mod session;

@@ -282,6 +282,9 @@ pub struct Open {
     pub oplock: Option<crate::oplock::OplockRef>,
     /// Cancelled when the open is closed: wakes requests waiting on it.
     pub close_signal: tokio_util::sync::CancellationToken,
+    /// Set by the first CHANGE_NOTIFY on a directory open (changes are
+    /// buffered from then on, between requests).
+    pub notify_watch: Mutex<Option<Arc<crate::notify::Watch>>>,
 }
 
 impl Open {
@@ -291,6 +294,9 @@ impl Open {
         if first {
             if let Some(o) = &self.oplock {
                 o.release();
+            }
+            if let Some(w) = self.notify_watch.lock().unwrap().as_ref() {
+                w.close();
             }
         }
         self.close_signal.cancel();

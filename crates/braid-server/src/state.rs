@@ -28,6 +28,8 @@ pub struct ServerState {
     /// Live connections (for the admin view and channel lookups).
     pub connections: ShardedMap<u64, std::sync::Weak<crate::conn::Connection>>,
     pub oplocks: crate::oplock::OplockTable,
+    /// CHANGE_NOTIFY watches, fed by the handlers that change things.
+    pub notify: crate::notify::NotifyHub,
     /// Request metrics and counters for the admin API (`admin`, `metrics`).
     pub metrics: crate::metrics::Metrics,
     pub server_guid: [u8; 16],
@@ -65,6 +67,7 @@ impl ServerState {
             sessions: ShardedMap::new(),
             connections: ShardedMap::new(),
             oplocks: Default::default(),
+            notify: Default::default(),
             metrics,
             server_guid: rand::random(),
             start_time: SystemTime::now(),

@@ -1,14 +1,21 @@
-//! CHANGE_NOTIFY: MS-SMB2 3.3.5.19. The request goes async and completes
-//! when cancelled (STATUS_CANCELLED) or when its directory handle is
-//! closed (STATUS_NOTIFY_CLEANUP). Change events are not delivered yet:
-//! a client waiting for one keeps waiting, as on a quiet directory.
+//! CHANGE_NOTIFY: MS-SMB2 3.3.5.19. The first request on a directory open
+//! starts a watch (crate::notify) that buffers the changes Braid makes
+//! beneath it; a request returns what is buffered, or goes async until a
+//! change arrives, it is cancelled (STATUS_CANCELLED) or its open is closed
+//! (STATUS_NOTIFY_CLEANUP).
+
+use std::sync::Arc;
 
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{ChangeNotifyRequest, ChangeNotifyResponse};
 use braid_smb_proto::NtStatus;
 
+use crate::notify::{self, Changes, Watch};
 use crate::smb::{OpResult, Reply, Request};
+
+/// SMB2_WATCH_TREE (MS-SMB2 2.2.35).
+const WATCH_TREE: u16 = 0x0001;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = ChangeNotifyRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
@@ -22,12 +29,57 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if r.output_buffer_length > req.conn.server.config.max_transact_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let cancel = req.cancellable();
-    req.go_async();
-    tokio::select! {
-        _ = cancel.cancelled() => Err(NtStatus::CANCELLED),
-        _ = open.close_signal.cancelled() => {
-            Ok(Reply::with_status(NtStatus::NOTIFY_CLEANUP, &ChangeNotifyResponse { output: Vec::new() }))
+    let share = req.share()?.name.clone();
+    let watch: Arc<Watch> = {
+        let mut slot = open.notify_watch.lock().unwrap();
+        slot.get_or_insert_with(|| {
+            req.conn.server.notify.watch(
+                &share,
+                &open.handle.path(),
+                r.flags & WATCH_TREE != 0,
+                r.completion_filter,
+            )
+        })
+        .clone()
+    };
+    let changes = match watch.take() {
+        Some(c) => c,
+        None => {
+            let cancel = req.cancellable();
+            req.go_async();
+            loop {
+                let woken = watch.wake.notified();
+                tokio::pin!(woken);
+                woken.as_mut().enable();
+                if let Some(c) = watch.take() {
+                    break c;
+                }
+                // A close (tree disconnect, logoff) wins over the cancel
+                // that follows it: the request ends NOTIFY_CLEANUP.
+                tokio::select! {
+                    biased;
+                    _ = open.close_signal.cancelled() => {
+                        return Ok(Reply::with_status(
+                            NtStatus::NOTIFY_CLEANUP,
+                            &ChangeNotifyResponse { output: Vec::new() },
+                        ));
+                    }
+                    _ = cancel.cancelled() => return Err(NtStatus::CANCELLED),
+                    _ = &mut woken => {}
+                }
+            }
         }
+    };
+    let events = match changes {
+        Changes::Events(e) => e,
+        Changes::Overflow => Vec::new(),
+    };
+    match notify::encode(&events, r.output_buffer_length as usize) {
+        Some(output) if !events.is_empty() => Ok(Reply::of(&ChangeNotifyResponse { output })),
+        // 3.3.5.19: too much to return: the client re-enumerates.
+        _ => Ok(Reply::with_status(
+            NtStatus::NOTIFY_ENUM_DIR,
+            &ChangeNotifyResponse { output: Vec::new() },
+        )),
     }
 }

@@ -6,6 +6,7 @@ use braid_smb_proto::codec::Message;
 use braid_smb_proto::messages::{CloseRequest, CloseResponse};
 use braid_smb_proto::NtStatus;
 
+use crate::notify;
 use crate::session::Open;
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::filetime;
@@ -21,7 +22,22 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::FILE_CLOSED);
     }
     let handle = open.handle.clone();
+    let path = open.handle.path();
     let info = blocking(move || handle.close()).await?;
+    if info.number_of_links == 0 {
+        // The last close of a delete-pending file removed it.
+        if let Ok(share) = req.share() {
+            let f = if open.is_directory {
+                notify::filter::DIR_NAME
+            } else {
+                notify::filter::FILE_NAME
+            };
+            req.conn
+                .server
+                .notify
+                .report(&share.name, &path, notify::action::REMOVED, f);
+        }
+    }
     let resp = if r.flags & POSTQUERY_ATTRIB != 0 {
         CloseResponse {
             flags: POSTQUERY_ATTRIB,

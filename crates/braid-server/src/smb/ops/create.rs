@@ -12,6 +12,7 @@ use braid_smb_proto::messages::create::{
 use braid_smb_proto::messages::{CreateContext, CreateRequest, CreateResponse};
 use braid_smb_proto::NtStatus;
 
+use crate::notify;
 use crate::session::{DirCursor, Open};
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::filetime;
@@ -204,7 +205,34 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         dir: Mutex::new(DirCursor::default()),
         closed: AtomicBool::new(false),
         close_signal: Default::default(),
+        notify_watch: Mutex::new(None),
     });
+    // MS-FSA 2.1.4.17: tell watchers of the parent directory.
+    match opened.action {
+        CreateAction::Created => {
+            let f = if info.is_directory {
+                notify::filter::DIR_NAME
+            } else {
+                notify::filter::FILE_NAME
+            };
+            req.conn.server.notify.report(
+                &share.name,
+                &open.handle.path(),
+                notify::action::ADDED,
+                f,
+            );
+        }
+        CreateAction::Overwritten | CreateAction::Superseded => {
+            let f = notify::filter::SIZE | notify::filter::LAST_WRITE;
+            req.conn.server.notify.report(
+                &share.name,
+                &open.handle.path(),
+                notify::action::MODIFIED,
+                f,
+            );
+        }
+        CreateAction::Opened => {}
+    }
     session.opens.insert(volatile, open);
 
     let mut contexts = Vec::new();

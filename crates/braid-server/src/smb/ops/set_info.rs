@@ -11,8 +11,19 @@ use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{SetInfoRequest, SetInfoResponse};
 use braid_smb_proto::NtStatus;
 
+use crate::notify;
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::from_filetime;
+
+/// Tell CHANGE_NOTIFY watchers of the parent directory (MS-FSA 2.1.4.17).
+fn report(req: &Request<'_>, path: &str, action: u32, filter: u32) {
+    if let Ok(share) = req.share() {
+        req.conn
+            .server
+            .notify
+            .report(&share.name, path, action, filter);
+    }
+}
 
 fn need(granted: u32, bits: u32) -> Result<(), NtStatus> {
     if granted & bits == 0 {
@@ -50,6 +61,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     ];
                     let attrs = (b.file_attributes != 0).then_some(b.file_attributes);
                     blocking(move || handle.set_basic(times, attrs)).await?;
+                    let f = notify::filter::ATTRIBUTES | notify::filter::LAST_WRITE;
+                    report(req, &open.handle.path(), notify::action::MODIFIED, f);
                 }
                 SetFileInfo::Rename(l) => {
                     need(granted, access_mask::DELETE)?;
@@ -60,7 +73,20 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     if target.is_empty() {
                         return Err(NtStatus::INVALID_PARAMETER);
                     }
+                    let old_path = open.handle.path();
                     blocking(move || handle.rename(&target, l.replace_if_exists)).await?;
+                    let f = if open.is_directory {
+                        notify::filter::DIR_NAME
+                    } else {
+                        notify::filter::FILE_NAME
+                    };
+                    report(req, &old_path, notify::action::RENAMED_OLD_NAME, f);
+                    report(
+                        req,
+                        &open.handle.path(),
+                        notify::action::RENAMED_NEW_NAME,
+                        f,
+                    );
                 }
                 SetFileInfo::Link(_) => return Err(NtStatus::NOT_SUPPORTED),
                 SetFileInfo::Disposition { delete_pending } => {
@@ -81,6 +107,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                         o.file.break_level2_except(o.key);
                     }
                     blocking(move || handle.set_end_of_file(end_of_file)).await?;
+                    report(
+                        req,
+                        &open.handle.path(),
+                        notify::action::MODIFIED,
+                        notify::filter::SIZE,
+                    );
                 }
                 SetFileInfo::Allocation { allocation_size } => {
                     need(granted, access_mask::FILE_WRITE_DATA)?;
