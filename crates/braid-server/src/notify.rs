@@ -30,6 +30,15 @@ pub mod filter {
     pub const LAST_WRITE: u32 = 0x010;
 }
 
+/// The name filter a change to a file or a directory matches.
+pub fn name_filter(is_directory: bool) -> u32 {
+    if is_directory {
+        filter::DIR_NAME
+    } else {
+        filter::FILE_NAME
+    }
+}
+
 /// Buffered changes beyond this are dropped and reported as an overflow
 /// (STATUS_NOTIFY_ENUM_DIR: the client re-reads the directory).
 const MAX_BUFFERED: usize = 1024;

@@ -561,12 +561,7 @@ async fn handle_one(
             if (hdr.is_signed() || required || reply.sign_with_new_session)
                 && reply.status != NtStatus::PENDING
             {
-                let fl = u32::from_le_bytes(
-                    resp[h + offsets::FLAGS..h + offsets::FLAGS + 4]
-                        .try_into()
-                        .unwrap(),
-                );
-                resp.patch_u32(h + offsets::FLAGS, fl | flags::SIGNED);
+                // sign_in_place sets SMB2_FLAGS_SIGNED itself.
                 signing = Some(s);
             }
         }

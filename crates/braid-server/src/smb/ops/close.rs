@@ -27,11 +27,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if info.number_of_links == 0 {
         // The last close of a delete-pending file removed it.
         if let Ok(share) = req.share() {
-            let f = if open.is_directory {
-                notify::filter::DIR_NAME
-            } else {
-                notify::filter::FILE_NAME
-            };
+            let f = notify::name_filter(open.is_directory);
             req.conn
                 .server
                 .notify

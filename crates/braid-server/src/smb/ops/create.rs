@@ -210,11 +210,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // MS-FSA 2.1.4.17: tell watchers of the parent directory.
     match opened.action {
         CreateAction::Created => {
-            let f = if info.is_directory {
-                notify::filter::DIR_NAME
-            } else {
-                notify::filter::FILE_NAME
-            };
+            let f = notify::name_filter(info.is_directory);
             req.conn.server.notify.report(
                 &share.name,
                 &open.handle.path(),

@@ -125,8 +125,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             // A failed logon ends the session, re-authentication included
             // (as Windows and Samba do): its opens are closed.
             if is_new {
-                server.sessions.remove(&session.id);
-                conn.sessions.lock().unwrap().remove(&session.id);
+                forget_unauthenticated(conn, &session);
             } else {
                 super::logoff::end_session(server, &session).await;
             }
@@ -134,6 +133,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             Err(NtStatus::LOGON_FAILURE)
         }
     }
+}
+
+/// Drop a session that never authenticated (it has no opens or trees).
+fn forget_unauthenticated(conn: &crate::conn::Connection, session: &Session) {
+    conn.server.sessions.remove(&session.id);
+    conn.sessions.lock().unwrap().remove(&session.id);
 }
 
 /// MS-SMB2 3.3.5.5.3: authentication succeeded.
@@ -154,8 +159,7 @@ fn complete(
     // re-authenticate as anonymous (it only loses rights), as Samba allows.
     if outcome.anonymous && !server.config.allow_guest && is_new {
         if is_new {
-            server.sessions.remove(&session.id);
-            conn.sessions.lock().unwrap().remove(&session.id);
+            forget_unauthenticated(conn, session);
         }
         return Err(NtStatus::LOGON_FAILURE);
     }
@@ -171,8 +175,7 @@ fn complete(
     if server.config.encrypt && neg.cipher.is_none() && !outcome.anonymous {
         // MS-SMB2 3.3.5.5.3: encryption is required but this client cannot.
         if is_new {
-            server.sessions.remove(&session.id);
-            conn.sessions.lock().unwrap().remove(&session.id);
+            forget_unauthenticated(conn, session);
         }
         return Err(NtStatus::ACCESS_DENIED);
     }

@@ -75,11 +75,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     }
                     let old_path = open.handle.path();
                     blocking(move || handle.rename(&target, l.replace_if_exists)).await?;
-                    let f = if open.is_directory {
-                        notify::filter::DIR_NAME
-                    } else {
-                        notify::filter::FILE_NAME
-                    };
+                    let f = notify::name_filter(open.is_directory);
                     report(req, &old_path, notify::action::RENAMED_OLD_NAME, f);
                     report(
                         req,
