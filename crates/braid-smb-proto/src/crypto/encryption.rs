@@ -150,22 +150,25 @@ fn check_key(cipher: Cipher, key: &[u8]) -> Result<(), CryptoError> {
     Ok(())
 }
 
-/// AES-GCM goes through `ring` (hardware AES and aggregated GHASH, several
-/// times the throughput of the pure-Rust path); CCM stays on RustCrypto.
-fn ring_gcm(cipher: Cipher) -> Option<&'static ring::aead::Algorithm> {
+/// AES-GCM goes through aws-lc (VAES/AVX-512 AES-GCM: 11.3 GB/s sealing
+/// 8 MiB on this CPU against `ring`'s 6.3-7.5 GB/s, opening 10.6 against
+/// 6.9); CCM stays on RustCrypto.
+fn gcm_alg(cipher: Cipher) -> Option<&'static aws_lc_rs::aead::Algorithm> {
     match cipher {
-        Cipher::Aes128Gcm => Some(&ring::aead::AES_128_GCM),
-        Cipher::Aes256Gcm => Some(&ring::aead::AES_256_GCM),
+        Cipher::Aes128Gcm => Some(&aws_lc_rs::aead::AES_128_GCM),
+        Cipher::Aes256Gcm => Some(&aws_lc_rs::aead::AES_256_GCM),
         _ => None,
     }
 }
 
-fn ring_key(alg: &'static ring::aead::Algorithm, key: &[u8]) -> ring::aead::LessSafeKey {
-    ring::aead::LessSafeKey::new(ring::aead::UnboundKey::new(alg, key).expect("key length checked"))
+fn gcm_key(alg: &'static aws_lc_rs::aead::Algorithm, key: &[u8]) -> aws_lc_rs::aead::LessSafeKey {
+    aws_lc_rs::aead::LessSafeKey::new(
+        aws_lc_rs::aead::UnboundKey::new(alg, key).expect("key length checked"),
+    )
 }
 
-fn ring_nonce(n: &[u8]) -> ring::aead::Nonce {
-    ring::aead::Nonce::try_assume_unique_for_key(n).expect("GCM nonces are 12 bytes")
+fn gcm_nonce(n: &[u8]) -> aws_lc_rs::aead::Nonce {
+    aws_lc_rs::aead::Nonce::try_assume_unique_for_key(n).expect("GCM nonces are 12 bytes")
 }
 
 /// AEAD-encrypt `buf` in place; returns the 16-byte tag.
@@ -179,14 +182,14 @@ fn seal(
     check_key(cipher, key)?;
     let n = &nonce[..cipher.nonce_len()];
     let len = buf.len();
-    if let Some(alg) = ring_gcm(cipher) {
-        return ring_key(alg, key)
-            .seal_in_place_separate_tag(ring_nonce(n), ring::aead::Aad::from(aad), buf)
+    if let Some(alg) = gcm_alg(cipher) {
+        return gcm_key(alg, key)
+            .seal_in_place_separate_tag(gcm_nonce(n), aws_lc_rs::aead::Aad::from(aad), buf)
             .map(|t| t.as_ref().try_into().expect("16-byte tag"))
             .map_err(|_| CryptoError::MessageTooLarge(len));
     }
     let tag = match cipher {
-        Cipher::Aes128Gcm | Cipher::Aes256Gcm => unreachable!("GCM goes through ring"),
+        Cipher::Aes128Gcm | Cipher::Aes256Gcm => unreachable!("GCM goes through aws-lc"),
         Cipher::Aes128Ccm => Aes128Ccm::new(GenericArray::from_slice(key))
             .encrypt_in_place_detached(GenericArray::from_slice(n), aad, buf),
         Cipher::Aes256Ccm => Aes256Ccm::new(GenericArray::from_slice(key))
@@ -207,21 +210,15 @@ fn open(
 ) -> Result<(), CryptoError> {
     check_key(cipher, key)?;
     let n = &nonce[..cipher.nonce_len()];
-    if let Some(alg) = ring_gcm(cipher) {
-        return ring_key(alg, key)
-            .open_in_place_separate_tag(
-                ring_nonce(n),
-                ring::aead::Aad::from(aad),
-                ring::aead::Tag::from(*tag),
-                buf,
-                0..,
-            )
+    if let Some(alg) = gcm_alg(cipher) {
+        return gcm_key(alg, key)
+            .open_in_place_separate_tag(gcm_nonce(n), aws_lc_rs::aead::Aad::from(aad), tag, buf)
             .map(|_| ())
             .map_err(|_| CryptoError::AuthenticationFailed);
     }
     let t = GenericArray::from_slice(tag);
     let r = match cipher {
-        Cipher::Aes128Gcm | Cipher::Aes256Gcm => unreachable!("GCM goes through ring"),
+        Cipher::Aes128Gcm | Cipher::Aes256Gcm => unreachable!("GCM goes through aws-lc"),
         Cipher::Aes128Ccm => Aes128Ccm::new(GenericArray::from_slice(key))
             .decrypt_in_place_detached(GenericArray::from_slice(n), aad, buf, t),
         Cipher::Aes256Ccm => Aes256Ccm::new(GenericArray::from_slice(key))
