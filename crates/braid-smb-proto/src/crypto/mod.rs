@@ -16,7 +16,9 @@
 
 use thiserror::Error;
 
+pub mod deferred;
 pub mod encryption;
+mod ghash;
 pub mod kdf;
 pub mod preauth;
 pub mod signing;
@@ -56,6 +58,10 @@ pub enum CryptoError {
     /// The AEAD tag did not verify: tampered, wrong key, or wrong nonce.
     #[error("decryption failed: authentication tag mismatch")]
     AuthenticationFailed,
+    /// The crypto library refused an operation, or a deferred seal was
+    /// applied to another message than the one it was computed for.
+    #[error("crypto backend: {0}")]
+    Backend(&'static str),
 }
 
 /// Constant-time equality of two byte strings of equal, public length.

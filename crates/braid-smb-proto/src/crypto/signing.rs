@@ -6,12 +6,12 @@
 //! (MS-SMB2 3.1.4.1: "any padding at the end of the message MUST be used in
 //! the hash computation"). Each element of a compound is signed on its own.
 
-use aes::cipher::{BlockEncrypt, KeyInit};
 use aes::Aes128;
 use cmac::Cmac;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
+use super::ghash::{block, gf_mul, gf_pow, hash_subkey};
 use super::kdf::{
     DIALECT_SMB2_0_2, DIALECT_SMB2_1, DIALECT_SMB3_0, DIALECT_SMB3_0_2, DIALECT_SMB3_1_1,
 };
@@ -94,7 +94,7 @@ fn le_u32(msg: &[u8], at: usize) -> u32 {
 // server and whose next bit is 1 for an SMB2 CANCEL request; the remaining 30
 // bits are zero. The role is taken from SMB2_FLAGS_SERVER_TO_REDIR, as the
 // receiver sees it (Samba does the same); little-endian like MessageId.
-fn gmac_nonce(msg: &[u8]) -> [u8; 12] {
+pub(crate) fn gmac_nonce(msg: &[u8]) -> [u8; 12] {
     let mut nonce = [0u8; 12];
     nonce[..8].copy_from_slice(&msg[MESSAGE_ID_OFFSET..MESSAGE_ID_OFFSET + 8]);
     let mut info = le_u32(msg, FLAGS_OFFSET) & flags::SERVER_TO_REDIR;
@@ -168,37 +168,6 @@ fn gmac_contiguous(key: &[u8; 16], nonce: &[u8; 12], aad: &[u8]) -> [u8; 16] {
     tag.as_ref().try_into().expect("16-byte tag")
 }
 
-// GF(2^128) multiplication in GCM's bit order (NIST SP 800-38D, Algorithm 1),
-// on blocks read big-endian into u128 (bit 0 of the spec = the MSB here).
-// Branch-free in the operands.
-fn gf_mul(x: u128, y: u128) -> u128 {
-    const R: u128 = 0xE1 << 120;
-    let mut z = 0u128;
-    let mut v = y;
-    for i in 0..128 {
-        let bit = (x >> (127 - i)) & 1;
-        z ^= v & 0u128.wrapping_sub(bit);
-        let lsb = v & 1;
-        v = (v >> 1) ^ (R & 0u128.wrapping_sub(lsb));
-    }
-    z
-}
-
-/// x^e in GF(2^128); `e` is public (derived from the message length).
-fn gf_pow(x: u128, mut e: u64) -> u128 {
-    // The multiplicative identity is the block 0x80 00 .. 00.
-    let mut result = 1u128 << 127;
-    let mut base = x;
-    while e > 0 {
-        if e & 1 == 1 {
-            result = gf_mul(result, base);
-        }
-        base = gf_mul(base, base);
-        e >>= 1;
-    }
-    result
-}
-
 /// GMAC over `header[..48] || 0^16 || body` without copying or mutating.
 ///
 /// GHASH is linear: with the AAD's 16-byte blocks X_1..X_n followed by the
@@ -215,11 +184,8 @@ fn gmac_split(key: &[u8; 16], nonce: &[u8; 12], msg: &[u8]) -> [u8; 16] {
     let body = &msg[HEADER_LEN..];
     let tag_body = u128::from_be_bytes(gmac_contiguous(key, nonce, body));
 
-    let mut h = [0u8; 16];
-    Aes128::new(key.into()).encrypt_block((&mut h).into());
-    let h = u128::from_be_bytes(h);
-
-    let block = |i: usize| u128::from_be_bytes(msg[16 * i..16 * i + 16].try_into().expect("16"));
+    let h = hash_subkey(key);
+    let block = |i: usize| block(&msg[16 * i..]);
     let m = body.len().div_ceil(16) as u64;
     let mut acc = gf_mul(block(0), h) ^ block(1);
     acc = gf_mul(acc, h) ^ block(2);
