@@ -30,6 +30,7 @@ mod credits;
 mod error;
 mod file;
 mod info;
+mod pool;
 mod session;
 mod transport;
 mod tree;

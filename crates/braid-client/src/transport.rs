@@ -5,19 +5,20 @@
 
 use crate::credits::{Credits, MAX_CHARGE};
 use crate::error::{Error, Result};
+use crate::pool::BufPool;
 use braid_smb_proto::crypto::{
-    decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify, Cipher, NonceGenerator,
-    PreauthHash, SigningAlgorithm, TRANSFORM_HEADER_LEN,
+    decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify, verify_in_place, Cipher,
+    NonceGenerator, PreauthHash, SigningAlgorithm, TRANSFORM_HEADER_LEN,
 };
 use braid_smb_proto::header::{flags, offsets, TRANSFORM_PROTOCOL_ID};
 use braid_smb_proto::{Command, Header, Message, NtStatus, HEADER_LEN};
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes};
 use std::collections::HashMap;
 use std::io::IoSlice;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -61,6 +62,9 @@ pub struct Response {
     /// The whole SMB2 message, header included (wire offsets resolve in it).
     pub msg: Bytes,
     pub encrypted: bool,
+    /// Outcome of the signature check the reader already made with the
+    /// key of the request (`None`: not checked there).
+    pub signature_ok: Option<bool>,
 }
 
 impl Response {
@@ -128,6 +132,9 @@ impl<'a> Request<'a> {
 struct Pending {
     tx: oneshot::Sender<Result<Response>>,
     charge: u16,
+    /// Key the response's signature will be checked with: the reader
+    /// checks it in place, while the frame is still mutable.
+    sign: Option<(SigningAlgorithm, [u8; 16])>,
 }
 
 #[derive(Default)]
@@ -150,6 +157,8 @@ pub struct Transport {
     pub requests: AtomicU64,
     /// Our end of the TCP connection.
     pub local_addr: Option<std::net::SocketAddr>,
+    /// Buffers of large frames, received and sent.
+    pool: Arc<BufPool>,
 }
 
 impl Transport {
@@ -176,6 +185,7 @@ impl Transport {
             bytes_received: AtomicU64::new(0),
             requests: AtomicU64::new(0),
             local_addr,
+            pool: BufPool::new(),
         });
         let r = tokio::spawn(reader(t.clone(), rd));
         let w = tokio::spawn(writer(Arc::downgrade(&t), wr, rx));
@@ -257,8 +267,10 @@ impl Transport {
         let sign = sec.and_then(|s| s.sign);
         let parts: Vec<Bytes> = if let Some(e) = enc {
             // MS-SMB2 3.2.4.1.8 / 3.1.4.3: encrypted messages are not signed.
+            // The payload is copied once, into a pooled frame buffer, and
+            // encrypted there.
             let msg_len = req.body.len() + req.payload.len();
-            let mut frame = Vec::with_capacity(4 + TRANSFORM_HEADER_LEN + msg_len);
+            let mut frame = self.pool.take(4 + TRANSFORM_HEADER_LEN + msg_len);
             frame.extend_from_slice(&frame_len(TRANSFORM_HEADER_LEN + msg_len)?);
             frame.resize(4 + TRANSFORM_HEADER_LEN, 0);
             frame.extend_from_slice(&req.body);
@@ -268,16 +280,22 @@ impl Transport {
             }
             let nonce = e.nonces.next_nonce();
             encrypt_frame_in_place(e.cipher, &e.key, &nonce, req.session_id, &mut frame[4..])?;
-            vec![Bytes::from(frame)]
+            let n = frame.len();
+            vec![self.pool.freeze(frame, 0..n)]
         } else if let Some((algo, key)) = sign {
-            // MS-SMB2 3.2.4.1.1: sign the whole message.
-            req.body.extend_from_slice(&req.payload);
-            sign_in_place(algo, &key, &mut req.body)?;
+            // MS-SMB2 3.2.4.1.1: sign the whole message, contiguous: the
+            // payload is copied once, into a pooled frame buffer.
+            let msg_len = req.body.len() + req.payload.len();
+            let mut frame = self.pool.take(4 + msg_len);
+            frame.extend_from_slice(&frame_len(msg_len)?);
+            frame.extend_from_slice(&req.body);
+            frame.extend_from_slice(&req.payload);
+            sign_in_place(algo, &key, &mut frame[4..])?;
             if let Some(p) = req.preauth.as_deref_mut() {
-                p.update(&req.body);
+                p.update(&frame[4..]);
             }
-            let pre = frame_len(req.body.len())?;
-            vec![Bytes::copy_from_slice(&pre), Bytes::from(req.body)]
+            let n = frame.len();
+            vec![self.pool.freeze(frame, 0..n)]
         } else {
             if let Some(p) = req.preauth.as_deref_mut() {
                 p.update_parts(&[&req.body, &req.payload]);
@@ -296,7 +314,14 @@ impl Transport {
             if let Some(why) = &t.dead {
                 return Err(Error::ConnectionLost(why.clone()));
             }
-            t.pending.insert(mid, Pending { tx, charge });
+            t.pending.insert(
+                mid,
+                Pending {
+                    tx,
+                    charge,
+                    sign: if req.verify { sign } else { None },
+                },
+            );
         }
         self.requests.fetch_add(1, Ordering::Relaxed);
         if self.tx.send(parts).is_err() {
@@ -314,6 +339,11 @@ impl Transport {
             check_signature(sign, &resp)?;
         }
         Ok(resp)
+    }
+
+    /// The key a pending request wants its response verified with.
+    fn verify_key(&self, mid: u64) -> Option<(SigningAlgorithm, [u8; 16])> {
+        lock(&self.table).pending.get(&mid).and_then(|p| p.sign)
     }
 
     fn deliver(&self, resp: Response) {
@@ -358,7 +388,7 @@ pub fn check_signature(sign: Option<(SigningAlgorithm, [u8; 16])>, r: &Response)
             false,
         ));
     }
-    if verify(algo, &key, &r.msg) {
+    if r.signature_ok.unwrap_or_else(|| verify(algo, &key, &r.msg)) {
         Ok(())
     } else {
         Err(Error::BadSignature(
@@ -384,9 +414,13 @@ fn write_lock<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 }
 
 async fn reader(t: Arc<Transport>, rd: OwnedReadHalf) {
-    let mut rd = BufReader::with_capacity(256 * 1024, rd);
+    let mut fr = FrameReader {
+        rd,
+        stage: Vec::with_capacity(STAGE),
+        pos: 0,
+    };
     let why = loop {
-        match read_frame(&t, &mut rd).await {
+        match read_frame(&t, &mut fr).await {
             Ok(()) => {}
             Err(e) => break e.to_string(),
         }
@@ -395,64 +429,146 @@ async fn reader(t: Arc<Transport>, rd: OwnedReadHalf) {
     t.fail(&why);
 }
 
-async fn read_frame(t: &Transport, rd: &mut BufReader<OwnedReadHalf>) -> Result<()> {
-    let mut pre = [0u8; 4];
-    rd.read_exact(&mut pre).await?;
-    if pre[0] != 0 {
-        return Err(Error::Protocol("bad Direct TCP transport header".into()));
+/// Socket reads go to a small staging buffer, from which the length
+/// prefixes and small frames are taken; a frame that does not fit in it is
+/// read straight into a buffer of its own (from the pool) so that large
+/// READ responses are copied out of the kernel once and never again.
+const STAGE: usize = 8 * 1024;
+
+struct FrameReader {
+    rd: OwnedReadHalf,
+    /// Received bytes not yet consumed are `stage[pos..]`.
+    stage: Vec<u8>,
+    pos: usize,
+}
+
+impl FrameReader {
+    fn buffered(&self) -> usize {
+        self.stage.len() - self.pos
     }
-    let len = u32::from_be_bytes(pre) as usize;
-    if !(HEADER_LEN..=MAX_FRAME).contains(&len) {
-        return Err(Error::Protocol(format!("frame of {len} bytes")));
-    }
-    // Read into uninitialised capacity: no zeroing of large READ payloads.
-    let mut buf = BytesMut::with_capacity(len);
-    while buf.len() < len {
-        let want = len - buf.len();
-        let n = rd.read_buf(&mut (&mut buf).limit(want)).await?;
-        if n == 0 {
-            return Err(Error::ConnectionLost("server closed the connection".into()));
-        }
-    }
-    t.bytes_received
-        .fetch_add(len as u64 + 4, Ordering::Relaxed);
-    let (frame, encrypted) = if buf[..4] == TRANSFORM_PROTOCOL_ID {
-        (decrypt_frame(t, buf)?, true)
-    } else {
-        (buf.freeze(), false)
-    };
-    // Split a compounded response chain (MS-SMB2 3.2.5.1.9 via NextCommand).
-    let mut rest = frame;
-    loop {
-        let h = Header::decode(&rest)?;
-        let next = h.next_command as usize;
-        let msg = if next == 0 {
-            std::mem::take(&mut rest)
-        } else {
-            if next < HEADER_LEN || next > rest.len() || !next.is_multiple_of(8) {
-                return Err(Error::Protocol("bad NextCommand".into()));
+
+    /// Read more into the staging buffer until it holds `n` bytes
+    /// (`n <= STAGE`).
+    async fn fill(&mut self, n: usize) -> Result<()> {
+        while self.buffered() < n {
+            if self.stage.len() + (n - self.buffered()) > STAGE {
+                self.stage.drain(..self.pos);
+                self.pos = 0;
             }
-            let m = rest.slice(..next);
-            rest.advance(next);
-            m
-        };
-        if !h.is_response() {
-            return Err(Error::Protocol("request received from server".into()));
+            let room = STAGE - self.stage.len();
+            // Into spare capacity: nothing is zeroed first.
+            let got = self.rd.read_buf(&mut (&mut self.stage).limit(room)).await?;
+            if got == 0 {
+                return Err(Error::ConnectionLost("server closed the connection".into()));
+            }
         }
-        t.deliver(Response {
-            header: h,
-            msg,
-            encrypted,
-        });
-        if next == 0 {
-            return Ok(());
+        Ok(())
+    }
+
+    /// The next frame (without its 4-byte prefix), in a buffer from `pool`.
+    async fn next(&mut self, pool: &BufPool) -> Result<Vec<u8>> {
+        self.fill(4).await?;
+        let pre: [u8; 4] = self.stage[self.pos..self.pos + 4]
+            .try_into()
+            .unwrap_or_default();
+        if pre[0] != 0 {
+            return Err(Error::Protocol("bad Direct TCP transport header".into()));
         }
+        let len = u32::from_be_bytes(pre) as usize;
+        if !(HEADER_LEN..=MAX_FRAME).contains(&len) {
+            return Err(Error::Protocol(format!("frame of {len} bytes")));
+        }
+        self.pos += 4;
+        let mut buf = pool.take(len);
+        if len <= STAGE {
+            self.fill(len).await?;
+            buf.extend_from_slice(&self.stage[self.pos..self.pos + len]);
+            self.pos += len;
+        } else {
+            // What the last staging read already got (less than the frame,
+            // which is larger than the staging buffer), then the rest
+            // straight from the socket.
+            let have = self.buffered().min(len);
+            buf.extend_from_slice(&self.stage[self.pos..self.pos + have]);
+            self.pos += have;
+            while buf.len() < len {
+                let want = len - buf.len();
+                let got = self.rd.read_buf(&mut (&mut buf).limit(want)).await?;
+                if got == 0 {
+                    return Err(Error::ConnectionLost("server closed the connection".into()));
+                }
+            }
+        }
+        if self.pos == self.stage.len() {
+            self.stage.clear();
+            self.pos = 0;
+        }
+        Ok(buf)
     }
 }
 
+async fn read_frame(t: &Transport, fr: &mut FrameReader) -> Result<()> {
+    let mut buf = fr.next(&t.pool).await?;
+    let len = buf.len();
+    t.bytes_received
+        .fetch_add(len as u64 + 4, Ordering::Relaxed);
+    let (range, encrypted) = if buf[..4] == TRANSFORM_PROTOCOL_ID {
+        (decrypt_frame(t, &mut buf)?, true)
+    } else {
+        (0..len, false)
+    };
+    // Split a compounded response chain (MS-SMB2 3.2.5.1.9 via NextCommand).
+    let mut msgs: Vec<(Header, std::ops::Range<usize>, Option<bool>)> = Vec::with_capacity(1);
+    let mut at = range.start;
+    loop {
+        let h = Header::decode(&buf[at..range.end])?;
+        if !h.is_response() {
+            return Err(Error::Protocol("request received from server".into()));
+        }
+        let next = h.next_command as usize;
+        let end = if next == 0 {
+            range.end
+        } else {
+            if next < HEADER_LEN || next > range.end - at || !next.is_multiple_of(8) {
+                return Err(Error::Protocol("bad NextCommand".into()));
+            }
+            at + next
+        };
+        msgs.push((h, at..end, None));
+        if next == 0 {
+            break;
+        }
+        at = end;
+    }
+    // MS-SMB2 3.2.5.1.3: verify signed responses here, in the still
+    // mutable buffer (one contiguous MAC pass, nothing copied). Encrypted
+    // ones are not signed.
+    if !encrypted {
+        for (h, r, ok) in msgs.iter_mut() {
+            if !h.is_signed() {
+                continue;
+            }
+            if let Some((algo, key)) = t.verify_key(h.message_id) {
+                *ok = Some(verify_in_place(algo, &key, &mut buf[r.clone()]));
+            }
+        }
+    }
+    let frame = t.pool.freeze(buf, 0..len);
+    for (header, r, signature_ok) in msgs {
+        t.deliver(Response {
+            header,
+            msg: frame.slice(r),
+            encrypted,
+            signature_ok,
+        });
+    }
+    Ok(())
+}
+
 /// MS-SMB2 3.2.5.1.1.1: find the session by the transform header's
-/// SessionId and decrypt with its Session.DecryptionKey.
-fn decrypt_frame(t: &Transport, mut buf: BytesMut) -> Result<Bytes> {
+/// SessionId and decrypt with its Session.DecryptionKey, in place. Returns
+/// where in `buf` the plaintext message(s) now are.
+fn decrypt_frame(t: &Transport, buf: &mut [u8]) -> Result<std::ops::Range<usize>> {
     if buf.len() < TRANSFORM_HEADER_LEN + HEADER_LEN {
         return Err(Error::Protocol("short transform frame".into()));
     }
@@ -466,8 +582,11 @@ fn decrypt_frame(t: &Transport, mut buf: BytesMut) -> Result<Bytes> {
         .ok_or_else(|| {
             Error::Protocol(format!("encrypted message for unknown session {sid:#x}"))
         })?;
-    let (_, range) = decrypt_in_place(d.cipher, &d.key, &mut buf)?;
-    let frame = buf.freeze().slice(range);
+    let (_, range) = decrypt_in_place(d.cipher, &d.key, buf)?;
+    let frame = &buf[range.clone()];
+    if frame.len() < HEADER_LEN {
+        return Err(Error::Protocol("short encrypted message".into()));
+    }
     let inner = u64::from_le_bytes(
         frame[offsets::SESSION_ID..offsets::SESSION_ID + 8]
             .try_into()
@@ -478,7 +597,7 @@ fn decrypt_frame(t: &Transport, mut buf: BytesMut) -> Result<Bytes> {
             "SessionId mismatch in encrypted message".into(),
         ));
     }
-    Ok(frame)
+    Ok(range)
 }
 
 async fn writer(
