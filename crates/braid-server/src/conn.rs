@@ -15,7 +15,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-use braid_smb_proto::crypto::{Cipher, PreauthHash, SigningAlgorithm};
+use braid_smb_proto::crypto::{
+    Cipher, DecryptStream, PreauthHash, SigningAlgorithm, TRANSFORM_HEADER_LEN,
+};
 
 use crate::credits::CreditWindow;
 use crate::smb::frame;
@@ -138,6 +140,13 @@ impl Connection {
     }
 }
 
+/// Bytes read from the socket at a time for a large frame: small enough for
+/// a piece to stay in L2 until it is decrypted.
+const RECV_PIECE: usize = 256 * 1024;
+/// Transform frames from this size on are decrypted as they arrive; smaller
+/// ones in one pass afterwards.
+const STREAM_DECRYPT_MIN: usize = 64 * 1024;
+
 /// Serve one accepted TCP connection until it closes.
 pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     let peer = stream
@@ -238,13 +247,29 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         conn.bytes_in.fetch_add(len as u64 + 4, Ordering::Relaxed);
         conn.requests_in.fetch_add(1, Ordering::Relaxed);
         // Read into uninitialised capacity: zero-filling an 8 MiB WRITE
-        // frame first costs as much as the copy from the socket.
+        // frame first costs as much as the copy from the socket. A large
+        // AES-GCM frame is decrypted piece by piece as it arrives (each
+        // piece still in the CPU cache, and while the peer still sends).
         let mut buf = Vec::with_capacity(len);
+        let mut decrypting: Option<(DecryptStream, Arc<crate::session::Session>)> = None;
         let body = async {
             let mut limited = (&mut rd).take(len as u64);
+            let mut done = 0;
             while buf.len() < len {
-                if limited.read_buf(&mut buf).await? == 0 {
+                let room = (len - buf.len()).min(RECV_PIECE);
+                let mut piece = (&mut limited).take(room as u64);
+                if piece.read_buf(&mut buf).await? == 0 {
                     return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+                }
+                if done == 0 && len >= STREAM_DECRYPT_MIN && buf.len() >= TRANSFORM_HEADER_LEN {
+                    decrypting = frame::start_decrypt(&conn, &buf[..TRANSFORM_HEADER_LEN], len);
+                    done = TRANSFORM_HEADER_LEN;
+                }
+                if let Some((stream, _)) = decrypting.as_mut() {
+                    if stream.update(&mut buf[done..]).is_err() {
+                        return Err(std::io::Error::from(std::io::ErrorKind::InvalidData));
+                    }
+                    done = buf.len();
                 }
             }
             Ok::<_, std::io::Error>(())
@@ -253,7 +278,19 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
             Ok(Ok(())) => {}
             _ => break,
         }
-        match frame::accept_frame(&conn, buf) {
+        let decrypted_by = match decrypting {
+            Some((stream, session)) => match stream.finish() {
+                Ok(()) => Some(session),
+                Err(e) => {
+                    // 3.3.5.2.1.1: a frame that fails to decrypt drops the
+                    // connection.
+                    warn!(conn = conn.id, "dropping connection: decrypt failed: {e}");
+                    break;
+                }
+            },
+            None => None,
+        };
+        match frame::accept_frame(&conn, buf, decrypted_by) {
             Ok(Some(work)) => {
                 let conn = conn.clone();
                 tokio::spawn(async move {

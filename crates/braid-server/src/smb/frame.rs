@@ -10,7 +10,7 @@ use tracing::{debug, trace};
 use braid_smb_proto::codec::{FileId, WriteLe};
 use braid_smb_proto::crypto::{
     decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify as verify_signature,
-    TransformHeader, TRANSFORM_HEADER_LEN,
+    DecryptStream, SigningAlgorithm, TransformHeader, TRANSFORM_HEADER_LEN,
 };
 use braid_smb_proto::header::{
     flags, offsets, Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID,
@@ -19,7 +19,7 @@ use braid_smb_proto::header::{
 use braid_smb_proto::messages::ErrorResponse;
 use braid_smb_proto::NtStatus;
 
-use super::{dispatch, OpResult, Reply, Request};
+use super::{dispatch, OpResult, Reply, Request, Sealed};
 use crate::conn::Connection;
 use crate::session::{Session, SessionPhase};
 
@@ -36,7 +36,48 @@ pub enum Work {
 
 /// Runs on the reader, in order: decrypt, split the compound, check each
 /// message id against the credit window (3.3.5.2.3), handle CANCEL at once.
-pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<Work>, String> {
+/// The session whose key decrypts a transform frame (MS-SMB2 3.3.5.2.1.1),
+/// from the frame's first 52 bytes.
+fn transform_session(
+    conn: &Connection,
+    head: &[u8],
+) -> Result<(Arc<Session>, Arc<crate::session::EncryptionState>), String> {
+    let th = TransformHeader::decode(head).map_err(|e| format!("bad transform header: {e}"))?;
+    let session = conn
+        .server
+        .sessions
+        .get(&th.session_id)
+        .ok_or("transform for an unknown session")?;
+    let enc = session
+        .encryption()
+        .ok_or("transform for a session without encryption")?;
+    Ok((session, enc))
+}
+
+/// Start decrypting a large AES-GCM transform frame of `frame_len` bytes
+/// while the rest of it arrives (conn.rs), given its first 52 bytes. None
+/// when this frame is not one for streaming; errors are left for
+/// [`accept_frame`] to report, as for any frame.
+pub fn start_decrypt(
+    conn: &Connection,
+    head: &[u8],
+    frame_len: usize,
+) -> Option<(DecryptStream, Arc<Session>)> {
+    if head.len() < TRANSFORM_HEADER_LEN || head[..4] != TRANSFORM_PROTOCOL_ID {
+        return None;
+    }
+    let (session, enc) = transform_session(conn, head).ok()?;
+    let (_, stream) = DecryptStream::start(enc.cipher, &enc.decrypt_key, head, frame_len).ok()?;
+    Some((stream, session))
+}
+
+/// `decrypted_by`: the frame's transform was already decrypted and
+/// verified while it arrived, with this session's key.
+pub fn accept_frame(
+    conn: &Arc<Connection>,
+    mut buf: Vec<u8>,
+    decrypted_by: Option<Arc<Session>>,
+) -> Result<Option<Work>, String> {
     if buf.len() >= 4 && buf[..4] == SMB1_PROTOCOL_ID {
         // MS-SMB2 3.3.5.3: only a first negotiate may be SMB1.
         let mut started = conn.negotiate_started.lock().unwrap();
@@ -48,18 +89,13 @@ pub fn accept_frame(conn: &Arc<Connection>, mut buf: Vec<u8>) -> Result<Option<W
     }
     let mut encrypted_by = None;
     let mut plain = 0..buf.len();
-    if buf.len() >= 4 && buf[..4] == TRANSFORM_PROTOCOL_ID {
+    if let Some(session) = decrypted_by {
+        plain = TRANSFORM_HEADER_LEN..buf.len();
+        encrypted_by = Some(session);
+    } else if buf.len() >= 4 && buf[..4] == TRANSFORM_PROTOCOL_ID {
         // 3.3.5.2.1.1: decrypt with the session's key; any failure drops
         // the connection.
-        let th = TransformHeader::decode(&buf).map_err(|e| format!("bad transform header: {e}"))?;
-        let session = conn
-            .server
-            .sessions
-            .get(&th.session_id)
-            .ok_or("transform for an unknown session")?;
-        let enc = session
-            .encryption()
-            .ok_or("transform for a session without encryption")?;
+        let (session, enc) = transform_session(conn, &buf)?;
         let (_, range) = decrypt_in_place(enc.cipher, &enc.decrypt_key, &mut buf)
             .map_err(|e| format!("decrypt failed: {e}"))?;
         plain = range;
@@ -198,14 +234,19 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
                     // handler left in front of the message (READ does).
                     let mut resp = p.resp;
                     let start = p.headroom - TRANSFORM_HEADER_LEN;
-                    let nonce = enc.nonces.next_nonce();
-                    encrypt_frame_in_place(
-                        enc.cipher,
-                        &enc.encrypt_key,
-                        &nonce,
-                        sess.id,
-                        &mut resp[start..],
-                    )
+                    match p.sealed {
+                        // READ encrypted its data as it read it.
+                        Some(Sealed::Gcm(partial)) => {
+                            partial.seal_frame(sess.id, &mut resp[start..])
+                        }
+                        _ => encrypt_frame_in_place(
+                            enc.cipher,
+                            &enc.encrypt_key,
+                            &enc.nonces.next_nonce(),
+                            sess.id,
+                            &mut resp[start..],
+                        ),
+                    }
                     .map_err(|e| format!("encrypt failed: {e}"))?;
                     conn.send(vec![Bytes::from(resp).slice(start..)]);
                     return Ok(());
@@ -258,7 +299,13 @@ fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), 
         headroom: h,
         mut payload,
         signing,
+        sealed,
     } = f;
+    if matches!(sealed, Some(Sealed::Gcm(_))) {
+        // Only a lone, encrypted response may carry pre-encrypted data
+        // (read.rs checks the same conditions before encrypting).
+        return Err("pre-encrypted response outside an encrypted frame".into());
+    }
     if signing.is_some() || more_follow {
         if let Some(p) = payload.take() {
             resp.extend_from_slice(&p);
@@ -273,8 +320,20 @@ fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), 
         resp.patch_u32(h + offsets::NEXT_COMMAND, n);
     }
     if let Some(s) = signing {
-        sign_in_place(s.algorithm, &s.key, &mut resp[h..])
-            .map_err(|e| format!("signing failed: {e}"))?;
+        // READ MACed its data as it read it: finish that GMAC when it was
+        // computed for this key and this exact message.
+        let done = match &sealed {
+            Some(Sealed::Gmac { partial, key })
+                if !more_follow && s.algorithm == SigningAlgorithm::AesGmac && *key == s.key =>
+            {
+                partial.sign(&mut resp[h..]).is_ok()
+            }
+            _ => false,
+        };
+        if !done {
+            sign_in_place(s.algorithm, &s.key, &mut resp[h..])
+                .map_err(|e| format!("signing failed: {e}"))?;
+        }
     }
     out.push(Bytes::from(resp).slice(h..));
     if let Some(p) = payload {
@@ -290,6 +349,7 @@ struct Finished {
     headroom: usize,
     payload: Option<Bytes>,
     signing: Option<crate::session::SigningState>,
+    sealed: Option<Sealed>,
 }
 
 /// Handle one message of a frame; returns the finished (signed) response.
@@ -593,6 +653,7 @@ async fn handle_one(
         headroom: h,
         payload: reply.payload,
         signing,
+        sealed: reply.sealed,
     })
 }
 

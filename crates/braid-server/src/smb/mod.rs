@@ -58,6 +58,24 @@ pub struct Reply {
     /// Bytes `msg` keeps free in front of the header, so that an encrypted
     /// response can get its transform header without moving the message.
     pub headroom: usize,
+    /// READ's data already signed or encrypted as it was read; the frame
+    /// layer completes the seal once the header is final.
+    pub sealed: Option<Sealed>,
+}
+
+/// Signing or encryption done on a response's payload before its header
+/// was known (braid_smb_proto::crypto::deferred).
+pub enum Sealed {
+    /// AES-GMAC over the data, under this channel signing key. The data is
+    /// still plaintext: if the response ends up signed another way, it is
+    /// simply signed from scratch.
+    Gmac {
+        partial: braid_smb_proto::crypto::deferred::GmacPartial,
+        key: Vec<u8>,
+    },
+    /// The data is already AES-GCM ciphertext under the session's key: the
+    /// response must go out as the lone message of its transform frame.
+    Gcm(braid_smb_proto::crypto::deferred::GcmPartial),
 }
 
 pub type AfterSend = Box<dyn FnOnce(&[u8]) + Send>;
@@ -82,6 +100,7 @@ impl Reply {
             sign_with_new_session: false,
             after_send: None,
             headroom: 0,
+            sealed: None,
         }
     }
     /// A body already encoded after a 64-byte placeholder header.
@@ -96,6 +115,7 @@ impl Reply {
             sign_with_new_session: false,
             after_send: None,
             headroom: 0,
+            sealed: None,
         }
     }
 }

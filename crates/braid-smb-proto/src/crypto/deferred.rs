@@ -23,11 +23,8 @@
 //! message; the bulk passes run in aws-lc's AES-GCM (streaming EVP
 //! interface, which none of the Rust AEAD crates offers).
 
-use core::ptr;
-
-use aws_lc_sys as sys;
-
 use super::encryption::{Cipher, TransformHeader, TRANSFORM_FLAG_ENCRYPTED, TRANSFORM_HEADER_LEN};
+use super::evp::EvpGcm;
 use super::ghash::{block, gf_mul, gf_pow, hash_subkey};
 use super::signing::{gmac_nonce, SIGNATURE_LEN, SIGNATURE_OFFSET};
 use super::CryptoError;
@@ -41,115 +38,6 @@ const PREFIX_BLOCKS: usize = DEFERRED_PREFIX_LEN / 16;
 /// The transform header's associated data (Nonce .. SessionId).
 const AAD_LEN: usize = 32;
 const FLAGS_OFFSET: usize = 16;
-
-/// An aws-lc AES-GCM encryption context (EVP interface: associated data and
-/// plaintext may arrive in pieces).
-struct EvpGcm(*mut sys::EVP_CIPHER_CTX);
-
-impl EvpGcm {
-    fn new(cipher: Cipher, key: &[u8], iv: &[u8; 12]) -> Result<Self, CryptoError> {
-        // SAFETY: these return pointers to static cipher tables.
-        let evp = unsafe {
-            match cipher {
-                Cipher::Aes128Gcm => sys::EVP_aes_128_gcm(),
-                Cipher::Aes256Gcm => sys::EVP_aes_256_gcm(),
-                _ => return Err(CryptoError::Backend("streaming AEAD is GCM only")),
-            }
-        };
-        if key.len() != cipher.key_len() {
-            return Err(CryptoError::InvalidKeyLength {
-                expected: cipher.key_len(),
-                got: key.len(),
-            });
-        }
-        // SAFETY: plain constructor; null is checked.
-        let ctx = unsafe { sys::EVP_CIPHER_CTX_new() };
-        if ctx.is_null() {
-            return Err(CryptoError::Backend("EVP_CIPHER_CTX_new"));
-        }
-        let me = EvpGcm(ctx);
-        // SAFETY: ctx is live; the key has the cipher's length (checked
-        // above) and GCM's default IV length is 12 bytes.
-        let ok = unsafe {
-            sys::EVP_EncryptInit_ex(me.0, evp, ptr::null_mut(), key.as_ptr(), iv.as_ptr())
-        };
-        if ok != 1 {
-            return Err(CryptoError::Backend("EVP_EncryptInit_ex"));
-        }
-        Ok(me)
-    }
-
-    /// Associated data; all of it must come before any plaintext.
-    fn aad(&mut self, data: &[u8]) -> Result<(), CryptoError> {
-        for piece in data.chunks(1 << 30) {
-            let mut outl = 0;
-            // SAFETY: a null output pointer makes this an AAD update of
-            // `piece.len()` (< 2^31) readable bytes.
-            let ok = unsafe {
-                sys::EVP_EncryptUpdate(
-                    self.0,
-                    ptr::null_mut(),
-                    &mut outl,
-                    piece.as_ptr(),
-                    piece.len() as i32,
-                )
-            };
-            if ok != 1 {
-                return Err(CryptoError::Backend("EVP_EncryptUpdate (aad)"));
-            }
-        }
-        Ok(())
-    }
-
-    /// Encrypt in place (GCM is a stream mode: output length = input length).
-    fn encrypt(&mut self, data: &mut [u8]) -> Result<(), CryptoError> {
-        for piece in data.chunks_mut(1 << 30) {
-            let mut outl = 0;
-            // SAFETY: in-place operation is allowed (in == out); `piece` is
-            // valid for reads and writes of its length (< 2^31).
-            let ok = unsafe {
-                sys::EVP_EncryptUpdate(
-                    self.0,
-                    piece.as_mut_ptr(),
-                    &mut outl,
-                    piece.as_ptr(),
-                    piece.len() as i32,
-                )
-            };
-            if ok != 1 || outl as usize != piece.len() {
-                return Err(CryptoError::Backend("EVP_EncryptUpdate"));
-            }
-        }
-        Ok(())
-    }
-
-    fn tag(self) -> Result<u128, CryptoError> {
-        let mut outl = 0;
-        let mut tag = [0u8; 16];
-        // SAFETY: GCM's final writes nothing (no buffered block); GET_TAG
-        // writes 16 bytes into `tag`.
-        let ok = unsafe {
-            sys::EVP_EncryptFinal_ex(self.0, ptr::null_mut(), &mut outl) == 1
-                && sys::EVP_CIPHER_CTX_ctrl(
-                    self.0,
-                    sys::EVP_CTRL_GCM_GET_TAG,
-                    16,
-                    tag.as_mut_ptr().cast(),
-                ) == 1
-        };
-        if !ok {
-            return Err(CryptoError::Backend("EVP_EncryptFinal_ex"));
-        }
-        Ok(u128::from_be_bytes(tag))
-    }
-}
-
-impl Drop for EvpGcm {
-    fn drop(&mut self) {
-        // SAFETY: allocated by EVP_CIPHER_CTX_new, freed once.
-        unsafe { sys::EVP_CIPHER_CTX_free(self.0) }
-    }
-}
 
 /// sum_i P_i * H^(k-i) over the prefix blocks, times H^e: how much the
 /// prefix blocks, at the given distance from the end, add to GHASH.
@@ -178,7 +66,7 @@ impl GmacStream {
     /// `nonce` must be the one [`gmac_response_nonce`] gives for the
     /// message this will sign.
     pub fn new(key: &[u8], nonce: [u8; 12]) -> Result<Self, CryptoError> {
-        let mut ctx = EvpGcm::new(Cipher::Aes128Gcm, key, &nonce)?;
+        let mut ctx = EvpGcm::encrypter(Cipher::Aes128Gcm, key, &nonce)?;
         ctx.aad(&[0u8; DEFERRED_PREFIX_LEN])?;
         Ok(GmacStream {
             ctx,
@@ -265,10 +153,10 @@ impl GcmStream {
     /// bytes 12.. zero), as for [`super::encrypt_frame_in_place`].
     pub fn new(cipher: Cipher, key: &[u8], nonce: [u8; 16]) -> Result<Self, CryptoError> {
         let iv: [u8; 12] = nonce[..12].try_into().expect("12");
-        let mut ctx = EvpGcm::new(cipher, key, &iv)?;
+        let mut ctx = EvpGcm::encrypter(cipher, key, &iv)?;
         ctx.aad(&[0u8; AAD_LEN])?;
         let mut keystream = [0u8; DEFERRED_PREFIX_LEN];
-        ctx.encrypt(&mut keystream)?;
+        ctx.apply(&mut keystream)?;
         Ok(GcmStream {
             ctx,
             nonce,
@@ -280,7 +168,7 @@ impl GcmStream {
 
     /// Encrypt the next piece of data in place.
     pub fn update(&mut self, data: &mut [u8]) -> Result<(), CryptoError> {
-        self.ctx.encrypt(data)?;
+        self.ctx.apply(data)?;
         self.data_len += data.len() as u64;
         Ok(())
     }

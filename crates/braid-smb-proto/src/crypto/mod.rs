@@ -18,6 +18,7 @@ use thiserror::Error;
 
 pub mod deferred;
 pub mod encryption;
+mod evp;
 mod ghash;
 pub mod kdf;
 pub mod preauth;
@@ -25,7 +26,7 @@ pub mod signing;
 
 pub use encryption::{
     decrypt_in_place, encrypt_frame_in_place, encrypt_in_place, encrypt_message, Cipher,
-    NonceGenerator, TransformHeader, TRANSFORM_FLAG_ENCRYPTED, TRANSFORM_HEADER_LEN,
+    DecryptStream, NonceGenerator, TransformHeader, TRANSFORM_FLAG_ENCRYPTED, TRANSFORM_HEADER_LEN,
 };
 pub use kdf::{
     derive_channel_signing_key, derive_session_keys, kdf, sp800_108_counter_hmac_sha256,

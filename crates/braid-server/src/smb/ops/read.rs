@@ -10,7 +10,14 @@ use braid_smb_proto::messages::read::encode_read_response_header;
 use braid_smb_proto::messages::ReadRequest;
 use braid_smb_proto::NtStatus;
 
-use crate::smb::{blocking, OpResult, Reply, Request};
+use std::sync::atomic::Ordering;
+
+use braid_smb_proto::crypto::deferred::{
+    gmac_response_nonce, GcmStream, GmacStream, DEFERRED_PREFIX_LEN,
+};
+use braid_smb_proto::crypto::{Cipher, SigningAlgorithm};
+
+use crate::smb::{blocking, OpResult, Reply, Request, Sealed};
 
 /// MS-SMB2 3.3.5.2.5: a multi-credit request must carry enough CreditCharge.
 pub fn check_credit_charge(req: &Request<'_>, payload: u32) -> Result<(), NtStatus> {
@@ -43,39 +50,172 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     let handle = open.handle.clone();
     let (offset, length) = (r.offset, r.length);
+    let plan = seal_plan(req);
     // The response is built in one buffer: room for a transform header,
     // then header and READ body, then the file data read straight behind
     // them. Signing and encryption then run in place on the buffer that goes
     // to the socket, and the plain case is one write: the data is never
-    // copied again.
+    // copied again. A signed or encrypted response is MACed or encrypted
+    // piece by piece as it is read, while the piece is still in the CPU
+    // cache, and finished by the frame layer once the header is known.
     const ROOM: usize = TRANSFORM_HEADER_LEN;
-    const PREFIX: usize = ROOM + HEADER_LEN + 16;
-    let (msg, n) = blocking(move || {
+    const PREFIX: usize = ROOM + DEFERRED_PREFIX_LEN;
+    let (mut msg, n, sealed) = blocking(move || {
         if length > 0 {
             handle.check_io_lock(offset, length as u64, false, LockOwner(0))?;
         }
-        let mut msg = Vec::with_capacity(PREFIX + length as usize);
+        let mut msg = Vec::with_capacity(PREFIX + length.max(1) as usize);
         msg.resize(PREFIX, 0);
-        let n = handle.read_append(offset, length as usize, &mut msg)?;
+        let mut stream = plan.start();
+        let mut n = 0usize;
+        while n < length as usize {
+            let want = (length as usize - n).min(SEAL_CHUNK);
+            let before = msg.len();
+            let got = handle.read_append(offset + n as u64, want, &mut msg)?;
+            stream.update(&mut msg[before..]);
+            n += got;
+            if got < want {
+                break;
+            }
+        }
+        if n == 0 {
+            // MS-SMB2 2.2.20: the variable part is at least one byte.
+            msg.push(0);
+            stream.update(&mut msg[PREFIX..]);
+        }
         // Open.CurrentByteOffset follows the last read, as Samba keeps it
         // for FilePositionInformation (smbtorture smb2.read.position).
         handle.set_position(offset + n as u64);
-        Ok((msg, n))
+        Ok((msg, n, stream.finish()))
     })
     .await?;
     if (n as u64) < r.minimum_count as u64 || (n == 0 && r.length > 0) {
         return Err(NtStatus::END_OF_FILE);
     }
-    let mut msg = msg;
+    let sealed = sealed?;
     let mut prefix = Vec::with_capacity(HEADER_LEN + 16);
     prefix.resize(HEADER_LEN, 0);
     encode_read_response_header(&mut prefix, n as u32);
     msg[ROOM + HEADER_LEN..PREFIX].copy_from_slice(&prefix[HEADER_LEN..]);
-    if n == 0 {
-        // MS-SMB2 2.2.20: the variable part is at least one byte.
-        msg.push(0);
-    }
     let mut reply = Reply::raw(NtStatus::SUCCESS, msg);
     reply.headroom = ROOM;
+    reply.sealed = sealed;
     Ok(reply)
+}
+
+/// Bytes read (and sealed) at a time: small enough to stay in L2 between
+/// the read and the MAC or cipher pass.
+const SEAL_CHUNK: usize = 256 * 1024;
+
+/// How the response will be protected, decided as the frame layer will
+/// decide it (frame.rs handle_one / process): encrypted when the request
+/// came encrypted and is not part of a compound; otherwise GMAC-signed when
+/// the session signs and the request was signed or signing is required.
+/// Anything else (CMAC, HMAC, CCM, compounds) is protected after the fact.
+enum SealPlan {
+    Plain,
+    Gmac {
+        key: Vec<u8>,
+        message_id: u64,
+    },
+    Gcm {
+        cipher: Cipher,
+        key: Vec<u8>,
+        nonce: [u8; 16],
+    },
+}
+
+fn seal_plan(req: &Request<'_>) -> SealPlan {
+    if req.in_compound {
+        return SealPlan::Plain;
+    }
+    if let Some(sess) = &req.encrypted_by {
+        return match sess.encryption() {
+            Some(enc) if matches!(enc.cipher, Cipher::Aes128Gcm | Cipher::Aes256Gcm) => {
+                SealPlan::Gcm {
+                    cipher: enc.cipher,
+                    key: enc.encrypt_key.clone(),
+                    nonce: enc.nonces.next_nonce(),
+                }
+            }
+            _ => SealPlan::Plain,
+        };
+    }
+    let Some(sess) = &req.session else {
+        return SealPlan::Plain;
+    };
+    let required = sess.signing_required.load(Ordering::Relaxed);
+    match sess.signing_for(req.conn.id) {
+        Some(s)
+            if s.algorithm == SigningAlgorithm::AesGmac && (req.header.is_signed() || required) =>
+        {
+            SealPlan::Gmac {
+                key: s.key,
+                message_id: req.header.message_id,
+            }
+        }
+        _ => SealPlan::Plain,
+    }
+}
+
+enum SealStream {
+    Plain,
+    Gmac(GmacStream, Vec<u8>),
+    Gcm(GcmStream),
+    /// Encryption failed part-way: some data is ciphertext, some not.
+    Broken,
+}
+
+impl SealPlan {
+    fn start(self) -> SealStream {
+        // A stream that fails to start leaves the response to be protected
+        // the ordinary way.
+        match self {
+            SealPlan::Plain => SealStream::Plain,
+            SealPlan::Gmac { key, message_id } => {
+                match GmacStream::new(&key, gmac_response_nonce(message_id)) {
+                    Ok(s) => SealStream::Gmac(s, key),
+                    Err(_) => SealStream::Plain,
+                }
+            }
+            SealPlan::Gcm { cipher, key, nonce } => match GcmStream::new(cipher, &key, nonce) {
+                Ok(s) => SealStream::Gcm(s),
+                Err(_) => SealStream::Plain,
+            },
+        }
+    }
+}
+
+impl SealStream {
+    fn update(&mut self, data: &mut [u8]) {
+        match self {
+            SealStream::Plain | SealStream::Broken => {}
+            // The data is still plaintext: sign it afterwards instead.
+            SealStream::Gmac(s, _) => {
+                if s.update(data).is_err() {
+                    *self = SealStream::Plain;
+                }
+            }
+            SealStream::Gcm(s) => {
+                if s.update(data).is_err() {
+                    *self = SealStream::Broken;
+                }
+            }
+        }
+    }
+
+    /// The seal for the frame layer; Err when the data cannot be sent.
+    fn finish(self) -> Result<Option<Sealed>, NtStatus> {
+        match self {
+            SealStream::Plain => Ok(None),
+            SealStream::Gmac(s, key) => {
+                Ok(s.finish().ok().map(|partial| Sealed::Gmac { partial, key }))
+            }
+            SealStream::Gcm(s) => s
+                .finish()
+                .map(|p| Some(Sealed::Gcm(p)))
+                .map_err(|_| NtStatus::INTERNAL_ERROR),
+            SealStream::Broken => Err(NtStatus::INTERNAL_ERROR),
+        }
+    }
 }
