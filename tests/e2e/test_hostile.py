@@ -281,3 +281,58 @@ def test_oversized_frame_is_refused_without_waiting(smb_server):
     sock = connect(smb_server)
     sock.sendall(b"\x00\xff\xff\xff" + frame(negotiate()))
     assert_rejected(sock)
+
+
+@pytest.mark.parametrize("size", [1000, 300_000])
+def test_write_with_a_bad_signature_is_refused(server_process, smb_server, size):
+    """A signed WRITE whose signature does not match is refused with
+    STATUS_ACCESS_DENIED and nothing is written -- whether the server checks it
+    in one pass (small) or while the frame arrives (large, AES-GMAC)."""
+    from smbprotocol.connection import Connection
+    from smbprotocol.exceptions import AccessDenied
+    from smbprotocol.header import Commands
+    from smbprotocol.open import (CreateDisposition, CreateOptions, FileAttributes,
+                                  FilePipePrinterAccessMask, ImpersonationLevel, Open,
+                                  ShareAccess)
+    from smbprotocol.session import Session
+    from smbprotocol.tree import TreeConnect
+
+    name = f"badsig-{uuid.uuid4().hex[:8]}"
+    conn = Connection(uuid.uuid4(), smb_server.host, smb_server.port, require_signing=True)
+    conn.connect()
+    try:
+        session = Session(conn, smb_server.user, smb_server.password, require_encryption=False)
+        session.connect()
+        tree = TreeConnect(session, f"\\\\{smb_server.host}\\{smb_server.share}")
+        tree.connect()
+        handle = Open(tree, name)
+        handle.create(ImpersonationLevel.Impersonation,
+                      FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+                      FileAttributes.FILE_ATTRIBUTE_NORMAL, ShareAccess.FILE_SHARE_READ,
+                      CreateDisposition.FILE_OVERWRITE_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        good = conn._generate_signature
+
+        def corrupt_writes(b_header, signing_key, message_id, response, command):
+            sig = good(b_header, signing_key, message_id, response, command)
+            if command == Commands.SMB2_WRITE and not response:
+                sig = bytes([sig[0] ^ 1]) + sig[1:]
+            return sig
+
+        conn._generate_signature = corrupt_writes
+        # The refusal cannot carry a valid signature (the server did not
+        # accept the request's), as with Samba: look at its status only.
+        verify = conn.verify_signature
+        conn.verify_signature = lambda header, session_id, force=False: None
+        with pytest.raises(AccessDenied):
+            handle.write(os.urandom(size), 0)
+        conn._generate_signature = good
+        conn.verify_signature = verify
+        assert (smb_server.share_dir / name).stat().st_size == 0
+        data = os.urandom(size)
+        handle.write(data, 0)
+        assert handle.read(0, size) == data
+        handle.close()
+    finally:
+        conn.disconnect()
+    assert (smb_server.share_dir / name).read_bytes() == data
+    assert_healthy(server_process, smb_server)

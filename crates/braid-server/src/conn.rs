@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
 use braid_smb_proto::crypto::{
-    Cipher, DecryptStream, PreauthHash, SigningAlgorithm, TRANSFORM_HEADER_LEN,
+    Cipher, DecryptStream, GmacVerifier, PreauthHash, SigningAlgorithm, TRANSFORM_HEADER_LEN,
 };
+use braid_smb_proto::header::HEADER_LEN;
 
 use crate::credits::CreditWindow;
 use crate::smb::frame;
@@ -143,9 +144,10 @@ impl Connection {
 /// Bytes read from the socket at a time for a large frame: small enough for
 /// a piece to stay in L2 until it is decrypted.
 const RECV_PIECE: usize = 256 * 1024;
-/// Transform frames from this size on are decrypted as they arrive; smaller
+/// Frames from this size on are decrypted (AES-GCM transforms) or have
+/// their signature checked (AES-GMAC-signed WRITEs) as they arrive; smaller
 /// ones in one pass afterwards.
-const STREAM_DECRYPT_MIN: usize = 64 * 1024;
+const STREAM_MIN: usize = 64 * 1024;
 
 /// Serve one accepted TCP connection until it closes.
 pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
@@ -252,6 +254,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         // piece still in the CPU cache, and while the peer still sends).
         let mut buf = Vec::with_capacity(len);
         let mut decrypting: Option<(DecryptStream, Arc<crate::session::Session>)> = None;
+        let mut verifying: Option<(GmacVerifier, Vec<u8>)> = None;
         let body = async {
             let mut limited = (&mut rd).take(len as u64);
             let mut done = 0;
@@ -261,14 +264,21 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
                 if piece.read_buf(&mut buf).await? == 0 {
                     return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
                 }
-                if done == 0 && len >= STREAM_DECRYPT_MIN && buf.len() >= TRANSFORM_HEADER_LEN {
+                // Large frames: decide once the first 64 bytes are in.
+                if done == 0 && len >= STREAM_MIN && buf.len() >= HEADER_LEN {
                     decrypting = frame::start_decrypt(&conn, &buf[..TRANSFORM_HEADER_LEN], len);
                     done = TRANSFORM_HEADER_LEN;
-                }
-                if let Some((stream, _)) = decrypting.as_mut() {
-                    if stream.update(&mut buf[done..]).is_err() {
-                        return Err(std::io::Error::from(std::io::ErrorKind::InvalidData));
+                    if decrypting.is_none() {
+                        verifying = frame::start_verify(&conn, &buf[..HEADER_LEN]);
+                        done = HEADER_LEN;
                     }
+                }
+                let bad = || std::io::Error::from(std::io::ErrorKind::InvalidData);
+                if let Some((stream, _)) = decrypting.as_mut() {
+                    stream.update(&mut buf[done..]).map_err(|_| bad())?;
+                    done = buf.len();
+                } else if let Some((verifier, _)) = verifying.as_mut() {
+                    verifier.update(&buf[done..]).map_err(|_| bad())?;
                     done = buf.len();
                 }
             }
@@ -290,7 +300,11 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
             },
             None => None,
         };
-        match frame::accept_frame(&conn, buf, decrypted_by) {
+        let pre_verified = verifying.map(|(verifier, key)| frame::PreVerified {
+            key,
+            valid: verifier.finish(),
+        });
+        match frame::accept_frame(&conn, buf, decrypted_by, pre_verified) {
             Ok(Some(work)) => {
                 let conn = conn.clone();
                 tokio::spawn(async move {

@@ -10,7 +10,7 @@ use tracing::{debug, trace};
 use braid_smb_proto::codec::{FileId, WriteLe};
 use braid_smb_proto::crypto::{
     decrypt_in_place, encrypt_frame_in_place, sign_in_place, verify as verify_signature,
-    DecryptStream, SigningAlgorithm, TransformHeader, TRANSFORM_HEADER_LEN,
+    DecryptStream, GmacVerifier, SigningAlgorithm, TransformHeader, TRANSFORM_HEADER_LEN,
 };
 use braid_smb_proto::header::{
     flags, offsets, Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID,
@@ -31,7 +31,16 @@ pub enum Work {
         msgs: Vec<(Range<usize>, Header)>,
         /// The session whose key decrypted the frame (MS-SMB2 3.3.5.2.1.1).
         encrypted_by: Option<Arc<Session>>,
+        /// The lone message's signature, checked while it arrived.
+        pre_verified: Option<PreVerified>,
     },
+}
+
+/// A signature checked while its message arrived (conn.rs): the key it was
+/// checked with, and whether it matched.
+pub struct PreVerified {
+    pub key: Vec<u8>,
+    pub valid: bool,
 }
 
 /// Runs on the reader, in order: decrypt, split the compound, check each
@@ -71,12 +80,35 @@ pub fn start_decrypt(
     Some((stream, session))
 }
 
+/// Start checking the AES-GMAC signature of a large signed WRITE (the
+/// frame's first 64 bytes are `head`) while the rest of it arrives. None
+/// when this frame is not one for that; [`handle_one`] then verifies it
+/// whole as any other.
+pub fn start_verify(conn: &Connection, head: &[u8]) -> Option<(GmacVerifier, Vec<u8>)> {
+    let hdr = Header::decode(head).ok()?;
+    if hdr.command != Command::Write as u16 || !hdr.is_signed() || hdr.next_command != 0 {
+        return None;
+    }
+    let signing = conn
+        .server
+        .sessions
+        .get(&hdr.session_id)?
+        .signing_for(conn.id)?;
+    if signing.algorithm != SigningAlgorithm::AesGmac {
+        return None;
+    }
+    let verifier = GmacVerifier::start(&signing.key, head).ok()?;
+    Some((verifier, signing.key))
+}
+
 /// `decrypted_by`: the frame's transform was already decrypted and
-/// verified while it arrived, with this session's key.
+/// verified while it arrived, with this session's key. `pre_verified`: the
+/// signature of its lone message was checked while it arrived.
 pub fn accept_frame(
     conn: &Arc<Connection>,
     mut buf: Vec<u8>,
     decrypted_by: Option<Arc<Session>>,
+    pre_verified: Option<PreVerified>,
 ) -> Result<Option<Work>, String> {
     if buf.len() >= 4 && buf[..4] == SMB1_PROTOCOL_ID {
         // MS-SMB2 3.3.5.3: only a first negotiate may be SMB1.
@@ -165,10 +197,12 @@ pub fn accept_frame(
     if msgs.is_empty() {
         return Ok(None);
     }
+    let pre_verified = pre_verified.filter(|_| msgs.len() == 1);
     Ok(Some(Work::Smb2 {
         buf: Bytes::from(buf),
         msgs,
         encrypted_by,
+        pre_verified,
     }))
 }
 
@@ -185,7 +219,7 @@ struct Related {
 }
 
 pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
-    let (buf, msgs, encrypted_by) = match work {
+    let (buf, msgs, encrypted_by, pre_verified) = match work {
         Work::Smb1Negotiate(buf) => {
             let reply = super::ops::negotiate::handle_smb1(conn, &buf)?;
             conn.send(vec![Bytes::from(reply)]);
@@ -195,7 +229,8 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
             buf,
             msgs,
             encrypted_by,
-        } => (buf, msgs, encrypted_by),
+            pre_verified,
+        } => (buf, msgs, encrypted_by, pre_verified),
     };
     let count = msgs.len();
     let mut related = Related::default();
@@ -222,6 +257,7 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
                 &mut related,
                 in_compound,
                 encrypted_by.as_ref(),
+                pre_verified.as_ref(),
             )
             .await?,
         );
@@ -360,6 +396,7 @@ async fn handle_one(
     related: &mut Related,
     in_compound: bool,
     encrypted_by: Option<&Arc<Session>>,
+    pre_verified: Option<&PreVerified>,
 ) -> Result<Finished, String> {
     let started = std::time::Instant::now(); // metrics: request latency
     let server = &conn.server;
@@ -445,7 +482,8 @@ async fn handle_one(
             if encrypted_by.is_some() {
             } else if let Some(signing) = sess.signing_for(conn.id) {
                 if hdr.is_signed() {
-                    if !verify_request(conn, &sess, command, &signing, msg) {
+                    let checked = pre_verified.is_some_and(|p| p.valid && p.key == signing.key);
+                    if !checked && !verify_request(conn, &sess, command, &signing, msg) {
                         debug!(conn = conn.id, mid = hdr.message_id, "bad signature");
                         break 'res Err(NtStatus::ACCESS_DENIED);
                     }

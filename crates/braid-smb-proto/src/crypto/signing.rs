@@ -253,10 +253,74 @@ pub fn verify_in_place(algo: SigningAlgorithm, key: &[u8], msg: &mut [u8]) -> bo
     ct_eq(&sig, &received)
 }
 
+/// AES-GMAC verification of one signed message while it arrives, piece by
+/// piece (MS-SMB2 3.3.5.2.4 with 3.1.4.1), so that each piece is hashed
+/// while still in the CPU cache. Same result as [`verify`] on the whole.
+pub struct GmacVerifier {
+    ctx: super::evp::EvpGcm,
+    received: [u8; SIGNATURE_LEN],
+}
+
+impl GmacVerifier {
+    /// Start with the message's 64-byte header; the rest follows through
+    /// [`GmacVerifier::update`].
+    pub fn start(key: &[u8], header: &[u8]) -> Result<Self, CryptoError> {
+        check_len(header)?;
+        let key = key16(key)?;
+        let mut head = [0u8; HEADER_LEN];
+        head.copy_from_slice(&header[..HEADER_LEN]);
+        let mut received = [0u8; SIGNATURE_LEN];
+        received.copy_from_slice(&head[SIGNATURE_OFFSET..]);
+        head[SIGNATURE_OFFSET..].fill(0);
+        let mut ctx = super::evp::EvpGcm::encrypter(
+            super::encryption::Cipher::Aes128Gcm,
+            key,
+            &gmac_nonce(&head),
+        )?;
+        ctx.aad(&head)?;
+        Ok(GmacVerifier { ctx, received })
+    }
+
+    pub fn update(&mut self, data: &[u8]) -> Result<(), CryptoError> {
+        self.ctx.aad(data)
+    }
+
+    /// Whether the signature in the header matches, in constant time.
+    pub fn finish(self) -> bool {
+        match self.ctx.tag() {
+            Ok(tag) => ct_eq(&tag.to_be_bytes(), &self.received),
+            Err(_) => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn gmac_verifier_matches_verify() {
+        let key = [0x5au8; 16];
+        for len in [HEADER_LEN, HEADER_LEN + 1, 70_000] {
+            let mut msg: Vec<u8> = (0..len).map(|i| (i * 13) as u8).collect();
+            msg[12..14].copy_from_slice(&(Command::Write as u16).to_le_bytes());
+            sign_in_place(SigningAlgorithm::AesGmac, &key, &mut msg).unwrap();
+            for cut in [HEADER_LEN, len.min(HEADER_LEN + 17), len] {
+                let mut v = GmacVerifier::start(&key, &msg[..HEADER_LEN]).unwrap();
+                v.update(&msg[HEADER_LEN..cut]).unwrap();
+                v.update(&msg[cut..]).unwrap();
+                assert!(v.finish());
+            }
+            let mut bad = msg.clone();
+            *bad.last_mut().unwrap() ^= 0x80;
+            let mut v = GmacVerifier::start(&key, &bad[..HEADER_LEN]).unwrap();
+            v.update(&bad[HEADER_LEN..]).unwrap();
+            assert!(!v.finish());
+        }
+        assert!(GmacVerifier::start(&key, &[0u8; 10]).is_err());
+        assert!(GmacVerifier::start(&[0u8; 5], &[0u8; 64]).is_err());
+    }
 
     const ALGOS: [SigningAlgorithm; 3] = [
         SigningAlgorithm::HmacSha256,
