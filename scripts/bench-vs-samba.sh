@@ -62,7 +62,9 @@ SHARE_DIR=${DIR:-$WORK/share}
 mkdir -p "$SHARE_DIR"
 RESULTS=$WORK/results.tsv
 declare -A PID PORT USER_ PASS
+PIN_PID=""
 cleanup() {
+    [ -n "$PIN_PID" ] && kill "$PIN_PID" 2>/dev/null
     for s in "${!PID[@]}"; do
         python3 tests/e2e/servers.py stop "${PID[$s]}" || true
     done
@@ -75,6 +77,11 @@ SIZE=$((SIZE_MIB * 1024 * 1024))
 echo "creating a ${SIZE_MIB} MiB file in $SHARE_DIR" >&2
 head -c "$SIZE" /dev/urandom >"$SHARE_DIR/big"
 cat "$SHARE_DIR/big" >/dev/null   # into the page cache: both servers read it from there
+# ...and keep it there: this VM's DAMON reclaim pages out what sat idle for
+# a minute, which would turn some gets into disk reads.
+python3 scripts/pin-in-cache.py "$SHARE_DIR/big" >"$WORK/pin.log" 2>&1 &
+PIN_PID=$!
+for _ in $(seq 100); do grep -q pinned "$WORK/pin.log" && break; sleep 0.1; done
 
 for s in "${SERVERS[@]}"; do
     mkdir -p "$WORK/$s"
@@ -119,13 +126,20 @@ measure() {
     sync
     read -r cpu0 n0 < <(cpu_of "${PID[$s]}")
     t0=$(date +%s.%N)
+    # The client's CPU (user+system) goes to $WORK/client.cpu: client and
+    # server share this machine's cores.
     # shellcheck disable=SC2046
-    if ! timeout 600 smbclient "//127.0.0.1/share" -p "${PORT[$s]}" \
-            -U "${USER_[$s]}%${PASS[$s]}" -m SMB3 $(mode_options "$mode") -c "$cmd" \
-            >"$WORK/last.log" 2>&1; then
+    if ! python3 -c '
+import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:], stdout=open(sys.argv[1] + ".log", "w"), stderr=subprocess.STDOUT).returncode
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1] + ".cpu", "w").write(f"{u.ru_utime + u.ru_stime}\n")
+sys.exit(rc)' "$WORK/client" timeout 600 smbclient "//127.0.0.1/share" -p "${PORT[$s]}" \
+            -U "${USER_[$s]}%${PASS[$s]}" -m SMB3 $(mode_options "$mode") -c "$cmd"; then
+        cp "$WORK/client.log" "$WORK/last.log"
         echo "$s $mode $op #$rep: smbclient failed:" >&2
         cat "$WORK/last.log" >&2
-        echo -e "$mode\t$op\t$s\t$rep\tNA\tNA" >>"$RESULTS"
+        echo -e "$mode\t$op\t$s\t$rep\tNA\tNA\tNA" >>"$RESULTS"
         return
     fi
     t1=$(date +%s.%N)
@@ -137,10 +151,11 @@ measure() {
     done
     awk -v s="$s" -v m="$mode" -v o="$op" -v r="$rep" -v sz="$SIZE" \
         -v w="$(awk -v a="$t1" -v b="$t0" 'BEGIN { print a - b }')" \
-        -v c="$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { print a - b }')" 'BEGIN {
-        printf "%s\t%s\t%s\t%d\t%.4f\t%.2f\n", m, o, s, r, w, c >> "'"$RESULTS"'"
-        printf "%-6s %-8s %s #%d: %7.0f MB/s, server CPU %.2f s/GiB\n", s, m, o, r,
-               sz / w / 1e6, c / (sz / 2^30) > "/dev/stderr" }'
+        -v c="$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { print a - b }')" \
+        -v k="$(cat "$WORK/client.cpu")" 'BEGIN {
+        printf "%s\t%s\t%s\t%d\t%.4f\t%.2f\t%.2f\n", m, o, s, r, w, c, k >> "'"$RESULTS"'"
+        printf "%-6s %-13s %s #%d: %7.0f MB/s, server CPU %.2f s/GiB, client CPU %.2f s/GiB\n",
+               s, m, o, r, sz / w / 1e6, c / (sz / 2^30), k / (sz / 2^30) > "/dev/stderr" }'
 
 }
 
@@ -156,7 +171,13 @@ done
 : >"$RESULTS"
 for mode in "${MODE_LIST[@]}"; do
     mode_options "$mode" >/dev/null
-    for rep in $(seq "$REPS"); do
+done
+read -r _ _ _ _ _ _ _ _ STEAL0 _ < <(grep '^cpu ' /proc/stat)
+read -r _ TOTAL0 < <(awk '/^cpu /{ t = 0; for (i = 2; i <= NF; i++) t += $i; print "x", t }' /proc/stat)
+# Modes interleaved within each repetition, so that "kept vs default"
+# compares transfers made minutes, not a quarter of an hour, apart.
+for rep in $(seq "$REPS"); do
+    for mode in "${MODE_LIST[@]}"; do
         for op in get put; do
             for s in "${SERVERS[@]}"; do
                 measure "$s" "$mode" "$op" "$rep"
@@ -165,13 +186,19 @@ for mode in "${MODE_LIST[@]}"; do
     done
 done
 
+read -r _ _ _ _ _ _ _ _ STEAL1 _ < <(grep '^cpu ' /proc/stat)
+read -r _ TOTAL1 < <(awk '/^cpu /{ t = 0; for (i = 2; i <= NF; i++) t += $i; print "x", t }' /proc/stat)
+STEAL_PCT=$(awk -v a="$STEAL0" -v b="$STEAL1" -v c="$TOTAL0" -v d="$TOTAL1" \
+    'BEGIN { printf "%.1f", (d > c) ? 100 * (b - a) / (d - c) : 0 }')
+
 table() {
     echo "Sequential transfer of a ${SIZE_MIB} MiB file with smbclient -m SMB3 over loopback;"
-    echo "median of $REPS runs; server CPU = user+system seconds of the server's process tree."
-    echo "$(nproc) CPUs, $(uname -r), $(smbd --version)."
+    echo "median of $REPS runs (modes interleaved in each); server CPU = user+system seconds of"
+    echo "the server's process tree; client CPU = smbclient's. $(nproc) CPUs, $(uname -r),"
+    echo "$(smbd --version); CPU time stolen by the hypervisor during the run: ${STEAL_PCT}%."
     echo
-    echo "| mode | op | Braid MB/s | Samba MB/s | Braid/Samba | Braid CPU s/GiB | Samba CPU s/GiB | Braid/Samba |"
-    echo "|---|---|---:|---:|---:|---:|---:|---:|"
+    echo "| mode | op | Braid MB/s | Samba MB/s | Braid/Samba | Braid CPU s/GiB | Samba CPU s/GiB | Braid/Samba | kept by Braid | kept by Samba | client CPU s/GiB (Braid, Samba) |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     python3 - "$RESULTS" "$SIZE" <<'EOF'
 import statistics, sys
 from collections import defaultdict
@@ -180,11 +207,11 @@ size = int(sys.argv[2])
 runs = defaultdict(list)
 order = []
 for line in open(sys.argv[1]):
-    mode, op, server, _rep, secs, cpu = line.split("\t")
+    mode, op, server, _rep, secs, cpu, client = line.split("\t")
     if (mode, op) not in order:
         order.append((mode, op))
     if secs != "NA":
-        runs[mode, op, server].append((float(secs), float(cpu)))
+        runs[mode, op, server].append((float(secs), float(cpu), float(client)))
 
 def med(mode, op, server, i):
     vals = [r[i] for r in runs.get((mode, op, server), [])]
@@ -203,8 +230,17 @@ for mode, op in order:
     s_cpu = s_c / gib if s_c is not None else None
     r_mb = b_mb / s_mb if b_mb and s_mb else None
     r_cpu = b_cpu / s_cpu if b_cpu is not None and s_cpu else None
+    # Throughput kept: this mode's median time against 'default' (unsigned,
+    # unencrypted) for the same server and operation.
+    def kept(server):
+        base, this = med("default", op, server, 0), med(mode, op, server, 0)
+        return base / this if base and this else None
+    cli = [med(mode, op, s, 2) for s in ("braid", "samba")]
+    cli = ", ".join(fmt(c / gib if c is not None else None, ".2f") for c in cli)
+    k_b, k_s = kept("braid"), kept("samba")
     print(f"| {mode} | {op} | {fmt(b_mb, '.0f')} | {fmt(s_mb, '.0f')} | {fmt(r_mb, '.2f')} "
-          f"| {fmt(b_cpu, '.2f')} | {fmt(s_cpu, '.2f')} | {fmt(r_cpu, '.2f')} |")
+          f"| {fmt(b_cpu, '.2f')} | {fmt(s_cpu, '.2f')} | {fmt(r_cpu, '.2f')} "
+          f"| {fmt(k_b and 100 * k_b, '.0f')}% | {fmt(k_s and 100 * k_s, '.0f')}% | {cli} |")
 EOF
 }
 
