@@ -213,6 +213,22 @@ impl OpenHandle {
         sys::pread_into_vec(self.fd(), buf, len, offset)
     }
 
+    /// As [`OpenHandle::read_append`], from the page cache only: Ok(None),
+    /// with `buf` unchanged, when reading would wait for the disk. Safe to
+    /// call where blocking is not (a network reactor thread).
+    pub fn read_append_cached(
+        &self,
+        offset: u64,
+        len: usize,
+        buf: &mut Vec<u8>,
+    ) -> FsResult<Option<usize>> {
+        self.need(acc::FILE_READ_DATA | acc::FILE_EXECUTE)?;
+        if self.0.is_dir {
+            return Err(FsError::IsADirectory);
+        }
+        sys::pread_into_vec_nowait(self.fd(), buf, len, offset)
+    }
+
     /// Positioned read into `buf`; returns the bytes read (short at EOF).
     pub fn read_into(&self, offset: u64, buf: &mut [u8]) -> FsResult<usize> {
         self.need(acc::FILE_READ_DATA | acc::FILE_EXECUTE)?;

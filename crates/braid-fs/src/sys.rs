@@ -258,6 +258,52 @@ pub(crate) fn pread_into_vec(
     Ok(done)
 }
 
+/// As [`pread_into_vec`], but only from the page cache: preadv2 with
+/// RWF_NOWAIT, which returns EAGAIN instead of waiting for the disk. Ok(None)
+/// when any part of the range is not cached (or the file system cannot say);
+/// `buf` is then unchanged.
+pub(crate) fn pread_into_vec_nowait(
+    fd: RawFd,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: u64,
+) -> FsResult<Option<usize>> {
+    buf.reserve(len);
+    let start = buf.len();
+    let spare = buf.spare_capacity_mut();
+    let ptr: *mut u8 = spare.as_mut_ptr().cast();
+    let mut done = 0;
+    while done < len {
+        let off = offset
+            .checked_add(done as u64)
+            .ok_or(FsError::InvalidParameter)?;
+        if off > i64::MAX as u64 {
+            break;
+        }
+        let iov = libc::iovec {
+            // SAFETY: within the `len` bytes of spare capacity reserved above.
+            iov_base: unsafe { ptr.add(done) }.cast(),
+            iov_len: len - done,
+        };
+        // SAFETY: one iovec over reserved, writable capacity.
+        let r = unsafe { libc::preadv2(fd, &iov, 1, off as i64, libc::RWF_NOWAIT) };
+        if r < 0 {
+            match last_errno() {
+                libc::EINTR => continue,
+                libc::EAGAIN | libc::EOPNOTSUPP | libc::ENOSYS => return Ok(None),
+                e => return Err(FsError::from_errno(e)),
+            }
+        }
+        if r == 0 {
+            break;
+        }
+        done += r as usize;
+    }
+    // SAFETY: preadv2 initialised exactly `done` bytes after `start`.
+    unsafe { buf.set_len(start + done) };
+    Ok(Some(done))
+}
+
 /// pread() until `len` bytes, EOF, or the 63-bit offset limit.
 ///
 /// # Safety
