@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::info::{self, DosMeta};
 use crate::locks::{Holder, IoKind};
-use crate::open_table::{check_share_access, FileKey, Node, NodeTable};
+use crate::open_table::{check_share_access, ChangeTimeSet, FileKey, Node, NodeTable};
 use crate::path;
 use crate::service::preallocate;
 use crate::share::ShareRef;
@@ -277,16 +277,19 @@ impl OpenHandle {
     pub fn info(&self) -> FsResult<FileInfo> {
         self.live()?;
         let dp = self.0.node.lock().delete_pending;
-        info::fd_info(self.fd(), dp)
+        let mut info = info::fd_info(self.fd(), dp)?;
+        info.change_time = self.0.node.lock().change_time(info.change_time);
+        Ok(info)
     }
 
     /// FileBasicInformation (MS-FSA 2.1.5.14.2): set times (creation, last
     /// access, last write, change; `None` = unchanged) and DOS attributes.
-    /// Change time cannot be set on POSIX and is ignored. Needs
-    /// FILE_WRITE_ATTRIBUTES.
+    /// Change time cannot be set on POSIX: it is kept with the open file
+    /// and shown until the file changes again (`NodeState::change_time`).
+    /// Needs FILE_WRITE_ATTRIBUTES.
     pub fn set_basic(&self, times: BasicTimes, attributes: Option<u32>) -> FsResult<()> {
         self.need(acc::FILE_WRITE_ATTRIBUTES)?;
-        let [creation, atime, mtime, _change] = times;
+        let [creation, atime, mtime, change] = times;
         let fd = self.fd();
         if let Some(a) = attributes {
             // MS-FSA 2.1.5.14.2: DIRECTORY on a file (or TEMPORARY on a
@@ -317,6 +320,15 @@ impl OpenHandle {
         }
         if atime.is_some() || mtime.is_some() {
             sys::futimens(fd, atime, mtime)?;
+        }
+        if let Some(value) = change {
+            // Recorded after every other change of this call, which all
+            // move the ctime.
+            let st = sys::fstat(fd)?;
+            self.0.node.lock().change_time = Some(ChangeTimeSet {
+                value,
+                ctime_after: sys::ts(st.st_ctime, st.st_ctime_nsec),
+            });
         }
         Ok(())
     }
@@ -663,14 +675,15 @@ impl OpenHandle {
         if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
             return None;
         }
-        let dp = self
-            .0
-            .nodes
-            .get(&FileKey::of(&st))
-            .is_some_and(|n| n.lock().delete_pending);
+        let node = self.0.nodes.get(&FileKey::of(&st));
+        let dp = node.as_ref().is_some_and(|n| n.lock().delete_pending);
+        let mut info = info::file_info(&st, btime, meta.as_ref(), dp);
+        if let Some(n) = node {
+            info.change_time = n.lock().change_time(info.change_time);
+        }
         Some(DirEntry {
             name: String::from_utf8_lossy(name).into_owned(),
-            info: info::file_info(&st, btime, meta.as_ref(), dp),
+            info,
         })
     }
 

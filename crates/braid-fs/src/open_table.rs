@@ -47,6 +47,27 @@ pub(crate) struct NodeState {
     pub locks: LockTable,
     /// Removed from the table; a new opener must retry.
     pub dead: bool,
+    /// A ChangeTime a client set (MS-FSA 2.1.5.14.2), which POSIX cannot
+    /// store: shown instead of the file's ctime for as long as that ctime
+    /// is still the one recorded right after the set, i.e. until the file
+    /// changes again, and while the file has opens.
+    pub change_time: Option<ChangeTimeSet>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ChangeTimeSet {
+    pub value: std::time::SystemTime,
+    pub ctime_after: std::time::SystemTime,
+}
+
+impl NodeState {
+    /// The change time to report for a file whose ctime is `ctime`.
+    pub fn change_time(&self, ctime: std::time::SystemTime) -> std::time::SystemTime {
+        match self.change_time {
+            Some(c) if c.ctime_after == ctime => c.value,
+            _ => ctime,
+        }
+    }
 }
 
 pub(crate) struct Node {

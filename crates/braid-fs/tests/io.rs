@@ -48,6 +48,34 @@ fn read_write_eof() {
 }
 
 #[test]
+fn set_change_time_shows_until_the_file_changes() {
+    let e = env();
+    let o = e
+        .open("f", RW | FILE_WRITE_ATTRIBUTES, ALL, Disposition::Create)
+        .unwrap();
+    let h = &o.handle;
+    let set = UNIX_EPOCH + Duration::new(2_000_000_000, 700);
+    let wt = UNIX_EPOCH + Duration::new(1_500_000_000, 0);
+    h.set_basic([None, None, Some(wt), Some(set)], None)
+        .unwrap();
+    assert_eq!(h.info().unwrap().change_time, set);
+    assert_eq!(h.info().unwrap().last_write_time, wt);
+    // The parent's listing shows it too.
+    let d = e
+        .open("", FILE_LIST_DIRECTORY, ALL, Disposition::Open)
+        .unwrap();
+    let listed = d.handle.read_dir().unwrap();
+    let f = listed.iter().find(|x| x.name == "f").unwrap();
+    assert_eq!(f.info.change_time, set);
+    // A write changes the file: the real ctime is shown again.
+    std::thread::sleep(Duration::from_millis(20));
+    h.write(0, b"x").unwrap();
+    let after = h.info().unwrap().change_time;
+    assert_ne!(after, set);
+    assert!(after > wt);
+}
+
+#[test]
 fn info_and_set_basic() {
     let e = env();
     let o = e
