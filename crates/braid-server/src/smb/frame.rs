@@ -431,6 +431,7 @@ async fn handle_one(
         async_id: None,
         interim_credits: None,
         encrypted_by: encrypted_by.cloned(),
+        used_file_id: std::sync::Mutex::new(None),
     };
 
     let result: OpResult = 'res: {
@@ -592,6 +593,10 @@ async fn handle_one(
             related.file_id = Some(id);
             related.create_error = None;
         }
+    } else if let Some(id) = *req.used_file_id.lock().unwrap() {
+        // 3.3.5.2.7.2: a related request uses the FileId of the request
+        // before it, whichever command named it (FLUSH then CLOSE).
+        related.file_id = Some(id);
     }
     related.session_id = reply.session_id.unwrap_or(hdr.session_id);
     related.tree_id = reply.tree_id.unwrap_or(hdr.tree_id);

@@ -37,6 +37,9 @@ pub struct Request<'a> {
     pub interim_credits: Option<u16>,
     /// The session whose key decrypted this request, if it came encrypted.
     pub encrypted_by: Option<Arc<Session>>,
+    /// The open this request named (set by [`Request::open`]): a related
+    /// request after it in a compound uses it (MS-SMB2 3.3.5.2.7.2).
+    pub used_file_id: std::sync::Mutex<Option<FileId>>,
 }
 
 /// A handler's answer: the response message (64-byte header placeholder
@@ -153,6 +156,7 @@ impl Request<'_> {
                 return Err(NtStatus::FILE_CLOSED);
             }
         }
+        *self.used_file_id.lock().unwrap() = Some(id);
         Ok(open)
     }
 
