@@ -236,7 +236,7 @@ pub(crate) fn list_dir(dirfd: RawFd) -> FsResult<Vec<Vec<u8>>> {
 
 pub(crate) fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> FsResult<usize> {
     // SAFETY: the pointer and length describe `buf`, initialised memory.
-    unsafe { pread_raw(fd, buf.as_mut_ptr(), buf.len(), offset) }
+    unsafe { pread_raw(fd, buf.as_mut_ptr(), buf.len(), offset, 0) }.map_err(FsError::from_errno)
 }
 
 /// Positioned read of up to `len` bytes appended to `buf`'s spare capacity,
@@ -248,14 +248,7 @@ pub(crate) fn pread_into_vec(
     len: usize,
     offset: u64,
 ) -> FsResult<usize> {
-    buf.reserve(len);
-    let start = buf.len();
-    let spare = buf.spare_capacity_mut();
-    // SAFETY: `spare` has room for at least `len` bytes; pread only writes.
-    let done = unsafe { pread_raw(fd, spare.as_mut_ptr().cast(), len, offset)? };
-    // SAFETY: pread initialised exactly `done` bytes after `start`.
-    unsafe { buf.set_len(start + done) };
-    Ok(done)
+    pread_spare(fd, buf, len, offset, 0).map_err(FsError::from_errno)
 }
 
 /// As [`pread_into_vec`], but only from the page cache: preadv2 with
@@ -268,63 +261,62 @@ pub(crate) fn pread_into_vec_nowait(
     len: usize,
     offset: u64,
 ) -> FsResult<Option<usize>> {
+    match pread_spare(fd, buf, len, offset, libc::RWF_NOWAIT) {
+        Ok(n) => Ok(Some(n)),
+        Err(libc::EAGAIN | libc::EOPNOTSUPP | libc::ENOSYS) => Ok(None),
+        Err(e) => Err(FsError::from_errno(e)),
+    }
+}
+
+/// Read into `buf`'s spare capacity; its length grows only on success.
+/// Errors are errnos.
+fn pread_spare(
+    fd: RawFd,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: u64,
+    flags: libc::c_int,
+) -> Result<usize, i32> {
     buf.reserve(len);
     let start = buf.len();
     let spare = buf.spare_capacity_mut();
-    let ptr: *mut u8 = spare.as_mut_ptr().cast();
+    // SAFETY: `spare` has room for at least `len` bytes; preadv2 only writes.
+    let done = unsafe { pread_raw(fd, spare.as_mut_ptr().cast(), len, offset, flags)? };
+    // SAFETY: preadv2 initialised exactly `done` bytes after `start`.
+    unsafe { buf.set_len(start + done) };
+    Ok(done)
+}
+
+/// preadv2() until `len` bytes, EOF, or the 63-bit offset limit; errors are
+/// errnos (EINVAL for an offset that overflows).
+///
+/// # Safety
+/// `ptr` must be valid for writes of `len` bytes.
+unsafe fn pread_raw(
+    fd: RawFd,
+    ptr: *mut u8,
+    len: usize,
+    offset: u64,
+    flags: libc::c_int,
+) -> Result<usize, i32> {
     let mut done = 0;
     while done < len {
-        let off = offset
-            .checked_add(done as u64)
-            .ok_or(FsError::InvalidParameter)?;
+        let off = offset.checked_add(done as u64).ok_or(libc::EINVAL)?;
         if off > i64::MAX as u64 {
             break;
         }
         let iov = libc::iovec {
-            // SAFETY: within the `len` bytes of spare capacity reserved above.
+            // SAFETY: within the caller's `len` bytes at `ptr`.
             iov_base: unsafe { ptr.add(done) }.cast(),
             iov_len: len - done,
         };
-        // SAFETY: one iovec over reserved, writable capacity.
-        let r = unsafe { libc::preadv2(fd, &iov, 1, off as i64, libc::RWF_NOWAIT) };
+        // SAFETY: one iovec over the caller's writable bytes.
+        let r = unsafe { libc::preadv2(fd, &iov, 1, off as i64, flags) };
         if r < 0 {
             match last_errno() {
                 libc::EINTR => continue,
-                libc::EAGAIN | libc::EOPNOTSUPP | libc::ENOSYS => return Ok(None),
-                e => return Err(FsError::from_errno(e)),
+                e => return Err(e),
             }
-        }
-        if r == 0 {
-            break;
-        }
-        done += r as usize;
-    }
-    // SAFETY: preadv2 initialised exactly `done` bytes after `start`.
-    unsafe { buf.set_len(start + done) };
-    Ok(Some(done))
-}
-
-/// pread() until `len` bytes, EOF, or the 63-bit offset limit.
-///
-/// # Safety
-/// `ptr` must be valid for writes of `len` bytes.
-unsafe fn pread_raw(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> FsResult<usize> {
-    let mut done = 0;
-    while done < len {
-        let off = offset
-            .checked_add(done as u64)
-            .ok_or(FsError::InvalidParameter)?;
-        if off > i64::MAX as u64 {
-            break;
-        }
-        // SAFETY: within the caller's `len` bytes at `ptr`.
-        let r = unsafe { libc::pread64(fd, ptr.add(done).cast(), len - done, off as i64) };
-        if r < 0 {
-            let e = last_errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(FsError::from_errno(e));
         }
         if r == 0 {
             break;

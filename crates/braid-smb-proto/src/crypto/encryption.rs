@@ -324,22 +324,7 @@ pub fn decrypt_in_place(
     key: &[u8],
     frame: &mut [u8],
 ) -> Result<(TransformHeader, Range<usize>), CryptoError> {
-    let header = TransformHeader::decode(frame).map_err(|e| match e {
-        DecodeError::Invalid(what) => CryptoError::BadTransformHeader(what),
-        _ => CryptoError::BadTransformHeader("shorter than 52 bytes"),
-    })?;
-    if header.flags != TRANSFORM_FLAG_ENCRYPTED {
-        return Err(CryptoError::BadTransformHeader(
-            "Flags/EncryptionAlgorithm is not 0x0001",
-        ));
-    }
-    let actual = frame.len() - TRANSFORM_HEADER_LEN;
-    if header.original_message_size as usize != actual {
-        return Err(CryptoError::SizeMismatch {
-            declared: header.original_message_size,
-            actual,
-        });
-    }
+    let header = checked_header(frame, frame.len())?;
     let (hdr, msg) = frame.split_at_mut(TRANSFORM_HEADER_LEN);
     open(
         cipher,
@@ -350,6 +335,30 @@ pub fn decrypt_in_place(
         &header.signature,
     )?;
     Ok((header, TRANSFORM_HEADER_LEN..frame.len()))
+}
+
+/// The TRANSFORM_HEADER at the start of `head`, checked as a receiver must
+/// (MS-SMB2 3.3.5.2.1.1): Flags/EncryptionAlgorithm 0x0001 and
+/// OriginalMessageSize equal to the ciphertext length of a `frame_len`-byte
+/// frame.
+fn checked_header(head: &[u8], frame_len: usize) -> Result<TransformHeader, CryptoError> {
+    let header = TransformHeader::decode(head).map_err(|e| match e {
+        DecodeError::Invalid(what) => CryptoError::BadTransformHeader(what),
+        _ => CryptoError::BadTransformHeader("shorter than 52 bytes"),
+    })?;
+    if header.flags != TRANSFORM_FLAG_ENCRYPTED {
+        return Err(CryptoError::BadTransformHeader(
+            "Flags/EncryptionAlgorithm is not 0x0001",
+        ));
+    }
+    let actual = frame_len.saturating_sub(TRANSFORM_HEADER_LEN);
+    if header.original_message_size as usize != actual {
+        return Err(CryptoError::SizeMismatch {
+            declared: header.original_message_size,
+            actual,
+        });
+    }
+    Ok(header)
 }
 
 /// Decrypting one transform frame while it arrives, piece by piece, so that
@@ -371,22 +380,8 @@ impl DecryptStream {
         head: &[u8],
         frame_len: usize,
     ) -> Result<(TransformHeader, Self), CryptoError> {
-        let header = TransformHeader::decode(head).map_err(|e| match e {
-            DecodeError::Invalid(what) => CryptoError::BadTransformHeader(what),
-            _ => CryptoError::BadTransformHeader("shorter than 52 bytes"),
-        })?;
-        if header.flags != TRANSFORM_FLAG_ENCRYPTED {
-            return Err(CryptoError::BadTransformHeader(
-                "Flags/EncryptionAlgorithm is not 0x0001",
-            ));
-        }
+        let header = checked_header(head, frame_len)?;
         let actual = frame_len.saturating_sub(TRANSFORM_HEADER_LEN);
-        if header.original_message_size as usize != actual {
-            return Err(CryptoError::SizeMismatch {
-                declared: header.original_message_size,
-                actual,
-            });
-        }
         let iv: [u8; 12] = header.nonce[..12].try_into().expect("12");
         let mut ctx = super::evp::EvpGcm::decrypter(cipher, key, &iv)?;
         ctx.aad(&head[AAD_RANGE])?;
