@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use crate::clock::Clock;
 use crate::error::{last_errno, FsError, FsResult};
-use crate::info::{self, DosMeta};
+use crate::info;
 use crate::locks::{Holder, IoKind};
 use crate::open_table::{check_share_access, ChangeTimeSet, FileKey, Node, NodeTable};
 use crate::path;
@@ -303,11 +303,7 @@ impl OpenHandle {
         if attributes.is_some() || creation.is_some() {
             let st = sys::fstat(fd)?;
             let old = info::read_dos(fd);
-            let mut m = old.unwrap_or(DosMeta {
-                attributes: info::attributes(&st, None) & attr::SETTABLE,
-                creation: None,
-                ea_size: 0,
-            });
+            let mut m = info::dos_meta_or_default(old, &st);
             if let Some(a) = attributes {
                 m.attributes = a & attr::SETTABLE;
             }
@@ -423,11 +419,7 @@ impl OpenHandle {
         }
         let st = sys::fstat(fd)?;
         let old = info::read_dos(fd);
-        let mut m = old.unwrap_or(DosMeta {
-            attributes: info::attributes(&st, None) & attr::SETTABLE,
-            creation: None,
-            ea_size: 0,
-        });
+        let mut m = info::dos_meta_or_default(old, &st);
         m.ea_size = size.min(u32::MAX as usize) as u32;
         if Some(m) != old {
             info::write_dos(fd, &m, &st)?;

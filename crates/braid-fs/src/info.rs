@@ -127,6 +127,16 @@ pub(crate) fn attributes(st: &libc::stat, meta: Option<&DosMeta>) -> u32 {
     a
 }
 
+/// The stored metadata, or what a file without any has (its attributes as
+/// derived from stat), ready to be changed and written back.
+pub(crate) fn dos_meta_or_default(stored: Option<DosMeta>, st: &libc::stat) -> DosMeta {
+    stored.unwrap_or(DosMeta {
+        attributes: attributes(st, None) & attr::SETTABLE,
+        creation: None,
+        ea_size: 0,
+    })
+}
+
 /// Build a [`FileInfo`] from stat, optional birth time and stored metadata.
 pub(crate) fn file_info(
     st: &libc::stat,
