@@ -132,6 +132,25 @@ impl FileService {
         Err(FsError::SharingViolation)
     }
 
+    /// The file id of an existing path, without opening it. Protocol layers
+    /// use it to find a file's caching state (oplocks, leases) when an open
+    /// of it failed on a sharing violation and the holders must be broken
+    /// before it is tried again.
+    pub fn file_id_of(&self, share: &ShareRef, path: &str) -> FsResult<u64> {
+        let comps = path::parse(path)?;
+        if comps.is_empty() {
+            return Ok(sys::fstat(share.0.root_fd())?.st_ino);
+        }
+        let r = path::resolve(share.0.root_fd(), &comps)?;
+        if !r.exists {
+            return Err(FsError::NotFound);
+        }
+        let name = sys::cstr(&r.name)?;
+        sys::lstat_at(r.parent_fd.as_raw_fd(), &name)
+            .map(|st| st.st_ino)
+            .map_err(FsError::from_errno)
+    }
+
     fn try_open(
         &self,
         share: &ShareRef,

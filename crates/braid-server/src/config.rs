@@ -54,6 +54,8 @@ pub struct ServerConfig {
     pub ciphers: Vec<braid_smb_proto::crypto::Cipher>,
     /// Offer SMB3 multichannel (CAP_MULTI_CHANNEL, session binding).
     pub multichannel: bool,
+    /// Grant leases to SMB 2.1+ clients (CAP_LEASING, MS-SMB2 3.3.5.9.8).
+    pub leases: bool,
     /// Channels a session may have (MS-SMB2 3.3.5.5.2; default 32); a bind
     /// beyond it gets STATUS_INSUFFICIENT_RESOURCES.
     pub max_channels: usize,
@@ -90,6 +92,7 @@ impl Default for ServerConfig {
                 braid_smb_proto::crypto::Cipher::Aes256Ccm,
             ],
             multichannel: true,
+            leases: true,
             max_channels: 32,
             interfaces: Vec::new(),
             admin_listen: Some(DEFAULT_ADMIN_LISTEN.parse().expect("static address")),

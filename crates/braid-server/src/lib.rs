@@ -6,6 +6,7 @@ pub mod config;
 pub mod conn;
 pub mod credits;
 pub mod interfaces;
+pub mod lease;
 pub mod metrics;
 pub mod notify;
 pub mod oplock;

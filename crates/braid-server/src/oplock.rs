@@ -1,10 +1,13 @@
-//! Oplocks (MS-SMB2 3.3.1.10 Open.OplockLevel/OplockState, 3.3.4.6 break
-//! notifications, 3.3.5.9 grants, 3.3.5.22.1 acknowledgments).
+//! Oplocks and the caching state of leases, decided and broken together
+//! (MS-SMB2 3.3.1.10 Open.OplockLevel/OplockState, 3.3.4.6 and 3.3.4.7
+//! break notifications, 3.3.5.9 grants, 3.3.5.22 acknowledgments; the
+//! break rules of MS-FSA 2.1.4.12).
 //!
 //! One `FileOplocks` per file (share + stable file id) lists every SMB open
-//! of that file with its level. A new open breaks exclusive/batch holders
-//! and waits (asynchronously) for their acknowledgment, their close, or the
-//! acknowledgment timeout; a write breaks level II holders without waiting.
+//! of that file with its oplock level or its lease. A new open breaks what
+//! conflicts with it and waits (asynchronously) for the acknowledgments it
+//! needs, the holders' close, or the acknowledgment timeout; a write breaks
+//! read caching without waiting.
 //!
 //! Kept in the SMB server rather than the file service for now: the file
 //! service has no notion of a break channel yet. When NFS delegations land,
@@ -16,12 +19,16 @@ use std::time::Duration;
 use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::header::{flags, Command, Header, HEADER_LEN};
 use braid_smb_proto::messages::create::oplock_level;
+use braid_smb_proto::messages::lease::LeaseContext;
 use braid_smb_proto::messages::oplock_break::OplockBreakNotification;
+use braid_smb_proto::messages::LeaseBreakNotification;
+use braid_smb_proto::NtStatus;
 use bytes::Bytes;
 use tokio::sync::Notify;
 use tracing::debug;
 
 use crate::conn::Connection;
+use crate::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
 use crate::session::Session;
 use crate::sharded::ShardedMap;
 
@@ -32,25 +39,38 @@ pub const BREAK_ACK_TIMEOUT: Duration = Duration::from_secs(35);
 struct Holder {
     open_key: u64,
     file_id: FileId,
+    /// The oplock level of an oplock open (NONE for lease opens).
     level: u8,
     breaking_to: Option<u8>,
+    /// Shared by every open of this file made with the same lease key.
+    lease: Option<Arc<Lease>>,
     conn: Weak<Connection>,
     session: Weak<Session>,
 }
 
-/// The oplock state of one file.
+impl Holder {
+    fn has_lease(&self, id: Option<&LeaseId>) -> bool {
+        match (&self.lease, id) {
+            (Some(l), Some(id)) => l.id == *id,
+            _ => false,
+        }
+    }
+}
+
+/// The oplock and lease state of one file.
 #[derive(Default)]
 pub struct FileOplocks {
     holders: Mutex<Vec<Holder>>,
     changed: Notify,
 }
 
-/// Server-wide table: (share name, file id) → state.
+/// Server-wide table: (share name, file id) → state, plus the lease table.
 #[derive(Default)]
 pub struct OplockTable {
     /// Weak: the opens own their file's state; dead entries are pruned.
     files: ShardedMap<(String, u64), Weak<FileOplocks>>,
     next_key: std::sync::atomic::AtomicU64,
+    pub leases: LeaseTable,
 }
 
 /// What an open holds: its file's state and its own key in it.
@@ -59,11 +79,50 @@ pub struct OplockRef {
     pub key: u64,
 }
 
-/// How a new open affects existing holders (MS-FSA 2.1.5.17.2).
-#[derive(Clone, Copy)]
+/// How a new open affects existing holders (MS-FSA 2.1.5.1.2, 2.1.4.12).
+#[derive(Clone, Copy, Default)]
 pub struct NewOpen {
-    /// The new open replaces the data (overwrite/supersede): break to none.
+    /// The new open replaces the data (overwrite/supersede).
     pub overwrites: bool,
+    /// The open failed the share-mode check: handle caching is broken so
+    /// that holders can close their cached handles, then it is retried.
+    pub sharing_violation: bool,
+    /// Asks only for attributes (and SYNCHRONIZE): breaks nothing.
+    pub stat_open: bool,
+    /// The open asks only for attributes or the security descriptor:
+    /// breaks no lease.
+    pub lease_stat_open: bool,
+    /// The lease the open comes with; its own lease is never broken.
+    pub lease: Option<LeaseId>,
+}
+
+/// What a new open asks for and who it is.
+pub struct GrantRequest<'a> {
+    pub key: u64,
+    pub requested_oplock: u8,
+    /// The lease context, when the open asks for a lease.
+    pub lease: Option<&'a LeaseContext>,
+    pub client_guid: [u8; 16],
+    pub is_directory: bool,
+    pub file_id: FileId,
+    pub conn: &'a Arc<Connection>,
+    pub session: &'a Arc<Session>,
+}
+
+/// What an open was granted: its oplock level, and its lease if any.
+pub struct Granted {
+    pub oplock_level: u8,
+    pub lease: Option<Arc<Lease>>,
+}
+
+/// Oplock levels seen as lease states, so that one rule breaks both.
+fn oplock_caching(level: u8) -> u32 {
+    match level {
+        oplock_level::BATCH => R | W | H,
+        oplock_level::EXCLUSIVE => R | W,
+        oplock_level::LEVEL_II => R,
+        _ => 0,
+    }
 }
 
 impl OplockTable {
@@ -101,102 +160,306 @@ impl OplockRef {
 }
 
 impl FileOplocks {
-    /// MS-SMB2 3.3.5.9 step "oplock": break conflicting holders and wait
-    /// until they acknowledged, closed, or timed out. `went_async` is called
-    /// once if the caller has to wait.
-    pub async fn break_for_new_open(&self, new: NewOpen, mut went_async: impl FnMut()) {
+    /// MS-SMB2 3.3.5.9 / MS-FSA 2.1.4.12: break what conflicts with a new
+    /// open and wait until the breaks that must be acknowledged were, the
+    /// holders closed, or the acknowledgment timer ran out. `went_async`
+    /// is called once if the caller has to wait. Returns whether it waited.
+    pub async fn break_for_new_open(&self, new: &NewOpen, mut went_async: impl FnMut()) -> bool {
         let deadline = tokio::time::Instant::now() + BREAK_ACK_TIMEOUT;
+        let mut first_attempt = true;
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            let waiting = {
-                let mut holders = self.holders.lock().unwrap();
-                let mut waiting = false;
-                for h in holders.iter_mut() {
-                    let target = if new.overwrites {
-                        oplock_level::NONE
-                    } else {
-                        oplock_level::LEVEL_II
-                    };
-                    if h.level >= oplock_level::EXCLUSIVE {
-                        if h.breaking_to.is_none() {
-                            h.breaking_to = Some(target);
-                            send_break(h, target);
-                        }
-                        waiting = true;
-                    } else if h.level == oplock_level::LEVEL_II && new.overwrites {
-                        // Level II breaks need no acknowledgment (3.3.4.6).
-                        send_break(h, oplock_level::NONE);
-                        h.level = oplock_level::NONE;
-                    }
-                }
-                waiting
-            };
-            if !waiting {
-                return;
+            if !self.send_open_breaks(new, first_attempt) {
+                return !first_attempt;
             }
+            first_attempt = false;
             went_async();
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                // 3.3.2.1: no acknowledgment in time; the break completes.
-                let mut holders = self.holders.lock().unwrap();
-                for h in holders.iter_mut() {
-                    if let Some(t) = h.breaking_to.take() {
-                        h.level = t;
-                    }
-                }
-                return;
+                // 3.3.2.1 / 3.3.2.5: no acknowledgment in time; the breaks
+                // complete as if acknowledged.
+                self.complete_breaks();
+                return true;
             }
         }
     }
 
-    /// Register a new open and decide its level (MS-SMB2 3.3.5.9).
-    pub fn grant(
-        &self,
-        key: u64,
-        requested: u8,
-        is_directory: bool,
-        file_id: FileId,
-        conn: &Arc<Connection>,
-        session: &Arc<Session>,
-    ) -> u8 {
+    /// Send the breaks a new open causes; true if it must wait for them.
+    /// Write caching is broken for any open, handle caching too when the
+    /// open hit a sharing violation, read and handle caching when it
+    /// overwrites; the open waits for what it needs gone.
+    fn send_open_breaks(&self, new: &NewOpen, first_attempt: bool) -> bool {
+        if new.stat_open {
+            return false;
+        }
+        let must_go = if new.sharing_violation { H } else { W };
         let mut holders = self.holders.lock().unwrap();
-        let others = holders.iter().any(|h| h.open_key != key);
-        let level = if is_directory || requested == oplock_level::LEASE {
-            // Leases are not offered yet; directories take no oplocks.
-            oplock_level::NONE
-        } else if !others {
-            requested
-        } else if requested >= oplock_level::LEVEL_II
-            && holders
-                .iter()
-                .all(|h| h.level <= oplock_level::LEVEL_II && h.breaking_to.is_none())
-        {
-            oplock_level::LEVEL_II
-        } else {
-            oplock_level::NONE
-        };
-        holders.push(Holder {
-            open_key: key,
-            file_id,
-            level,
-            breaking_to: None,
-            conn: Arc::downgrade(conn),
-            session: Arc::downgrade(session),
-        });
-        level
+        let mut wait = false;
+        let mut seen: Vec<LeaseId> = Vec::new();
+        let mut lease_breaks = Vec::new();
+        for h in holders.iter_mut() {
+            if let Some(lease) = &h.lease {
+                if new.lease.as_ref() == Some(&lease.id) || new.lease_stat_open {
+                    continue;
+                }
+                if seen.contains(&lease.id) {
+                    continue;
+                }
+                seen.push(lease.id);
+                let mut st = lease.st.lock().unwrap();
+                let current = st.state;
+                let breaking = st.breaking_to.is_some();
+                let mut to = current & !must_go;
+                if new.overwrites {
+                    to &= !(H | R);
+                }
+                if current & !to == 0 {
+                    wait |= breaking;
+                    continue;
+                }
+                if new.overwrites {
+                    to &= !(R | W);
+                }
+                match st.breaking_to {
+                    // Already notified: after the acknowledgment the lease
+                    // is broken further, to what this open needs.
+                    Some(_) => st.required &= to,
+                    None => {
+                        let n = lease.begin_break(&mut st, to);
+                        lease_breaks.push((h.clone(), n));
+                    }
+                }
+                if current & must_go != 0 && st.breaking_to.is_some() {
+                    wait = true;
+                }
+                wait |= breaking && !first_attempt;
+            } else {
+                let current = oplock_caching(h.level);
+                let mut to = current & !must_go;
+                if new.overwrites {
+                    to &= !(H | R);
+                }
+                if current & !to == 0 {
+                    wait |= h.breaking_to.is_some();
+                    continue;
+                }
+                // Oplocks break to level II or to none.
+                let target = if to & R != 0 && !new.overwrites {
+                    oplock_level::LEVEL_II
+                } else {
+                    oplock_level::NONE
+                };
+                if h.level >= oplock_level::EXCLUSIVE {
+                    if h.breaking_to.is_none() {
+                        h.breaking_to = Some(target);
+                        send_break(h, target);
+                    }
+                    wait |= current & must_go != 0;
+                } else if h.level == oplock_level::LEVEL_II {
+                    // Level II breaks need no acknowledgment (3.3.4.6).
+                    send_break(h, oplock_level::NONE);
+                    h.level = oplock_level::NONE;
+                }
+            }
+        }
+        drop(holders);
+        for (h, n) in lease_breaks {
+            send_lease_notification(&h, &n);
+        }
+        wait
     }
 
-    /// A write or truncation through one open breaks the level II oplocks
-    /// of the others to none (MS-FSA 2.1.4.12); no acknowledgment is due.
+    /// The acknowledgment timer ran out: every break in progress completes.
+    fn complete_breaks(&self) {
+        let mut holders = self.holders.lock().unwrap();
+        for h in holders.iter_mut() {
+            if let Some(t) = h.breaking_to.take() {
+                h.level = t;
+            }
+            // A lease whose holder did not answer loses all caching
+            // (as Windows and Samba do); a late acknowledgment is refused.
+            if let Some(l) = &h.lease {
+                let mut st = l.st.lock().unwrap();
+                if st.breaking_to.take().is_some() {
+                    st.state = 0;
+                }
+            }
+        }
+    }
+
+    /// Register a new open and decide its oplock level or lease state
+    /// (MS-SMB2 3.3.5.9, 3.3.5.9.8, 3.3.5.9.11). Only one lease or oplock
+    /// may cache writes; handle caching is not shared with oplock holders;
+    /// directories get neither (no directory leasing is offered).
+    pub fn grant(self: &Arc<Self>, table: &LeaseTable, g: GrantRequest<'_>) -> Granted {
+        let mut holders = self.holders.lock().unwrap();
+        let lease_id = g.lease.map(|c| (g.client_guid, c.key));
+        let others = |h: &&Holder| h.open_key != g.key && !h.has_lease(lease_id.as_ref());
+        let have_other = holders.iter().any(|h| others(&h));
+        let got_oplock = holders.iter().filter(others).any(|h| h.lease.is_none());
+        let got_handle_lease = holders.iter().filter(others).any(|h| {
+            h.lease
+                .as_ref()
+                .is_some_and(|l| l.st.lock().unwrap().state & H != 0)
+        });
+        let mut holder = Holder {
+            open_key: g.key,
+            file_id: g.file_id,
+            level: oplock_level::NONE,
+            breaking_to: None,
+            lease: None,
+            conn: Arc::downgrade(g.conn),
+            session: Arc::downgrade(g.session),
+        };
+        let granted = match g.lease {
+            Some(_) if g.is_directory => Granted {
+                oplock_level: oplock_level::NONE,
+                lease: None,
+            },
+            Some(ctx) => {
+                let requested = ctx.state & (R | H | W);
+                let mut state = requested;
+                if state & (R | W) == 0 || state == W || state == W | H {
+                    state = 0;
+                }
+                if have_other {
+                    state &= !W;
+                }
+                if got_oplock {
+                    state &= !H;
+                }
+                let lease = self.lease_for(table, &holders, g.client_guid, ctx, state, requested);
+                holder.lease = Some(lease.clone());
+                Granted {
+                    oplock_level: oplock_level::LEASE,
+                    lease: Some(lease),
+                }
+            }
+            None => {
+                let requested = g.requested_oplock;
+                let level =
+                    if g.is_directory || requested == oplock_level::LEASE || got_handle_lease {
+                        oplock_level::NONE
+                    } else if !have_other {
+                        requested
+                    } else if requested >= oplock_level::LEVEL_II
+                        && holders.iter().filter(others).all(|h| {
+                            let caching = match &h.lease {
+                                Some(l) => {
+                                    let st = l.st.lock().unwrap();
+                                    st.state | st.breaking_to.unwrap_or(0)
+                                }
+                                None => oplock_caching(h.level),
+                            };
+                            caching & W == 0 && h.breaking_to.is_none()
+                        })
+                    {
+                        oplock_level::LEVEL_II
+                    } else {
+                        oplock_level::NONE
+                    };
+                holder.level = level;
+                Granted {
+                    oplock_level: level,
+                    lease: None,
+                }
+            }
+        };
+        holders.push(holder);
+        granted
+    }
+
+    /// The open's lease: the one it shares with earlier opens of the same
+    /// key, upgraded when the request is a strict superset that can be
+    /// granted in full and no break is in progress; or a new one.
+    fn lease_for(
+        self: &Arc<Self>,
+        table: &LeaseTable,
+        holders: &[Holder],
+        client_guid: [u8; 16],
+        ctx: &LeaseContext,
+        granted: u32,
+        requested: u32,
+    ) -> Arc<Lease> {
+        let id = (client_guid, ctx.key);
+        let existing = holders
+            .iter()
+            .find_map(|h| h.lease.as_ref().filter(|l| l.id == id).cloned());
+        if let Some(lease) = existing {
+            let mut st = lease.st.lock().unwrap();
+            let upgrade = requested & st.state == st.state
+                && granted != st.state
+                && granted == requested
+                && st.breaking_to.is_none();
+            if upgrade {
+                st.state = granted;
+                st.epoch = st.epoch.wrapping_add(1);
+            }
+            drop(st);
+            return lease;
+        }
+        let lease = Arc::new(Lease {
+            id,
+            version: ctx.version,
+            parent_key: (ctx.version >= 2
+                && ctx.flags & braid_smb_proto::messages::lease::lease_flags::PARENT_LEASE_KEY_SET
+                    != 0)
+                .then_some(ctx.parent_key),
+            file: Arc::downgrade(self),
+            st: Mutex::new(LeaseState {
+                state: granted,
+                breaking_to: None,
+                required: granted,
+                epoch: if ctx.version >= 2 {
+                    ctx.epoch.wrapping_add(1)
+                } else {
+                    0
+                },
+            }),
+        });
+        table.insert(&lease);
+        lease
+    }
+
+    /// A write, truncation or byte-range lock through one open breaks the
+    /// read caching of the other holders to none (MS-FSA 2.1.4.12): level
+    /// II oplocks and Read leases, without waiting for acknowledgments.
     pub fn break_level2_except(&self, key: u64) {
         let mut holders = self.holders.lock().unwrap();
-        for h in holders
-            .iter_mut()
-            .filter(|h| h.open_key != key && h.level == oplock_level::LEVEL_II)
-        {
-            send_break(h, oplock_level::NONE);
-            h.level = oplock_level::NONE;
+        let own_lease = holders
+            .iter()
+            .find(|h| h.open_key == key)
+            .and_then(|h| h.lease.as_ref().map(|l| l.id));
+        let mut seen: Vec<LeaseId> = Vec::new();
+        let mut lease_breaks = Vec::new();
+        for h in holders.iter_mut().filter(|h| h.open_key != key) {
+            match &h.lease {
+                Some(lease) => {
+                    if Some(lease.id) == own_lease || seen.contains(&lease.id) {
+                        continue;
+                    }
+                    seen.push(lease.id);
+                    let mut st = lease.st.lock().unwrap();
+                    match st.breaking_to {
+                        Some(_) => st.required = 0,
+                        None if st.state & R != 0 => {
+                            let n = lease.begin_break(&mut st, 0);
+                            lease_breaks.push((h.clone(), n));
+                        }
+                        None => {}
+                    }
+                }
+                None if h.level == oplock_level::LEVEL_II => {
+                    send_break(h, oplock_level::NONE);
+                    h.level = oplock_level::NONE;
+                }
+                None => {}
+            }
+        }
+        drop(holders);
+        for (h, n) in lease_breaks {
+            send_lease_notification(&h, &n);
         }
     }
 
@@ -216,6 +479,41 @@ impl FileOplocks {
         Some(level)
     }
 
+    /// MS-SMB2 3.3.5.22.2: a lease acknowledgment. The state must be within
+    /// what the break asked for; if conflicts since then need less, the
+    /// next break goes out at once.
+    pub fn acknowledge_lease(&self, lease: &Lease, state: u32) -> Result<u32, NtStatus> {
+        let holders = self.holders.lock().unwrap();
+        let mut st = lease.st.lock().unwrap();
+        let Some(target) = st.breaking_to else {
+            return Err(NtStatus::UNSUCCESSFUL);
+        };
+        if state & !target != 0 {
+            return Err(NtStatus::REQUEST_NOT_ACCEPTED);
+        }
+        st.state = state;
+        st.breaking_to = None;
+        let further = crate::lease::next_break(state, st.required).map(|to| {
+            let required = st.required;
+            let n = lease.begin_break(&mut st, to);
+            if st.breaking_to.is_some() {
+                st.required = required;
+            }
+            n
+        });
+        drop(st);
+        let holder = holders
+            .iter()
+            .find(|h| h.lease.as_ref().is_some_and(|l| l.id == lease.id))
+            .cloned();
+        drop(holders);
+        if let (Some(n), Some(h)) = (further, holder) {
+            send_lease_notification(&h, &n);
+        }
+        self.changed.notify_waiters();
+        Ok(state)
+    }
+
     pub fn level_of(&self, key: u64) -> u8 {
         self.holders
             .lock()
@@ -227,21 +525,53 @@ impl FileOplocks {
     }
 }
 
-/// MS-SMB2 3.3.4.6: an oplock break notification (MessageId all ones,
-/// no session, unsigned; encrypted when the holder's session encrypts).
-fn send_break(h: &Holder, level: u8) {
-    // MS-SMB2 3.3.4.6: on the connection of the open, or, once that is
-    // gone, on any live channel of the holder's session.
-    let conn = h
-        .conn
+/// The connection a break for holder `h` goes on (MS-SMB2 3.3.4.6/3.3.4.7):
+/// the open's own, or, once that is gone, any live channel of its session.
+fn break_connection(h: &Holder) -> Option<Arc<Connection>> {
+    h.conn
         .upgrade()
         .filter(|c| !c.closing.is_cancelled())
         .or_else(|| {
             let s = h.session.upgrade()?;
             let preferred = h.conn.upgrade().map(|c| c.id).unwrap_or(0);
             s.live_connection(preferred)
-        });
-    let Some(conn) = conn else { return };
+        })
+}
+
+fn send_lease_notification(h: &Holder, n: &LeaseBreakNotification) {
+    let Some(lease) = &h.lease else { return };
+    let session = h.session.upgrade();
+    let encrypted = session
+        .as_ref()
+        .is_some_and(|s| s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed));
+    // An encrypted session's break must go on one of its own channels.
+    let conn = if encrypted {
+        break_connection(h)
+    } else {
+        crate::lease::lease_connection(&lease.id.0, h.conn.upgrade(), break_connection(h))
+    };
+    if let Some(conn) = conn {
+        crate::lease::send_lease_break(&conn, session.as_ref(), n);
+    }
+}
+
+/// Queue a server-initiated message on `conn`, encrypted when `session`
+/// encrypts; a connection that cannot take it is closed.
+pub fn send_unsolicited(conn: &Connection, session: Option<&Arc<Session>>, msg: Vec<u8>) {
+    let encrypt = session.filter(|s| s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed));
+    if crate::smb::frame::send_frame(conn, encrypt.map(|s| s.as_ref()), vec![Bytes::from(msg)])
+        .is_err()
+    {
+        conn.closing.cancel();
+    }
+}
+
+/// MS-SMB2 3.3.4.6: an oplock break notification (MessageId all ones,
+/// no session, unsigned; encrypted when the holder's session encrypts).
+fn send_break(h: &Holder, level: u8) {
+    let Some(conn) = break_connection(h) else {
+        return;
+    };
     let hdr = Header {
         command: Command::OplockBreak as u16,
         flags: flags::SERVER_TO_REDIR,
@@ -256,13 +586,5 @@ fn send_break(h: &Holder, level: u8) {
     }
     .encode(&mut msg);
     debug!(conn = conn.id, level, "oplock break");
-    let session = h.session.upgrade();
-    let encrypt = session
-        .as_ref()
-        .filter(|s| s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed));
-    if crate::smb::frame::send_frame(&conn, encrypt.map(|s| s.as_ref()), vec![Bytes::from(msg)])
-        .is_err()
-    {
-        conn.closing.cancel();
-    }
+    send_unsolicited(&conn, h.session.upgrade().as_ref(), msg);
 }

@@ -33,6 +33,8 @@ pub struct FileConfig {
     pub admin_listen: Option<String>,
     /// Offer SMB3 multichannel (default true).
     pub multichannel: Option<bool>,
+    /// Grant SMB 2.1+ leases (default true).
+    pub leases: Option<bool>,
     /// Channels per session (default 32).
     pub max_channels: Option<u32>,
     /// Interfaces reported to multichannel clients; none: auto-detect.

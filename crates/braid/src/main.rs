@@ -282,6 +282,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             .collect::<Result<_, _>>()?;
     }
     cfg.multichannel = file.multichannel.unwrap_or(true);
+    cfg.leases = file.leases.unwrap_or(true);
     if let Some(m) = file.max_channels {
         if !(1..=256).contains(&m) {
             return Err(format!("max_channels = {m}: use a value from 1 to 256"));

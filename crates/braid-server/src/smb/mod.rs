@@ -166,6 +166,14 @@ impl Request<'_> {
         self.conn.register_pending(self.header.message_id, sid)
     }
 
+    /// The ClientGuid the connection negotiated (names its leases).
+    pub fn conn_client_guid(&self) -> [u8; 16] {
+        self.conn
+            .negotiated
+            .get()
+            .map_or([0; 16], |n| n.client_guid)
+    }
+
     /// MS-SMB2 3.3.4.2: send an interim STATUS_PENDING response; the final
     /// response then goes out asynchronously with the same AsyncId.
     pub fn go_async(&mut self) {

@@ -19,6 +19,7 @@ pub mod echo;
 pub mod error;
 pub mod flush;
 pub mod ioctl;
+pub mod lease;
 pub mod lock;
 pub mod logoff;
 pub mod negotiate;

@@ -7,8 +7,10 @@ use braid_fs::{CreateAction, DirectoryRequirement, Disposition, OpenParams, Requ
 use braid_smb_proto::codec::{FileId, Message, WriteLe};
 use braid_smb_proto::messages::create::{
     access_mask, context_name, create_action, create_disposition, create_options,
-    impersonation_level,
+    impersonation_level, oplock_level,
 };
+use braid_smb_proto::messages::lease::LeaseContext;
+use braid_smb_proto::messages::negotiate::dialect;
 use braid_smb_proto::messages::{CreateContext, CreateRequest, CreateResponse};
 use braid_smb_proto::NtStatus;
 
@@ -19,6 +21,11 @@ use crate::state::filetime;
 
 /// Access bits a client may never ask for (MS-SMB2 3.3.5.9: reserved bits).
 const INVALID_ACCESS_BITS: u32 = 0x0CE0_FE00;
+/// Access that only reads or writes attributes: such opens break no
+/// oplock or lease (MS-FSA 2.1.5.1.2).
+const STAT_OPEN_ACCESS: u32 = access_mask::SYNCHRONIZE
+    | access_mask::FILE_READ_ATTRIBUTES
+    | access_mask::FILE_WRITE_ATTRIBUTES;
 /// FILE_ATTRIBUTE_* bits that may be set on create.
 const VALID_CREATE_ATTRIBUTES: u32 = 0x0000_7FB7 | 0x0002_0000;
 
@@ -84,6 +91,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut create_eas = Vec::new();
     let mut want_mxac = false;
     let mut want_qfid = false;
+    let mut lease_data = None;
     for c in &r.contexts {
         match c.name.as_slice() {
             n if n == context_name::ALLOCATION_SIZE => {
@@ -100,10 +108,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             }
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
             n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
+            n if n == context_name::REQUEST_LEASE => lease_data = Some(&c.data),
             // 3.3.5.9: other contexts are ignored.
             _ => {}
         }
     }
+
+    let lease_request = lease_request(req, r.requested_oplock_level, lease_data)?;
 
     let disposition = match r.create_disposition {
         create_disposition::SUPERSEDE => Disposition::Supersede,
@@ -140,25 +151,43 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .map(|i| i.user.clone())
             .unwrap_or_default(),
     );
-    let files = req.conn.server.files.clone();
-    let fs_share = share.fs.clone();
-    let opened = blocking(move || {
-        let o = files.open(&ctx, &fs_share, params)?;
-        // MS-FSA 2.1.5.1.1 / 2.1.5.1.2.1: the EaBuffer applies to a file
-        // that was created, overwritten or superseded.
-        if !create_eas.is_empty() && o.action != CreateAction::Opened {
-            if let Err(e) = o.handle.init_eas(&create_eas) {
-                let _ = o.handle.close();
-                return Err(e);
+    let oplocks = &req.conn.server.oplocks;
+    let overwrite_disposition = matches!(
+        r.create_disposition,
+        create_disposition::SUPERSEDE
+            | create_disposition::OVERWRITE
+            | create_disposition::OVERWRITE_IF
+    );
+    let mapped_access = braid_fs::map_generic(r.desired_access);
+    let mut new_open = crate::oplock::NewOpen {
+        overwrites: overwrite_disposition,
+        sharing_violation: false,
+        // An overwrite writes data whatever access it asked for.
+        stat_open: !overwrite_disposition && mapped_access & !STAT_OPEN_ACCESS == 0,
+        lease_stat_open: !overwrite_disposition
+            && mapped_access & !(STAT_OPEN_ACCESS | access_mask::READ_CONTROL) == 0,
+        lease: lease_request
+            .as_ref()
+            .map(|l| (req.conn_client_guid(), l.key)),
+    };
+    let mut opened = open_file(req, &share, params.clone(), &ctx, &create_eas).await;
+    if opened.as_ref().err() == Some(&NtStatus::SHARING_VIOLATION) {
+        // MS-FSA 2.1.5.1.2: a sharing violation first breaks the handle
+        // caching of the file's holders, who may be keeping a closed
+        // handle open; the open is tried again once they answered.
+        let files = req.conn.server.files.clone();
+        let fs_share = share.fs.clone();
+        let path = params.path.clone();
+        if let Ok(id) = blocking(move || files.file_id_of(&fs_share, &path)).await {
+            let state = oplocks.file(&share.name, id);
+            new_open.sharing_violation = true;
+            if state.break_for_new_open(&new_open, || req.go_async()).await {
+                opened = open_file(req, &share, params, &ctx, &create_eas).await;
             }
-            return Ok(braid_fs::Opened {
-                info: o.handle.info()?,
-                ..o
-            });
+            new_open.sharing_violation = false;
         }
-        Ok(o)
-    })
-    .await?;
+    }
+    let opened = opened?;
 
     let volatile = session.new_volatile_id();
     let info = opened.info.clone();
@@ -168,28 +197,41 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         volatile,
     };
 
-    // MS-SMB2 3.3.5.9: break conflicting oplocks (waiting asynchronously
-    // for their acknowledgment), then grant this open its level.
-    let oplocks = &req.conn.server.oplocks;
+    // MS-SMB2 3.3.5.9: break conflicting oplocks and leases (waiting
+    // asynchronously for their acknowledgment), then grant this open its
+    // oplock level or lease.
     let oplock_file = oplocks.file(&share.name, info.file_id);
-    let overwrites = matches!(
-        r.create_disposition,
-        create_disposition::SUPERSEDE
-            | create_disposition::OVERWRITE
-            | create_disposition::OVERWRITE_IF
-    ) && opened.action != CreateAction::Created;
+    if let Some(id) = &new_open.lease {
+        // MS-SMB2 3.3.5.9.8: a lease key names one file.
+        let elsewhere = oplocks
+            .leases
+            .get(id)
+            .is_some_and(|l| !std::ptr::eq(l.file.as_ptr(), Arc::as_ptr(&oplock_file)));
+        if elsewhere {
+            let handle = opened.handle;
+            let _ = blocking(move || handle.close()).await;
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+    }
+    new_open.overwrites = overwrite_disposition && opened.action != CreateAction::Created;
     oplock_file
-        .break_for_new_open(crate::oplock::NewOpen { overwrites }, || req.go_async())
+        .break_for_new_open(&new_open, || req.go_async())
         .await;
     let oplock_key = oplocks.new_key();
-    let oplock_level = oplock_file.grant(
-        oplock_key,
-        r.requested_oplock_level,
-        info.is_directory,
-        file_id,
-        req.conn,
-        &session,
+    let granted_caching = oplock_file.grant(
+        &oplocks.leases,
+        crate::oplock::GrantRequest {
+            key: oplock_key,
+            requested_oplock: r.requested_oplock_level,
+            lease: lease_request.as_ref(),
+            client_guid: req.conn_client_guid(),
+            is_directory: info.is_directory,
+            file_id,
+            conn: req.conn,
+            session: &session,
+        },
     );
+    let oplock_level = granted_caching.oplock_level;
     let open = Arc::new(Open {
         oplock: Some(crate::oplock::OplockRef {
             file: oplock_file,
@@ -232,6 +274,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     session.opens.insert(volatile, open);
 
     let mut contexts = Vec::new();
+    if let Some(lease) = &granted_caching.lease {
+        contexts.push(CreateContext {
+            name: context_name::REQUEST_LEASE.to_vec(),
+            data: lease.response_context().encode(),
+        });
+    }
     if want_mxac {
         // MS-SMB2 2.2.14.2.5: QueryStatus then MaximalAccess.
         let mut data = Vec::with_capacity(8);
@@ -277,4 +325,63 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     });
     reply.created_file_id = Some(file_id);
     Ok(reply)
+}
+
+/// MS-SMB2 3.3.5.9.8 / 3.3.5.9.11: the lease the open asks for, if it asks
+/// with RequestedOplockLevel LEASE and a lease context on 2.1 or 3.x while
+/// leases are offered. A version 2 context on 2.1 is taken as version 1.
+fn lease_request(
+    req: &Request<'_>,
+    requested_oplock: u8,
+    data: Option<&Vec<u8>>,
+) -> Result<Option<LeaseContext>, NtStatus> {
+    let dialect = req.conn.negotiated.get().map_or(0, |n| n.dialect);
+    if requested_oplock != oplock_level::LEASE
+        || dialect < dialect::SMB210
+        || !req.conn.server.config.leases
+    {
+        return Ok(None);
+    }
+    let Some(data) = data else {
+        return Ok(None);
+    };
+    let mut ctx = LeaseContext::decode(data).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if ctx.version >= 2 && dialect < dialect::SMB300 {
+        ctx.version = 1;
+        ctx.parent_key = [0; 16];
+        ctx.epoch = 0;
+    }
+    Ok(Some(ctx))
+}
+
+/// Open through the file service, applying the EaBuffer to a file that was
+/// created, overwritten or superseded (MS-FSA 2.1.5.1.1 / 2.1.5.1.2.1).
+async fn open_file(
+    req: &Request<'_>,
+    share: &crate::state::Share,
+    params: OpenParams,
+    ctx: &RequestCtx,
+    create_eas: &[braid_fs::ExtendedAttribute],
+) -> Result<braid_fs::Opened, NtStatus> {
+    let files = req.conn.server.files.clone();
+    let fs_share = share.fs.clone();
+    let ctx = ctx.clone();
+    let create_eas = create_eas.to_vec();
+    blocking(move || {
+        let o = files.open(&ctx, &fs_share, params)?;
+        // MS-FSA 2.1.5.1.1 / 2.1.5.1.2.1: the EaBuffer applies to a file
+        // that was created, overwritten or superseded.
+        if !create_eas.is_empty() && o.action != CreateAction::Opened {
+            if let Err(e) = o.handle.init_eas(&create_eas) {
+                let _ = o.handle.close();
+                return Err(e);
+            }
+            return Ok(braid_fs::Opened {
+                info: o.handle.info()?,
+                ..o
+            });
+        }
+        Ok(o)
+    })
+    .await
 }

@@ -44,6 +44,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             return Err(NtStatus::INVALID_PARAMETER);
         }
     }
+    // MS-FSA 2.1.5.7: a byte-range lock breaks the read caching of the
+    // file's other holders (level II oplocks, Read leases).
+    if let Some(o) = &open.oplock {
+        o.file.break_level2_except(o.key);
+    }
     if r.locks.len() > 1 {
         return lock_all_or_none(&open, &r.locks).map(|_| Reply::of(&LockResponse));
     }

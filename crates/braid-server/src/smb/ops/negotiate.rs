@@ -39,6 +39,10 @@ fn server_capabilities(conn: &Connection, dialect: u16) -> u32 {
     let mut caps = 0;
     if dialect >= dialect::SMB210 {
         caps |= capabilities::LARGE_MTU;
+        // MS-SMB2 3.3.5.4: CAP_LEASING on 2.1 and 3.x when leases are offered.
+        if conn.server.config.leases {
+            caps |= capabilities::LEASING;
+        }
     }
     // MS-SMB2 3.3.5.4: CAP_MULTI_CHANNEL on 3.x when the server supports
     // multichannel (IsMultiChannelCapable).

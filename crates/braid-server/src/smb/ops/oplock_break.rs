@@ -1,9 +1,10 @@
-//! OPLOCK_BREAK acknowledgments: MS-SMB2 3.3.5.22.1 (oplocks). Leases are
-//! not granted yet, so a lease acknowledgment has nothing to acknowledge.
+//! OPLOCK_BREAK acknowledgments: MS-SMB2 3.3.5.22.1 (oplocks) and
+//! 3.3.5.22.2 (leases).
 
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::messages::oplock_break::OplockBreakRequest;
 use braid_smb_proto::messages::oplock_break::OplockBreakResponse;
+use braid_smb_proto::messages::{LeaseBreakAck, LeaseBreakResponse};
 use braid_smb_proto::NtStatus;
 
 use crate::smb::{OpResult, Reply, Request};
@@ -12,8 +13,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = OplockBreakRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let ack = match r {
         OplockBreakRequest::Oplock(a) => a,
-        // 3.3.5.22.2: no lease with that key.
-        OplockBreakRequest::Lease(_) => return Err(NtStatus::OBJECT_NAME_NOT_FOUND),
+        OplockBreakRequest::Lease(a) => return lease_ack(req, a),
     };
     let open = req.open(ack.file_id)?;
     let Some(o) = &open.oplock else {
@@ -26,4 +26,29 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         })),
         None => Err(NtStatus::INVALID_OPLOCK_PROTOCOL),
     }
+}
+
+/// MS-SMB2 3.3.5.22.2: the lease is found by the connection's ClientGuid
+/// and the key; the acknowledged state must be within what the break asked.
+fn lease_ack(req: &mut Request<'_>, ack: LeaseBreakAck) -> OpResult {
+    req.session()?;
+    let id = (req.conn_client_guid(), ack.lease_key);
+    let lease = req
+        .conn
+        .server
+        .oplocks
+        .leases
+        .get(&id)
+        .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let file = lease
+        .file
+        .upgrade()
+        .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let state = file.acknowledge_lease(&lease, ack.lease_state)?;
+    Ok(Reply::of(&LeaseBreakResponse {
+        flags: 0,
+        lease_key: ack.lease_key,
+        lease_state: state,
+        lease_duration: 0,
+    }))
 }
