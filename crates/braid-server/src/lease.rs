@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use braid_smb_proto::codec::Message;
-use braid_smb_proto::header::{flags, Command, Header, HEADER_LEN};
 use braid_smb_proto::messages::lease::{lease_flags, LeaseContext};
 use braid_smb_proto::messages::oplock_break::{lease_break_flags, lease_state};
 use braid_smb_proto::messages::LeaseBreakNotification;
@@ -180,14 +179,7 @@ pub fn send_lease_break(
     session: Option<&Arc<Session>>,
     n: &LeaseBreakNotification,
 ) {
-    let hdr = Header {
-        command: Command::OplockBreak as u16,
-        flags: flags::SERVER_TO_REDIR,
-        message_id: u64::MAX,
-        ..Default::default()
-    };
-    let mut msg = Vec::with_capacity(HEADER_LEN + 44);
-    hdr.encode(&mut msg);
+    let mut msg = crate::oplock::break_header(44);
     n.encode(&mut msg);
     debug!(
         conn = conn.id,

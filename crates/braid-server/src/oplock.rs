@@ -572,14 +572,7 @@ fn send_break(h: &Holder, level: u8) {
     let Some(conn) = break_connection(h) else {
         return;
     };
-    let hdr = Header {
-        command: Command::OplockBreak as u16,
-        flags: flags::SERVER_TO_REDIR,
-        message_id: u64::MAX,
-        ..Default::default()
-    };
-    let mut msg = Vec::with_capacity(HEADER_LEN + 24);
-    hdr.encode(&mut msg);
+    let mut msg = break_header(24);
     OplockBreakNotification {
         oplock_level: level,
         file_id: h.file_id,
@@ -587,4 +580,18 @@ fn send_break(h: &Holder, level: u8) {
     .encode(&mut msg);
     debug!(conn = conn.id, level, "oplock break");
     send_unsolicited(&conn, h.session.upgrade().as_ref(), msg);
+}
+
+/// The header of a server-initiated OPLOCK_BREAK message (MS-SMB2 3.3.4.6,
+/// 3.3.4.7: MessageId all ones, no session), with room for `body` bytes.
+pub fn break_header(body: usize) -> Vec<u8> {
+    let hdr = Header {
+        command: Command::OplockBreak as u16,
+        flags: flags::SERVER_TO_REDIR,
+        message_id: u64::MAX,
+        ..Default::default()
+    };
+    let mut msg = Vec::with_capacity(HEADER_LEN + body);
+    hdr.encode(&mut msg);
+    msg
 }
