@@ -8,7 +8,6 @@
 //! [`crate::oplock::FileOplocks`]; this module holds the lease objects, the
 //! server-wide table that finds them by key, and the wire messages.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use braid_smb_proto::codec::Message;
@@ -20,6 +19,7 @@ use tracing::debug;
 use crate::conn::Connection;
 use crate::oplock::FileOplocks;
 use crate::session::Session;
+use crate::sharded::ShardedMap;
 
 pub const R: u32 = lease_state::READ_CACHING;
 pub const H: u32 = lease_state::HANDLE_CACHING;
@@ -113,24 +113,21 @@ impl Lease {
 /// opens own their lease; an entry dies with the last open using it.
 #[derive(Default)]
 pub struct LeaseTable {
-    leases: Mutex<HashMap<LeaseId, Weak<Lease>>>,
+    leases: ShardedMap<LeaseId, Weak<Lease>>,
 }
 
 impl LeaseTable {
     pub fn get(&self, id: &LeaseId) -> Option<Arc<Lease>> {
-        self.leases
-            .lock()
-            .unwrap()
-            .get(id)
-            .and_then(|w| w.upgrade())
+        self.leases.get(id).and_then(|w| w.upgrade())
     }
 
     pub fn insert(&self, lease: &Arc<Lease>) {
-        let mut m = self.leases.lock().unwrap();
-        if m.len() >= 1024 && m.len().is_power_of_two() {
-            m.retain(|_, w| w.strong_count() > 0);
+        // Entries of closed leases are dropped as the table doubles.
+        let n = self.leases.len();
+        if n >= 1024 && n.is_power_of_two() {
+            self.leases.drain_where(|w| w.strong_count() == 0);
         }
-        m.insert(lease.id, Arc::downgrade(lease));
+        self.leases.insert(lease.id, Arc::downgrade(lease));
     }
 }
 
