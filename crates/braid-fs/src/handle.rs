@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 use crate::clock::Clock;
+use crate::direct::DirectWriter;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::info;
 use crate::locks::{Holder, IoKind};
@@ -20,6 +21,7 @@ use crate::sys;
 use crate::types::{
     access as acc, attr, share as sh, BasicTimes, DirEntry, ExtendedAttribute, FileInfo, LockOwner,
 };
+use crate::uring::RingSlot;
 
 /// Extended attribute NAME is kept in the xattr `user.braid.ea.NAME`.
 const EA_XATTR_PREFIX: &str = "user.braid.ea.";
@@ -40,6 +42,9 @@ pub(crate) struct HandleInner {
     pub(crate) closed: AtomicBool,
     /// Open.CurrentByteOffset (MS-FSA 2.1.1.5), FilePositionInformation.
     pub(crate) position: AtomicU64,
+    /// The page-cache bypass for large aligned writes (see `direct.rs`).
+    pub(crate) direct: DirectWriter,
+    pub(crate) ring: Arc<RingSlot>,
 }
 
 impl HandleInner {
@@ -135,7 +140,7 @@ impl OpenHandle {
         }
     }
 
-    fn need(&self, rights: u32) -> FsResult<()> {
+    pub(crate) fn need(&self, rights: u32) -> FsResult<()> {
         self.live()?;
         if self.0.access & rights == 0 {
             return Err(FsError::AccessDenied);
@@ -253,7 +258,11 @@ impl OpenHandle {
             .write_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        match sys::pwrite(self.fd(), data, offset) {
+        let direct = match self.0.share.0.direct_writes() {
+            true => self.0.direct.try_write(self.fd(), offset, data),
+            false => None,
+        };
+        match direct.unwrap_or_else(|| sys::pwrite(self.fd(), data, offset)) {
             // The host fd is read-only (e.g. MAXIMUM_ALLOWED downgraded).
             Err(FsError::FileClosed) => Err(FsError::AccessDenied),
             r => r,

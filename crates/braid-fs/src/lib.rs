@@ -14,6 +14,7 @@
 //! share root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
 
 pub mod clock;
+mod direct;
 pub mod error;
 mod handle;
 mod info;
@@ -25,6 +26,7 @@ mod share;
 pub mod shortname;
 mod sys;
 pub mod types;
+mod uring;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{FsError, FsResult};
@@ -36,3 +38,4 @@ pub use types::{
     DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FsStats, LockOwner, OpenParams,
     Opened, RequestCtx,
 };
+pub use uring::WriteBuf;

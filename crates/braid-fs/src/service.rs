@@ -19,6 +19,7 @@ use crate::types::{
     access as acc, attr, map_generic, share as sh, CreateAction, DirectoryRequirement, Disposition,
     FsStats, OpenParams, Opened, RequestCtx,
 };
+use crate::uring::RingSlot;
 
 /// The protocol-neutral file service. `Send + Sync`; share one `Arc`
 /// between all connections and call it from blocking worker threads.
@@ -26,6 +27,8 @@ pub struct FileService {
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) nodes: Arc<NodeTable>,
     next_id: AtomicU64,
+    /// io_uring for direct writes (`uring.rs`), started on first use.
+    pub(crate) ring: Arc<RingSlot>,
 }
 
 /// Rights a read-only file never grants for writing (MS-FSA 2.1.5.1.2.1).
@@ -40,6 +43,7 @@ impl FileService {
             clock,
             nodes: Arc::new(NodeTable::default()),
             next_id: AtomicU64::new(1),
+            ring: Arc::default(),
         })
     }
 
@@ -479,6 +483,8 @@ impl FileService {
             path: Mutex::new(rel),
             closed: AtomicBool::new(false),
             position: AtomicU64::new(0),
+            direct: Default::default(),
+            ring: self.ring.clone(),
         });
         share.0.register(id, Arc::downgrade(&inner));
         OpenHandle(inner)

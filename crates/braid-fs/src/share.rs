@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::handle::HandleInner;
@@ -15,6 +16,8 @@ pub(crate) struct Share {
     pub(crate) root_path: PathBuf,
     pub(crate) root: OwnedFd,
     opens: Vec<Mutex<HashMap<u64, Weak<HandleInner>>>>,
+    /// Large aligned writes bypass the page cache (`direct.rs`).
+    direct_writes: AtomicBool,
 }
 
 impl Share {
@@ -24,7 +27,12 @@ impl Share {
             root_path,
             root,
             opens: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            direct_writes: AtomicBool::new(false),
         }
+    }
+
+    pub(crate) fn direct_writes(&self) -> bool {
+        self.direct_writes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn root_fd(&self) -> RawFd {
@@ -63,6 +71,10 @@ pub struct ShareRef(pub(crate) Arc<Share>);
 impl ShareRef {
     pub fn name(&self) -> &str {
         &self.0.name
+    }
+    /// Let large aligned writes bypass the page cache (off by default).
+    pub fn set_direct_writes(&self, on: bool) {
+        self.0.direct_writes.store(on, Ordering::Relaxed);
     }
     /// The host directory (for display and logging only; never used to build paths).
     pub fn root_path(&self) -> &Path {

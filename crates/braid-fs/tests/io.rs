@@ -327,3 +327,100 @@ fn concurrent_opens_are_consistent() {
     });
     assert!(wins.load(std::sync::atomic::Ordering::Relaxed) > 0);
 }
+
+/// Page-aligned copy of `data`, as the SMB receive path lays out WRITEs.
+fn page_aligned(data: &[u8]) -> (Vec<u8>, usize) {
+    let mut v = vec![0u8; data.len() + 4096];
+    let pad = (4096 - (v.as_ptr() as usize) % 4096) % 4096;
+    v[pad..pad + data.len()].copy_from_slice(data);
+    (v, pad)
+}
+
+#[test]
+fn direct_and_buffered_writes_mix_and_read_back() {
+    let e = env();
+    e.share.set_direct_writes(true);
+    let o = e.open("d", RW, ALL, Disposition::Create).unwrap();
+    let h = &o.handle;
+    let mut expect = vec![0u8; 768 * 1024];
+    let first: Vec<u8> = (0..512 * 1024).map(|i| (i % 253) as u8).collect();
+    let (buf, pad) = page_aligned(&first);
+    assert_eq!(
+        h.write(0, &buf[pad..pad + first.len()]).unwrap(),
+        first.len()
+    );
+    expect[..first.len()].copy_from_slice(&first);
+    // A small buffered write inside the directly written range.
+    h.write(1000, b"buffered").unwrap();
+    expect[1000..1008].copy_from_slice(b"buffered");
+    assert_eq!(h.read(0, expect.len()).unwrap(), &expect[..512 * 1024]);
+    // A direct write over a range the page cache now holds, past EOF too.
+    let second: Vec<u8> = (0..512 * 1024).map(|i| (i % 7) as u8 + 1).collect();
+    let (buf, pad) = page_aligned(&second);
+    h.write(256 * 1024, &buf[pad..pad + second.len()]).unwrap();
+    expect[256 * 1024..].copy_from_slice(&second);
+    // An unaligned large write takes the buffered path.
+    h.write(3, &buf[pad + 1..pad + 1 + 200 * 1024]).unwrap();
+    expect[3..3 + 200 * 1024].copy_from_slice(&second[1..1 + 200 * 1024]);
+    assert_eq!(h.read(0, expect.len() + 10).unwrap(), expect);
+    assert_eq!(h.info().unwrap().end_of_file, expect.len() as u64);
+    h.close().unwrap();
+    assert_eq!(std::fs::read(e.host("d")).unwrap(), expect);
+    // Write-through opens stay durable on the direct path (O_DSYNC kept).
+    let mut p = OpenParams::new("wt", RW, Disposition::Create);
+    p.write_through = true;
+    let o = e.open_p(p).unwrap();
+    let (buf, pad) = page_aligned(&first);
+    o.handle.write(0, &buf[pad..pad + first.len()]).unwrap();
+    assert_eq!(std::fs::read(e.host("wt")).unwrap(), first);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_direct_writes_complete_and_read_back() {
+    let e = env();
+    let o = e.open("q", RW, ALL, Disposition::Create).unwrap();
+    let h = o.handle.clone();
+    let chunk = 256 * 1024;
+    let data: Vec<u8> = (0..8 * chunk).map(|i| (i * 31 % 251) as u8).collect();
+    let (buf, pad) = page_aligned(&data);
+    let whole = std::sync::Arc::new(buf);
+    // Off by default: nothing is queued.
+    let piece = |i: usize| -> braid_fs::WriteBuf {
+        let b = whole.clone();
+        Box::new(Slice(b, pad + i * chunk, chunk))
+    };
+    assert!(h.write_queued(0, piece(0)).is_none());
+    e.share.set_direct_writes(true);
+    // Eight writes in flight at once, in reverse order.
+    let mut pending = Vec::new();
+    for i in (0..8).rev() {
+        match h.write_queued((i * chunk) as u64, piece(i)) {
+            Some(w) => pending.push((i, tokio::spawn(w))),
+            // No io_uring or O_DIRECT here: write it the ordinary way.
+            None => {
+                h.write((i * chunk) as u64, &data[i * chunk..(i + 1) * chunk])
+                    .unwrap();
+            }
+        }
+    }
+    for (i, w) in pending {
+        assert_eq!(w.await.unwrap(), Some(chunk), "piece {i}");
+    }
+    assert_eq!(h.read(0, data.len()).unwrap(), data);
+    // Unaligned or small writes are never queued.
+    let odd: braid_fs::WriteBuf = Box::new(Slice(whole.clone(), pad + 1, chunk));
+    assert!(h.write_queued(0, odd).is_none());
+    let small: braid_fs::WriteBuf = Box::new(Slice(whole.clone(), pad, 4096));
+    assert!(h.write_queued(0, small).is_none());
+    h.close().unwrap();
+    assert_eq!(std::fs::read(e.host("q")).unwrap(), data);
+}
+
+/// `len` bytes at `start` of a shared buffer.
+struct Slice(std::sync::Arc<Vec<u8>>, usize, usize);
+
+impl AsRef<[u8]> for Slice {
+    fn as_ref(&self) -> &[u8] {
+        &self.0[self.1..self.1 + self.2]
+    }
+}

@@ -377,6 +377,7 @@ mod tests {
                 name: "Data".into(),
                 path: dir.to_path_buf(),
                 encrypt: true,
+                direct_writes: false,
             }],
             ..ServerConfig::default()
         };

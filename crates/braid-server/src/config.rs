@@ -10,6 +10,8 @@ pub struct ShareConfig {
     pub path: PathBuf,
     /// Require SMB3 encryption for this share.
     pub encrypt: bool,
+    /// Large aligned WRITEs bypass the page cache (braid-fs `direct.rs`).
+    pub direct_writes: bool,
 }
 
 /// The admin API's default address: loopback only, port 9445 (SMB's 445

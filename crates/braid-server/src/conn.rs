@@ -252,25 +252,42 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         // frame first costs as much as the copy from the socket. A large
         // AES-GCM frame is decrypted piece by piece as it arrives (each
         // piece still in the CPU cache, and while the peer still sends).
-        let mut buf = Vec::with_capacity(len);
+        // A large frame starts `start` bytes in, so that a WRITE's payload
+        // is page-aligned (frame::payload_pad).
+        let pad_room = if len >= STREAM_MIN {
+            frame::PAYLOAD_ALIGN
+        } else {
+            0
+        };
+        let mut buf = Vec::with_capacity(len + pad_room);
+        let mut start = 0;
         let mut decrypting: Option<(DecryptStream, Arc<crate::session::Session>)> = None;
         let mut verifying: Option<(GmacVerifier, Vec<u8>)> = None;
         let body = async {
-            let mut limited = (&mut rd).take(len as u64);
+            if len >= STREAM_MIN {
+                let mut head = [0u8; HEADER_LEN];
+                rd.read_exact(&mut head).await?;
+                start = frame::payload_pad(buf.as_ptr() as usize, &head);
+                buf.resize(start, 0);
+                buf.extend_from_slice(&head);
+            }
+            let end = start + len;
+            let mut limited = (&mut rd).take((end - buf.len()) as u64);
             let mut done = 0;
-            while buf.len() < len {
-                let room = (len - buf.len()).min(RECV_PIECE);
+            while buf.len() < end {
+                let room = (end - buf.len()).min(RECV_PIECE);
                 let mut piece = (&mut limited).take(room as u64);
                 if piece.read_buf(&mut buf).await? == 0 {
                     return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
                 }
                 // Large frames: decide once the first 64 bytes are in.
-                if done == 0 && len >= STREAM_MIN && buf.len() >= HEADER_LEN {
-                    decrypting = frame::start_decrypt(&conn, &buf[..TRANSFORM_HEADER_LEN], len);
-                    done = TRANSFORM_HEADER_LEN;
+                if done == 0 && len >= STREAM_MIN && buf.len() - start >= HEADER_LEN {
+                    let head = &buf[start..];
+                    decrypting = frame::start_decrypt(&conn, &head[..TRANSFORM_HEADER_LEN], len);
+                    done = start + TRANSFORM_HEADER_LEN;
                     if decrypting.is_none() {
-                        verifying = frame::start_verify(&conn, &buf[..HEADER_LEN]);
-                        done = HEADER_LEN;
+                        verifying = frame::start_verify(&conn, &head[..HEADER_LEN]);
+                        done = start + HEADER_LEN;
                     }
                 }
                 let bad = || std::io::Error::from(std::io::ErrorKind::InvalidData);
@@ -304,7 +321,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
             key,
             valid: verifier.finish(),
         });
-        match frame::accept_frame(&conn, buf, decrypted_by, pre_verified) {
+        match frame::accept_frame(&conn, buf, start, decrypted_by, pre_verified) {
             Ok(Some(work)) => {
                 let conn = conn.clone();
                 tokio::spawn(async move {

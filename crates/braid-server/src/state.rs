@@ -49,6 +49,7 @@ impl ServerState {
             let fs = files.add_share(&s.name, &s.path).map_err(|e| {
                 format!("share '{}': cannot serve {}: {e}", s.name, s.path.display())
             })?;
+            fs.set_direct_writes(s.direct_writes);
             shares.insert(
                 s.name.to_lowercase(),
                 Arc::new(Share {

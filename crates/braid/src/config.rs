@@ -52,6 +52,8 @@ pub struct ShareEntry {
     /// Refuse unencrypted access to this share (default false).
     #[serde(default)]
     pub encrypt: bool,
+    /// Large aligned writes bypass the page cache (default true).
+    pub direct_writes: Option<bool>,
 }
 
 /// `[[interface]]`: one address reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO.
@@ -138,6 +140,7 @@ pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
             name: n.to_string(),
             path: PathBuf::from(p),
             encrypt: false,
+            direct_writes: None,
         }),
         _ => Err(format!(
             "--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data"

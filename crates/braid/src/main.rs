@@ -203,6 +203,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             name: DEFAULT_SHARE.0.into(),
             path: dir,
             encrypt: false,
+            direct_writes: None,
         });
     }
     if shares.is_empty() {
@@ -232,6 +233,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             name: s.name.clone(),
             path: s.path.clone(),
             encrypt: s.encrypt,
+            direct_writes: s.direct_writes.unwrap_or(true),
         });
     }
 

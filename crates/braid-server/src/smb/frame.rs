@@ -101,36 +101,61 @@ pub fn start_verify(conn: &Connection, head: &[u8]) -> Option<(GmacVerifier, Vec
     Some((verifier, signing.key))
 }
 
-/// `decrypted_by`: the frame's transform was already decrypted and
-/// verified while it arrived, with this session's key. `pre_verified`: the
-/// signature of its lone message was checked while it arrived.
+/// MS-SMB2 2.2.21: a WRITE request's payload follows its 48-byte fixed
+/// part (DataOffset 0x70, as every client we know sends it).
+const WRITE_PAYLOAD_OFFSET: usize = HEADER_LEN + 48;
+/// Large frames are placed so that a WRITE payload starts on a page.
+pub const PAYLOAD_ALIGN: usize = 4096;
+
+/// How far into a buffer at address `base` a large frame beginning with
+/// `head` should start so that, if it is a WRITE, its payload is
+/// page-aligned: braid-fs can then send it to the disk without copying it
+/// into the page cache (braid-fs `direct.rs`). Frames that are not WRITEs
+/// lose nothing but the padding.
+pub fn payload_pad(base: usize, head: &[u8]) -> usize {
+    let at = if head.starts_with(&TRANSFORM_PROTOCOL_ID) {
+        TRANSFORM_HEADER_LEN + WRITE_PAYLOAD_OFFSET
+    } else {
+        WRITE_PAYLOAD_OFFSET
+    };
+    (PAYLOAD_ALIGN - (base + at) % PAYLOAD_ALIGN) % PAYLOAD_ALIGN
+}
+
+/// The frame is `buf[start..]` (see [`payload_pad`]). `decrypted_by`: the
+/// frame's transform was already decrypted and verified while it arrived,
+/// with this session's key. `pre_verified`: the signature of its lone
+/// message was checked while it arrived.
 pub fn accept_frame(
     conn: &Arc<Connection>,
     mut buf: Vec<u8>,
+    start: usize,
     decrypted_by: Option<Arc<Session>>,
     pre_verified: Option<PreVerified>,
 ) -> Result<Option<Work>, String> {
-    if buf.len() >= 4 && buf[..4] == SMB1_PROTOCOL_ID {
+    let frame = &buf[start..];
+    if frame.len() >= 4 && frame[..4] == SMB1_PROTOCOL_ID {
         // MS-SMB2 3.3.5.3: only a first negotiate may be SMB1.
         let mut started = conn.negotiate_started.lock().unwrap();
         if *started {
             return Err("SMB1 message after negotiation".into());
         }
         *started = true;
+        drop(started);
+        buf.drain(..start);
         return Ok(Some(Work::Smb1Negotiate(buf)));
     }
     let mut encrypted_by = None;
-    let mut plain = 0..buf.len();
+    let mut plain = start..buf.len();
     if let Some(session) = decrypted_by {
-        plain = TRANSFORM_HEADER_LEN..buf.len();
+        plain = start + TRANSFORM_HEADER_LEN..buf.len();
         encrypted_by = Some(session);
-    } else if buf.len() >= 4 && buf[..4] == TRANSFORM_PROTOCOL_ID {
+    } else if frame.len() >= 4 && frame[..4] == TRANSFORM_PROTOCOL_ID {
         // 3.3.5.2.1.1: decrypt with the session's key; any failure drops
         // the connection.
-        let (session, enc) = transform_session(conn, &buf)?;
-        let (_, range) = decrypt_in_place(enc.cipher, &enc.decrypt_key, &mut buf)
+        let (session, enc) = transform_session(conn, frame)?;
+        let (_, range) = decrypt_in_place(enc.cipher, &enc.decrypt_key, &mut buf[start..])
             .map_err(|e| format!("decrypt failed: {e}"))?;
-        plain = range;
+        plain = start + range.start..start + range.end;
         encrypted_by = Some(session);
     }
     let body = &buf[plain.clone()];

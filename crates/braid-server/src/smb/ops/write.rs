@@ -8,7 +8,7 @@ use braid_smb_proto::messages::WriteResponse;
 use braid_smb_proto::NtStatus;
 
 use super::read::check_credit_charge;
-use crate::smb::{blocking, OpResult, Reply, Request};
+use crate::smb::{blocking, status_map, OpResult, Reply, Request};
 
 /// SMB2_WRITEFLAG_WRITE_THROUGH.
 const WRITE_THROUGH: u32 = 0x0000_0001;
@@ -39,6 +39,22 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let write_through = w.flags & WRITE_THROUGH != 0;
     if let Some(o) = &open.oplock {
         o.file.break_level2_except(o.key);
+    }
+    // A large aligned write goes to the device from here (io_uring), with
+    // no blocking thread; anything else, or a direct write that failed,
+    // is written on a blocking thread.
+    if offset != u64::MAX && !write_through && !payload.is_empty() {
+        handle
+            .check_io_lock(offset, payload.len() as u64, true, LockOwner(0))
+            .map_err(|e| status_map::fs_status(&e))?;
+        if let Some(write) = handle.write_queued(offset, Box::new(payload.clone())) {
+            if let Some(n) = write.await {
+                return Ok(Reply::of(&WriteResponse {
+                    count: n as u32,
+                    remaining: 0,
+                }));
+            }
+        }
     }
     let n = blocking(move || {
         let offset = if offset == u64::MAX {
