@@ -112,6 +112,32 @@ def test_overwrite_in_the_middle_and_append(remote):
     assert remote.local("f").read_bytes() == b"012abc6789XYZ"
 
 
+def test_large_aligned_writes_mixed_with_small_overwrites(remote):
+    """Large aligned WRITEs go to the disk directly (direct_writes, Braid's
+    default), small and unaligned ones through the page cache: what the
+    client reads back, and the file on the server, are the bytes in the
+    order they were written either way."""
+    mib = 2**20
+    expect = bytearray(os.urandom(4 * mib))
+    remote.write("mixed.bin", bytes(expect))
+    with smbclient.open_file(remote.path("mixed.bin"), mode="r+b", **remote.kw) as f:
+        for offset, size in [(mib + 5, 300), (2 * mib, 4096), (3 * mib - 7, 70_000)]:
+            patch = os.urandom(size)
+            f.seek(offset)
+            f.write(patch)
+            expect[offset:offset + size] = patch
+            # A large aligned write over what was just patched.
+            block = os.urandom(mib)
+            f.seek(2 * mib)
+            f.write(block)
+            expect[2 * mib:3 * mib] = block
+            f.flush()
+            f.seek(0)
+            assert f.read() == bytes(expect)
+    assert remote.read("mixed.bin") == bytes(expect)
+    assert remote.local("mixed.bin").read_bytes() == bytes(expect)
+
+
 def test_stat_sizes_and_types(remote):
     sizes = {"zero": 0, "one": 1, "block": 65536, "odd": 1_000_001}
     for name, size in sizes.items():

@@ -112,9 +112,16 @@ impl Ring {
     fn reap(&self) {
         let done: Vec<(u64, i32)> = {
             let mut ring = self.lock();
-            ring.completion()
+            let done = ring
+                .completion()
                 .map(|c| (c.user_data(), c.result()))
-                .collect()
+                .collect();
+            // Entries a failed submit left queued (EBUSY while completions
+            // waited to be reaped) go now that there is room.
+            if !ring.submission().is_empty() {
+                let _ = ring.submit();
+            }
+            done
         };
         for (key, result) in done {
             // SAFETY: every user_data is a Box<InFlight> leaked by `write`
@@ -153,7 +160,8 @@ impl Ring {
                 drop(unsafe { Box::from_raw(key as *mut InFlight) });
                 return Err(io::Error::from_raw_os_error(libc::EBUSY));
             }
-            // An error leaves the entry queued for the next submit.
+            // An error (EBUSY: completions waiting to be reaped) leaves the
+            // entry queued; the reaper submits it after reaping.
             if let Err(e) = ring.submit() {
                 tracing::debug!("io_uring submit: {e}");
             }
