@@ -154,6 +154,25 @@ fn wait_accepting(addr: SocketAddr, child: &mut Child, log: &Path) {
     );
 }
 
+/// Wait until the server accepts on `addr` or exits; true if it exited
+/// because one of its ports was taken in the meantime.
+fn lost_port_race(addr: SocketAddr, child: &mut Child, log: &Path) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(20) {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return false;
+        }
+        if let Ok(Some(_)) = child.try_wait() {
+            return std::fs::read_to_string(log)
+                .unwrap_or_default()
+                .to_lowercase()
+                .contains("address already in use");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
 /// Wait for the server; on failure stop it (and its children) first.
 fn wait_or_kill(addr: SocketAddr, child: &mut Child, log: &Path) {
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -307,29 +326,36 @@ pub fn start_braid() -> Option<Server> {
     let w = tempdir("braid");
     let share = w.join("share");
     std::fs::create_dir_all(&share).unwrap();
-    let port = free_port();
-    let admin_port = free_port();
     let password = format!("Pw-{:x}", rand::random::<u64>());
     let log = w.join("braid.log");
-    let mut child = Command::new(&bin)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
-        .arg("--share")
-        .arg(format!("{SHARE}={}", share.display()))
-        .arg("--user")
-        .arg(format!("{USER}:{password}"))
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(Stdio::from(
-            std::fs::File::options().append(true).open(&log).unwrap(),
-        ))
-        .current_dir(&w)
-        .spawn()
-        .expect("braid");
-    wait_or_kill(
-        format!("127.0.0.1:{port}").parse().unwrap(),
-        &mut child,
-        &log,
-    );
+    // free_port() only finds a port that was free a moment ago; a test
+    // running in parallel may take it first. Try again with new ones.
+    let mut attempt = 0;
+    let (port, admin_port, child) = loop {
+        attempt += 1;
+        let port = free_port();
+        let admin_port = free_port();
+        let mut child = Command::new(&bin)
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
+            .arg("--share")
+            .arg(format!("{SHARE}={}", share.display()))
+            .arg("--user")
+            .arg(format!("{USER}:{password}"))
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::from(
+                std::fs::File::options().append(true).open(&log).unwrap(),
+            ))
+            .current_dir(&w)
+            .spawn()
+            .expect("braid");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        if attempt < 5 && lost_port_race(addr, &mut child, &log) {
+            continue;
+        }
+        wait_or_kill(addr, &mut child, &log);
+        break (port, admin_port, child);
+    };
     Some(Server {
         kind: "braid",
         port,
