@@ -134,43 +134,45 @@ fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
-fn wait_accepting(addr: SocketAddr, child: &mut Child, log: &Path) {
+/// How a server we just started turned out.
+enum Startup {
+    Accepting,
+    Exited(std::process::ExitStatus),
+    TimedOut,
+}
+
+/// Poll until the server accepts on `addr`, exits, or 20 s pass.
+fn wait_startup(addr: SocketAddr, child: &mut Child) -> Startup {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(20) {
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return;
+            return Startup::Accepting;
         }
         if let Ok(Some(st)) = child.try_wait() {
-            panic!(
-                "server exited ({st}): {}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
+            return Startup::Exited(st);
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!(
-        "server not accepting on {addr}: {}",
-        std::fs::read_to_string(log).unwrap_or_default()
-    );
+    Startup::TimedOut
+}
+
+fn wait_accepting(addr: SocketAddr, child: &mut Child, log: &Path) {
+    let log = || std::fs::read_to_string(log).unwrap_or_default();
+    match wait_startup(addr, child) {
+        Startup::Accepting => {}
+        Startup::Exited(st) => panic!("server exited ({st}): {}", log()),
+        Startup::TimedOut => panic!("server not accepting on {addr}: {}", log()),
+    }
 }
 
 /// Wait until the server accepts on `addr` or exits; true if it exited
 /// because one of its ports was taken in the meantime.
 fn lost_port_race(addr: SocketAddr, child: &mut Child, log: &Path) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(20) {
-        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            return false;
-        }
-        if let Ok(Some(_)) = child.try_wait() {
-            return std::fs::read_to_string(log)
-                .unwrap_or_default()
-                .to_lowercase()
-                .contains("address already in use");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
+    matches!(wait_startup(addr, child), Startup::Exited(_))
+        && std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .to_lowercase()
+            .contains("address already in use")
 }
 
 /// Wait for the server; on failure stop it (and its children) first.
