@@ -249,7 +249,7 @@ pub fn shares_view(state: &ServerState) -> SharesView {
             .filter_map(|(id, t)| t.share.as_ref().map(|sh| (*id, sh.name.to_lowercase())))
             .collect();
         for o in s.opens.values() {
-            if let Some(name) = tree_share.get(&o.tree_id) {
+            if let Some(name) = tree_share.get(&o.tree_id()) {
                 *opens.entry(name.clone()).or_default() += 1;
             }
         }

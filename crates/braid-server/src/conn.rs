@@ -404,7 +404,7 @@ async fn teardown(conn: &Arc<Connection>) {
         let left = sess.remove_channel(conn.id);
         if left == 0 {
             conn.server.sessions.remove(&id);
-            crate::smb::ops::logoff::close_session(&conn.server, &sess).await;
+            crate::durable::disconnect_session(&conn.server, &sess).await;
         } else {
             debug!(
                 conn = conn.id,

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod config;
 pub mod conn;
 pub mod credits;
+pub mod durable;
 pub mod interfaces;
 pub mod lease;
 pub mod metrics;

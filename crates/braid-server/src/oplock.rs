@@ -46,7 +46,13 @@ struct Holder {
     lease: Option<Arc<Lease>>,
     conn: Weak<Connection>,
     session: Weak<Session>,
+    /// Set while the open is a disconnected durable open: a break it
+    /// would need closes it instead (it cannot be told; MS-SMB2 3.3.4.6).
+    purge: Option<Purge>,
 }
+
+/// Closes a disconnected durable open (called without the holders lock).
+pub type Purge = Arc<dyn Fn() + Send + Sync>;
 
 impl Holder {
     fn has_lease(&self, id: Option<&LeaseId>) -> bool {
@@ -171,7 +177,14 @@ impl FileOplocks {
             let notified = self.changed.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if !self.send_open_breaks(new, first_attempt) {
+            let (wait, purged) = self.send_open_breaks(new, first_attempt);
+            if purged {
+                // Disconnected durable opens were closed: look again, and
+                // have the caller retry an open they blocked.
+                first_attempt = false;
+                continue;
+            }
+            if !wait {
                 return !first_attempt;
             }
             first_attempt = false;
@@ -185,16 +198,26 @@ impl FileOplocks {
         }
     }
 
-    /// Send the breaks a new open causes; true if it must wait for them.
-    /// Write caching is broken for any open, handle caching too when the
-    /// open hit a sharing violation, read and handle caching when it
-    /// overwrites; the open waits for what it needs gone.
-    fn send_open_breaks(&self, new: &NewOpen, first_attempt: bool) -> bool {
+    /// Send the breaks a new open causes: (must wait for them, closed
+    /// disconnected durable opens instead). Write caching is broken for
+    /// any open, handle caching too when the open hit a sharing violation,
+    /// read and handle caching when it overwrites; the open waits for what
+    /// it needs gone.
+    fn send_open_breaks(&self, new: &NewOpen, first_attempt: bool) -> (bool, bool) {
         if new.stat_open {
-            return false;
+            return (false, false);
         }
         let must_go = if new.sharing_violation { H } else { W };
         let mut holders = self.holders.lock().unwrap();
+        let purges = take_disconnected_to_break(&mut holders, new, must_go);
+        if !purges.is_empty() {
+            drop(holders);
+            for p in purges {
+                p();
+            }
+            self.changed.notify_waiters();
+            return (false, true);
+        }
         let mut wait = false;
         let mut seen: Vec<LeaseId> = Vec::new();
         let mut lease_breaks = Vec::new();
@@ -267,7 +290,7 @@ impl FileOplocks {
         for (h, n) in lease_breaks {
             send_lease_notification(&h, &n);
         }
-        wait
+        (wait, false)
     }
 
     /// The acknowledgment timer ran out: every break in progress completes.
@@ -311,6 +334,7 @@ impl FileOplocks {
             lease: None,
             conn: Arc::downgrade(g.conn),
             session: Arc::downgrade(g.session),
+            purge: None,
         };
         let granted = match g.lease {
             Some(_) if g.is_directory => Granted {
@@ -514,6 +538,46 @@ impl FileOplocks {
         Ok(state)
     }
 
+    /// The open's connection was lost and it is kept as a durable open:
+    /// a break it would need runs `purge` instead.
+    pub fn disconnect(&self, key: u64, purge: Purge) {
+        if let Some(h) = self
+            .holders
+            .lock()
+            .unwrap()
+            .iter_mut()
+            .find(|h| h.open_key == key)
+        {
+            h.purge = Some(purge);
+        }
+    }
+
+    /// A durable open was reconnected (MS-SMB2 3.3.5.9.7): its breaks go to
+    /// its new connection and session.
+    pub fn reconnect(&self, key: u64, conn: &Arc<Connection>, session: &Arc<Session>) {
+        if let Some(h) = self
+            .holders
+            .lock()
+            .unwrap()
+            .iter_mut()
+            .find(|h| h.open_key == key)
+        {
+            h.purge = None;
+            h.conn = Arc::downgrade(conn);
+            h.session = Arc::downgrade(session);
+        }
+    }
+
+    /// The lease an open holds, if it holds one.
+    pub fn lease_of(&self, key: u64) -> Option<Arc<Lease>> {
+        self.holders
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|h| h.open_key == key)
+            .and_then(|h| h.lease.clone())
+    }
+
     pub fn level_of(&self, key: u64) -> u8 {
         self.holders
             .lock()
@@ -523,6 +587,50 @@ impl FileOplocks {
             .map(|h| h.level)
             .unwrap_or(0)
     }
+}
+
+/// Remove the disconnected durable opens a new open would have to break
+/// (a lease only when every open of it is disconnected); returns how to
+/// close them.
+fn take_disconnected_to_break(
+    holders: &mut Vec<Holder>,
+    new: &NewOpen,
+    must_go: u32,
+) -> Vec<Purge> {
+    let broken = |current: u32| {
+        let mut to = current & !must_go;
+        if new.overwrites {
+            to &= !(H | R);
+        }
+        current & !to != 0
+    };
+    let mut doomed: Vec<u64> = Vec::new();
+    for h in holders.iter().filter(|h| h.purge.is_some()) {
+        let hit = match &h.lease {
+            Some(lease) => {
+                let own = new.lease.as_ref() == Some(&lease.id) || new.lease_stat_open;
+                let all_gone = holders
+                    .iter()
+                    .filter(|o| o.has_lease(Some(&lease.id)))
+                    .all(|o| o.purge.is_some());
+                !own && all_gone && broken(lease.st.lock().unwrap().state)
+            }
+            None => broken(oplock_caching(h.level)),
+        };
+        if hit {
+            doomed.push(h.open_key);
+        }
+    }
+    let mut purges = Vec::new();
+    holders.retain(|h| {
+        if doomed.contains(&h.open_key) {
+            purges.extend(h.purge.clone());
+            false
+        } else {
+            true
+        }
+    });
+    purges
 }
 
 /// The connection a break for holder `h` goes on (MS-SMB2 3.3.4.6/3.3.4.7):

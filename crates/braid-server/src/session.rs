@@ -83,7 +83,6 @@ pub struct Session {
     pub channels: Mutex<Vec<Channel>>,
     next_tree_id: AtomicU32,
     pub opens: ShardedMap<u64, Arc<Open>>,
-    next_volatile: AtomicU64,
     /// Connection that created the session (its first channel).
     pub connection_id: u64,
     /// What NEGOTIATE settled on the connection that created the session:
@@ -116,7 +115,6 @@ impl Session {
             channels: Mutex::new(Vec::new()),
             next_tree_id: AtomicU32::new(1),
             opens: ShardedMap::new(),
-            next_volatile: AtomicU64::new(1),
             connection_id,
             origin: std::sync::OnceLock::new(),
             binds: Mutex::new(HashMap::new()),
@@ -240,14 +238,10 @@ impl Session {
         self.trees.lock().unwrap().remove(&id)
     }
 
-    pub fn new_volatile_id(&self) -> u64 {
-        self.next_volatile.fetch_add(1, Ordering::Relaxed)
-    }
-
     /// Opens of one tree, removed from the table (tree disconnect, logoff).
     pub fn take_opens_of_tree(&self, tree_id: Option<u32>) -> Vec<Arc<Open>> {
         self.opens
-            .drain_where(|o| tree_id.is_none_or(|t| o.tree_id == t))
+            .drain_where(|o| tree_id.is_none_or(|t| o.tree_id() == t))
     }
 }
 
@@ -271,8 +265,9 @@ pub struct DirCursor {
 pub struct Open {
     pub persistent_id: u64,
     pub volatile_id: u64,
-    pub tree_id: u32,
-    pub session_id: u64,
+    /// MS-SMB2 3.3.1.10 Open.TreeConnect: changes when a durable open is
+    /// reconnected on a new tree connect.
+    pub tree_id: AtomicU32,
     pub handle: OpenHandle,
     pub is_directory: bool,
     pub granted_access: u32,
@@ -285,9 +280,31 @@ pub struct Open {
     /// Set by the first CHANGE_NOTIFY on a directory open (changes are
     /// buffered from then on, between requests).
     pub notify_watch: Mutex<Option<Arc<crate::notify::Watch>>>,
+    /// Set when the open was granted durability (MS-SMB2 3.3.1.10
+    /// Open.IsDurable and what a reconnect is checked against).
+    pub durable: Mutex<Option<crate::durable::Durability>>,
+    /// MS-SMB2 3.3.1.10 Open.IsReplayEligible: a replay of the durable
+    /// create that made this open gets `create_reply` again; any other
+    /// request on the open ends that.
+    pub replay_eligible: AtomicBool,
+    /// Open.CreateGuid of a create with a DH2Q context (durable or not),
+    /// with the ClientGuid of the connection that made it.
+    pub create_guid: Option<([u8; 16], [u8; 16])>,
+    pub create_reply: Mutex<Option<braid_smb_proto::messages::CreateResponse>>,
+    /// Counts the open's disconnections: a scavenger timer only closes the
+    /// open if it was not reconnected (and lost again) in between.
+    pub disconnects: AtomicU64,
 }
 
 impl Open {
+    pub fn tree_id(&self) -> u32 {
+        self.tree_id.load(Ordering::Relaxed)
+    }
+
+    pub fn is_durable(&self) -> bool {
+        self.durable.lock().unwrap().is_some()
+    }
+
     /// Mark closed; true if this call closed it.
     pub fn mark_closed(&self) -> bool {
         let first = !self.closed.swap(true, Ordering::AcqRel);

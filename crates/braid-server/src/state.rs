@@ -34,7 +34,12 @@ pub struct ServerState {
     pub metrics: crate::metrics::Metrics,
     pub server_guid: [u8; 16],
     pub start_time: SystemTime,
+    /// Durable opens whose connection was lost, waiting for a reconnect.
+    pub preserved: Arc<crate::durable::PreservedOpens>,
     next_session_id: AtomicU64,
+    /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
+    /// keeps its id when reconnected on another session).
+    next_file_id: AtomicU64,
     next_connection_id: AtomicU64,
 }
 
@@ -72,6 +77,8 @@ impl ServerState {
             metrics,
             server_guid: rand::random(),
             start_time: SystemTime::now(),
+            preserved: Default::default(),
+            next_file_id: AtomicU64::new(1),
             next_session_id: AtomicU64::new(rand::random::<u32>() as u64 | 1 << 40),
             next_connection_id: AtomicU64::new(1),
         })
@@ -79,6 +86,10 @@ impl ServerState {
 
     pub fn new_session_id(&self) -> u64 {
         self.next_session_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn new_file_id(&self) -> u64 {
+        self.next_file_id.fetch_add(1, Ordering::Relaxed)
     }
 
     pub fn new_connection_id(&self) -> u64 {

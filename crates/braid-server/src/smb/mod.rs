@@ -152,11 +152,13 @@ impl Request<'_> {
             return Err(NtStatus::FILE_CLOSED);
         }
         if let Some(tree) = &self.tree {
-            if open.tree_id != tree.id {
+            if open.tree_id() != tree.id {
                 return Err(NtStatus::FILE_CLOSED);
             }
         }
         *self.used_file_id.lock().unwrap() = Some(id);
+        open.replay_eligible
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         Ok(open)
     }
 

@@ -26,7 +26,7 @@ use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::header::{flags, Command, HEADER_LEN};
 use braid_smb_proto::messages::negotiate::dialect;
 use braid_smb_proto::messages::write::decode_write_request_ref;
-use braid_smb_proto::messages::{IoctlRequest, SetInfoRequest};
+use braid_smb_proto::messages::{IoctlRequest, ReadRequest, SetInfoRequest};
 use braid_smb_proto::NtStatus;
 use tokio::sync::watch;
 
@@ -93,6 +93,7 @@ fn modifying(command: Command) -> bool {
 fn file_id_of(command: Command, msg: &[u8]) -> Option<FileId> {
     match command {
         Command::Write => decode_write_request_ref(msg).ok().map(|(w, _)| w.file_id),
+        Command::Read => ReadRequest::decode(msg).ok().map(|r| r.file_id),
         Command::SetInfo => SetInfoRequest::decode(msg).ok().map(|r| r.file_id),
         Command::Ioctl => IoctlRequest::decode(msg).ok().map(|r| r.file_id),
         _ => None,
@@ -119,7 +120,9 @@ fn fingerprint(command: Command, msg: &[u8]) -> u128 {
 /// Dispatch `command`, applying channel-sequence verification and replay
 /// detection to modifying requests of 3.x sessions.
 pub async fn dispatch_guarded(command: Command, req: &mut Request<'_>) -> OpResult {
-    let guarded = modifying(command)
+    // A READ moves the open's channel sequence on too, but is never stale.
+    let sequenced = modifying(command) || command == Command::Read;
+    let guarded = sequenced
         && !req.in_compound
         && !req.header.is_related()
         && req.conn.dialect() >= dialect::SMB300;
@@ -136,7 +139,7 @@ pub async fn dispatch_guarded(command: Command, req: &mut Request<'_>) -> OpResu
             let current = t.sequences.get(&id.volatile).copied().unwrap_or(0);
             // 16-bit serial arithmetic: a difference above 0x7FFF is older.
             let diff = seq.wrapping_sub(current) as i16;
-            if diff < 0 {
+            if diff < 0 && modifying(command) {
                 return Err(NtStatus::FILE_NOT_AVAILABLE);
             }
             if diff > 0 {
@@ -147,7 +150,7 @@ pub async fn dispatch_guarded(command: Command, req: &mut Request<'_>) -> OpResu
     }
 
     let multichannel = session.channel_count() > 1;
-    if !is_replay && !multichannel {
+    if !modifying(command) || (!is_replay && !multichannel) {
         return dispatch::dispatch(command, req).await;
     }
     let key = fingerprint(command, req.msg);

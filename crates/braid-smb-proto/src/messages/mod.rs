@@ -15,6 +15,7 @@ pub mod cancel;
 pub mod change_notify;
 pub mod close;
 pub mod create;
+pub mod durable;
 pub mod echo;
 pub mod error;
 pub mod flush;

@@ -33,6 +33,19 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = CreateRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = req.session()?.clone();
     let tree = req.tree()?.clone();
+    let durable_ask = super::create_durable::parse(&r.contexts, req.conn.dialect())?;
+    if let Some(rc) = &durable_ask.reconnect {
+        // 3.3.5.9.7 / 3.3.5.9.12: no name or access validation, no open.
+        // The lease context counts whatever RequestedOplockLevel says.
+        let lease_data = r
+            .contexts
+            .iter()
+            .find(|c| c.name.as_slice() == context_name::REQUEST_LEASE)
+            .map(|c| &c.data);
+        let lease = lease_request(req, oplock_level::LEASE, lease_data)?;
+        return super::create_durable::reconnect(req, &session, &tree, rc, lease.as_ref(), &r.name)
+            .await;
+    }
 
     // 3.3.5.9: request validation, in the order Windows applies it.
     if r.impersonation_level > impersonation_level::DELEGATE {
@@ -115,6 +128,22 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
 
     let lease_request = lease_request(req, r.requested_oplock_level, lease_data)?;
+    if let Some(q) = &durable_ask.v2 {
+        let client = req.conn_client_guid();
+        if let Some(open) =
+            super::create_durable::open_with_create_guid(&session, client, q.create_guid)
+        {
+            return super::create_durable::replay(
+                req,
+                open,
+                r.requested_oplock_level,
+                lease_request.as_ref(),
+            );
+        }
+        if let Some(app) = durable_ask.app_instance {
+            super::create_durable::close_app_instance(req, &share.name, &name, app).await;
+        }
+    }
 
     let disposition = match r.create_disposition {
         create_disposition::SUPERSEDE => Disposition::Supersede,
@@ -189,7 +218,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     let opened = opened?;
 
-    let volatile = session.new_volatile_id();
+    let volatile = req.conn.server.new_file_id();
     let info = opened.info.clone();
     let granted = opened.handle.granted_access();
     let file_id = FileId {
@@ -232,6 +261,18 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         },
     );
     let oplock_level = granted_caching.oplock_level;
+    let durable = super::create_durable::grant(
+        req,
+        &durable_ask,
+        info.is_directory,
+        oplock_level,
+        granted_caching
+            .lease
+            .as_ref()
+            .map(|l| l.st.lock().unwrap().state),
+        &session,
+        &share.name,
+    );
     let open = Arc::new(Open {
         oplock: Some(crate::oplock::OplockRef {
             file: oplock_file,
@@ -239,8 +280,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }),
         persistent_id: volatile,
         volatile_id: volatile,
-        tree_id: tree.id,
-        session_id: session.id,
+        tree_id: tree.id.into(),
         is_directory: info.is_directory,
         granted_access: granted,
         handle: opened.handle,
@@ -248,6 +288,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         closed: AtomicBool::new(false),
         close_signal: Default::default(),
         notify_watch: Mutex::new(None),
+        durable: Mutex::new(durable.as_ref().map(|(d, _)| d.clone())),
+        create_guid: durable_ask
+            .v2
+            .map(|q| (q.create_guid, req.conn_client_guid())),
+        replay_eligible: AtomicBool::new(durable_ask.v2.is_some()),
+        create_reply: Mutex::new(None),
+        disconnects: Default::default(),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory.
     match opened.action {
@@ -271,7 +318,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
         CreateAction::Opened => {}
     }
-    session.opens.insert(volatile, open);
+    session.opens.insert(volatile, open.clone());
 
     let mut contexts = Vec::new();
     if let Some(lease) = &granted_caching.lease {
@@ -279,6 +326,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             name: context_name::REQUEST_LEASE.to_vec(),
             data: lease.response_context().encode(),
         });
+    }
+    if let Some((_, context)) = durable {
+        contexts.push(context);
     }
     if want_mxac {
         // MS-SMB2 2.2.14.2.5: QueryStatus then MaximalAccess.
@@ -309,7 +359,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         CreateAction::Created => create_action::CREATED,
         CreateAction::Overwritten => create_action::OVERWRITTEN,
     };
-    let mut reply = Reply::of(&CreateResponse {
+    let response = CreateResponse {
         oplock_level,
         flags: 0,
         create_action: action,
@@ -322,7 +372,14 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         file_attributes: info.attributes,
         file_id,
         contexts,
-    });
+    };
+    if open
+        .replay_eligible
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        *open.create_reply.lock().unwrap() = Some(response.clone());
+    }
+    let mut reply = Reply::of(&response);
     reply.created_file_id = Some(file_id);
     Ok(reply)
 }

@@ -6,7 +6,7 @@ use braid_smb_proto::codec::Message;
 use braid_smb_proto::messages::{LogoffRequest, LogoffResponse};
 use braid_smb_proto::NtStatus;
 
-use crate::session::{Session, SessionPhase};
+use crate::session::Session;
 use crate::smb::{OpResult, Reply, Request};
 use crate::state::ServerState;
 
@@ -37,16 +37,10 @@ pub async fn end_session(server: &Arc<ServerState>, session: &Arc<Session>) {
     }
     // Close first: requests waiting on the session's opens then end as
     // their opens go (RANGE_NOT_LOCKED for locks); the rest are cancelled.
-    close_session(server, session).await;
+    // Durable opens outlive the session, as Windows and Samba keep them:
+    // the client may reconnect them from a new session.
+    crate::durable::disconnect_session(server, session).await;
     for c in &conns {
         c.cancel_session_requests(session.id);
     }
-}
-
-/// Close every open of a session that is going away.
-pub async fn close_session(_server: &Arc<ServerState>, session: &Arc<Session>) {
-    session.set_phase(SessionPhase::Expired);
-    let opens = session.take_opens_of_tree(None);
-    session.trees.lock().unwrap().clear();
-    super::close::close_opens(opens).await;
 }

@@ -18,7 +18,7 @@ use crate::session::{
     AuthExchange, Channel, EncryptionState, Identity, Session, SessionPhase, SigningState,
 };
 use crate::smb::{OpResult, Reply, Request};
-use crate::state::filetime;
+use crate::state::{filetime, ServerState};
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let conn = req.conn;
@@ -117,6 +117,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 // session on every channel, its opens and oplocks included.
                 super::logoff::end_session(server, &session).await;
             }
+            if result.is_ok() && is_new && r.previous_session_id != 0 {
+                replace_previous_session(server, &session, r.previous_session_id).await;
+            }
             result
         }
         Err(e) => {
@@ -132,6 +135,32 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             tokio::time::sleep(server.config.logon_failure_delay).await;
             Err(NtStatus::LOGON_FAILURE)
         }
+    }
+}
+
+/// MS-SMB2 3.3.5.5.3: a new session naming its PreviousSessionId replaces
+/// that session (a client reconnecting after losing its connection) when
+/// both belong to the same user: the old one ends on every channel, and
+/// its durable opens wait to be reconnected.
+async fn replace_previous_session(
+    server: &Arc<ServerState>,
+    session: &Arc<Session>,
+    previous: u64,
+) {
+    if previous == session.id {
+        return;
+    }
+    let Some(old) = server.sessions.get(&previous) else {
+        return;
+    };
+    let user = |s: &Session| s.identity.lock().unwrap().as_ref().map(|i| i.user.clone());
+    let same_user = match (user(&old), user(session)) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(&b),
+        _ => false,
+    };
+    if same_user && old.phase() == SessionPhase::Valid {
+        info!(session = session.id, previous, "previous session replaced");
+        super::logoff::end_session(server, &old).await;
     }
 }
 

@@ -1,0 +1,430 @@
+//! CREATE with durable handle contexts: requests (MS-SMB2 3.3.5.9.6,
+//! 3.3.5.9.10), reconnects (3.3.5.9.7, 3.3.5.9.12) and replays of a
+//! durable create (3.3.5.9.10, SMB2_FLAGS_REPLAY_OPERATION).
+
+use std::sync::Arc;
+
+use braid_smb_proto::codec::FileId;
+use braid_smb_proto::header::flags;
+use braid_smb_proto::messages::create::{context_name, create_action, oplock_level};
+use braid_smb_proto::messages::durable::{
+    DurableReconnect, DurableReconnectV2, DurableRequestV2, DurableResponseV2, V1_RESPONSE_LEN,
+};
+use braid_smb_proto::messages::lease::LeaseContext;
+use braid_smb_proto::messages::negotiate::dialect;
+use braid_smb_proto::messages::{CreateContext, CreateResponse};
+use braid_smb_proto::NtStatus;
+
+use crate::durable::{v2_timeout_ms, Durability, V1_TIMEOUT};
+use crate::lease::H;
+use crate::session::{Open, Session, Tree};
+use crate::smb::{blocking, OpResult, Reply, Request};
+use crate::state::filetime;
+
+/// What the create asks for, durability-wise.
+#[derive(Default)]
+pub struct DurableContexts {
+    /// DHnQ (and no reconnect).
+    pub v1: bool,
+    /// DH2Q.
+    pub v2: Option<DurableRequestV2>,
+    /// DHnC or DH2C.
+    pub reconnect: Option<Reconnect>,
+    /// SMB2_CREATE_APP_INSTANCE_ID.
+    pub app_instance: Option<[u8; 16]>,
+}
+
+pub enum Reconnect {
+    V1(DurableReconnect),
+    V2(DurableReconnectV2),
+}
+
+impl Reconnect {
+    fn file_id(&self) -> FileId {
+        match self {
+            Reconnect::V1(r) => r.file_id,
+            Reconnect::V2(r) => r.file_id,
+        }
+    }
+}
+
+/// Sort out the durable contexts of a create: which apply on this dialect,
+/// and the combinations MS-SMB2 3.3.5.9.7 / 3.3.5.9.10 / 3.3.5.9.12 refuse.
+pub fn parse(contexts: &[CreateContext], conn_dialect: u16) -> Result<DurableContexts, NtStatus> {
+    let find = |name: &[u8]| contexts.iter().find(|c| c.name.as_slice() == name);
+    let v3 = conn_dialect >= dialect::SMB300;
+    let dhnq = find(context_name::DURABLE_HANDLE_REQUEST);
+    let dhnc = find(context_name::DURABLE_HANDLE_RECONNECT);
+    let (dh2q, dh2c) = if v3 {
+        (
+            find(context_name::DURABLE_HANDLE_REQUEST_V2),
+            find(context_name::DURABLE_HANDLE_RECONNECT_V2),
+        )
+    } else {
+        (None, None)
+    };
+    let bad = |_| NtStatus::INVALID_PARAMETER;
+    let mut out = DurableContexts::default();
+    if let Some(c) = find(&context_name::APP_INSTANCE_ID) {
+        // MS-SMB2 2.2.13.2.13: StructureSize (20), Reserved, AppInstanceId.
+        if c.data.len() != 20 || u16::from_le_bytes([c.data[0], c.data[1]]) != 20 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        out.app_instance = Some(c.data[4..20].try_into().unwrap());
+    }
+    if let Some(c) = dhnc {
+        if dh2q.is_some() || dh2c.is_some() {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        out.reconnect = Some(Reconnect::V1(
+            DurableReconnect::decode(&c.data).map_err(bad)?,
+        ));
+        return Ok(out);
+    }
+    if let Some(c) = dh2c {
+        if dhnq.is_some() || dh2q.is_some() {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        out.reconnect = Some(Reconnect::V2(
+            DurableReconnectV2::decode(&c.data).map_err(bad)?,
+        ));
+        return Ok(out);
+    }
+    if let Some(c) = dh2q {
+        if dhnq.is_some() {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        out.v2 = Some(DurableRequestV2::decode(&c.data).map_err(bad)?);
+        return Ok(out);
+    }
+    if let Some(c) = dhnq {
+        if c.data.len() < 16 {
+            return Err(NtStatus::INVALID_PARAMETER);
+        }
+        out.v1 = true;
+    }
+    Ok(out)
+}
+
+/// "Successful Open Initialization" of 3.3.5.9.6 / 3.3.5.9.10: a file (not
+/// a directory) opened with a batch oplock or a lease that caches handles
+/// is durable. Returns the durability and the response context.
+pub fn grant(
+    req: &Request<'_>,
+    ask: &DurableContexts,
+    is_directory: bool,
+    oplock: u8,
+    lease_state: Option<u32>,
+    session: &Session,
+    share: &str,
+) -> Option<(Durability, CreateContext)> {
+    if is_directory || !(ask.v1 || ask.v2.is_some()) {
+        return None;
+    }
+    let caches_handle = match lease_state {
+        Some(state) => state & H != 0,
+        None => oplock == oplock_level::BATCH,
+    };
+    if !caches_handle {
+        return None;
+    }
+    let owner = session
+        .identity
+        .lock()
+        .unwrap()
+        .as_ref()
+        .map(|i| i.user.clone())
+        .unwrap_or_default();
+    let mut d = Durability {
+        version: 1,
+        create_guid: [0; 16],
+        timeout: V1_TIMEOUT,
+        owner,
+        client_guid: req.conn_client_guid(),
+        app_instance: ask.app_instance,
+        share: share.to_lowercase(),
+    };
+    let context = match &ask.v2 {
+        Some(q) => {
+            let ms = v2_timeout_ms(q.timeout);
+            d.version = 2;
+            d.create_guid = q.create_guid;
+            d.timeout = std::time::Duration::from_millis(ms as u64);
+            // Persistent handles need a continuously available share,
+            // which Braid does not offer: the flag is never granted.
+            CreateContext {
+                name: context_name::DURABLE_HANDLE_REQUEST_V2.to_vec(),
+                data: DurableResponseV2 {
+                    timeout: ms,
+                    flags: 0,
+                }
+                .encode(),
+            }
+        }
+        None => CreateContext {
+            name: context_name::DURABLE_HANDLE_REQUEST.to_vec(),
+            data: vec![0; V1_RESPONSE_LEN],
+        },
+    };
+    Some((d, context))
+}
+
+/// MS-SMB2 3.3.5.9.10: a DH2Q whose CreateGuid names a replay-eligible
+/// open this client already has. Returns that open, if any.
+pub fn open_with_create_guid(
+    session: &Session,
+    client_guid: [u8; 16],
+    guid: [u8; 16],
+) -> Option<Arc<Open>> {
+    session.opens.values().into_iter().find(|o| {
+        !o.closed.load(std::sync::atomic::Ordering::Acquire)
+            && o.replay_eligible.load(std::sync::atomic::Ordering::Relaxed)
+            && o.create_guid == Some((guid, client_guid))
+    })
+}
+
+/// A replayed durable create (3.3.5.9.10): the open the first execution
+/// made, answered as it was then (its lease state as it is now, its oplock
+/// no more than the replay asks for); without the replay flag, or asking
+/// for a different kind of caching, it is refused.
+pub fn replay(
+    req: &Request<'_>,
+    open: Arc<Open>,
+    requested_oplock: u8,
+    lease: Option<&LeaseContext>,
+) -> OpResult {
+    if req.header.flags & flags::REPLAY_OPERATION == 0 {
+        return Err(NtStatus::DUPLICATE_OBJECTID);
+    }
+    let mut resp = open
+        .create_reply
+        .lock()
+        .unwrap()
+        .clone()
+        .ok_or(NtStatus::DUPLICATE_OBJECTID)?;
+    let held = open.oplock.as_ref().and_then(|o| o.file.lease_of(o.key));
+    match (&held, lease) {
+        (Some(_), None) | (None, Some(_)) => return Err(NtStatus::ACCESS_DENIED),
+        (Some(l), Some(c)) if l.id.1 != c.key => return Err(NtStatus::ACCESS_DENIED),
+        (Some(l), Some(_)) => {
+            for c in resp.contexts.iter_mut() {
+                if c.name.as_slice() == context_name::REQUEST_LEASE {
+                    c.data = l.response_context().encode();
+                }
+            }
+        }
+        (None, None) => {
+            resp.oplock_level = resp.oplock_level.min(requested_oplock);
+            if resp.oplock_level != oplock_level::BATCH {
+                // Durability needs a batch oplock: not granted to this ask.
+                resp.contexts
+                    .retain(|c| c.name.as_slice() != context_name::DURABLE_HANDLE_REQUEST_V2);
+            }
+        }
+    }
+    let mut reply = Reply::of(&resp);
+    reply.created_file_id = Some(resp.file_id);
+    Ok(reply)
+}
+
+/// MS-SMB2 3.3.5.9.7 / 3.3.5.9.12: reestablish a disconnected durable open
+/// on this session and tree connect.
+pub async fn reconnect(
+    req: &Request<'_>,
+    session: &Arc<Session>,
+    tree: &Arc<Tree>,
+    rc: &Reconnect,
+    lease_ctx: Option<&LeaseContext>,
+    name: &str,
+) -> OpResult {
+    let not_found = NtStatus::OBJECT_NAME_NOT_FOUND;
+    let server = &req.conn.server;
+    let id = rc.file_id();
+    let open = server.preserved.get(id.persistent).ok_or(not_found)?;
+    let d = open.durable.lock().unwrap().clone().ok_or(not_found)?;
+    let lease = open.oplock.as_ref().and_then(|o| o.file.lease_of(o.key));
+    match (&lease, lease_ctx) {
+        (Some(_), None) | (None, Some(_)) => return Err(not_found),
+        (Some(l), Some(c)) if l.id.0 != req.conn_client_guid() || l.id.1 != c.key => {
+            return Err(not_found)
+        }
+        (Some(_), Some(_)) if !same_name(&open.handle.path(), name) => {
+            return Err(NtStatus::INVALID_PARAMETER)
+        }
+        _ => {}
+    }
+    // A DH2C names the create it reconnects; a DHnC may reconnect either
+    // version (a version 1 open's CreateGuid is zero).
+    if let Reconnect::V2(r) = rc {
+        if r.create_guid != d.create_guid {
+            return Err(not_found);
+        }
+    }
+    let user = session
+        .identity
+        .lock()
+        .unwrap()
+        .as_ref()
+        .map(|i| i.user.clone())
+        .unwrap_or_default();
+    if user != d.owner {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let on_share = tree
+        .share
+        .as_ref()
+        .is_some_and(|s| s.name.to_lowercase() == d.share);
+    if !on_share {
+        return Err(not_found);
+    }
+    let open = server.preserved.take(id.persistent).ok_or(not_found)?;
+    open.tree_id
+        .store(tree.id, std::sync::atomic::Ordering::Relaxed);
+    if let Some(o) = &open.oplock {
+        o.file.reconnect(o.key, req.conn, session);
+    }
+    session.opens.insert(open.volatile_id, open.clone());
+    tracing::debug!(
+        session = session.id,
+        file = id.persistent,
+        "durable open reconnected"
+    );
+    // The response carries no durable context: the open stays durable.
+    reply_for(&open).await
+}
+
+/// MS-SMB2 3.3.5.9.13: an open of the same path on the same share with the
+/// same AppInstanceId, made by another client (a failed-over application
+/// instance), is closed before this create runs.
+pub async fn close_app_instance(req: &Request<'_>, share: &str, name: &str, app: [u8; 16]) {
+    let server = &req.conn.server;
+    let client = req.conn_client_guid();
+    let share = share.to_lowercase();
+    let matches = |o: &Arc<Open>| {
+        o.durable.lock().unwrap().as_ref().is_some_and(|d| {
+            d.app_instance == Some(app) && d.client_guid != client && d.share == share
+        }) && same_name(&o.handle.path(), name)
+    };
+    let mut doomed = server.preserved.take_where(matches);
+    for s in server.sessions.values() {
+        for o in s.opens.drain_where(matches) {
+            doomed.push(o);
+        }
+    }
+    if !doomed.is_empty() {
+        tracing::debug!(
+            count = doomed.len(),
+            "opens of a previous application instance closed"
+        );
+        let _ = blocking(move || {
+            doomed.iter().for_each(crate::durable::close_now);
+            Ok(())
+        })
+        .await;
+    }
+}
+
+/// Request names and open paths compare without regard to case or the
+/// separator's direction.
+fn same_name(path: &str, name: &str) -> bool {
+    let norm = |s: &str| {
+        s.trim_matches(['\\', '/'])
+            .replace('/', "\\")
+            .to_lowercase()
+    };
+    norm(path) == norm(name)
+}
+
+/// The CREATE response for a reconnected open: as it is now, without a
+/// durable context (the open stays durable).
+async fn reply_for(open: &Arc<Open>) -> OpResult {
+    let handle = open.handle.clone();
+    let info = blocking(move || handle.info()).await?;
+    let mut contexts = Vec::new();
+    let mut oplock = oplock_level::NONE;
+    if let Some(o) = &open.oplock {
+        match o.file.lease_of(o.key) {
+            Some(lease) => {
+                oplock = oplock_level::LEASE;
+                contexts.push(CreateContext {
+                    name: context_name::REQUEST_LEASE.to_vec(),
+                    data: lease.response_context().encode(),
+                });
+            }
+            None => oplock = o.file.level_of(o.key),
+        }
+    }
+    let file_id = FileId {
+        persistent: open.persistent_id,
+        volatile: open.volatile_id,
+    };
+    let mut reply = Reply::of(&CreateResponse {
+        oplock_level: oplock,
+        flags: 0,
+        create_action: create_action::OPENED,
+        creation_time: filetime(info.creation_time),
+        last_access_time: filetime(info.last_access_time),
+        last_write_time: filetime(info.last_write_time),
+        change_time: filetime(info.change_time),
+        allocation_size: info.allocation_size,
+        end_of_file: info.end_of_file,
+        file_attributes: info.attributes,
+        file_id,
+        contexts,
+    });
+    reply.created_file_id = Some(file_id);
+    Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(name: &[u8], data: Vec<u8>) -> CreateContext {
+        CreateContext {
+            name: name.to_vec(),
+            data,
+        }
+    }
+
+    #[test]
+    fn v1_and_v2_requests_together_are_refused() {
+        let both = [
+            ctx(context_name::DURABLE_HANDLE_REQUEST, vec![0; 16]),
+            ctx(
+                context_name::DURABLE_HANDLE_REQUEST_V2,
+                DurableRequestV2::default().encode(),
+            ),
+        ];
+        assert_eq!(
+            parse(&both, dialect::SMB311).err(),
+            Some(NtStatus::INVALID_PARAMETER)
+        );
+        // Before 3.0 the version 2 context is not looked at.
+        assert!(parse(&both, dialect::SMB210).unwrap().v1);
+    }
+
+    #[test]
+    fn a_reconnect_wins_over_a_v1_request() {
+        let id = FileId {
+            persistent: 9,
+            volatile: 9,
+        };
+        let list = [
+            ctx(context_name::DURABLE_HANDLE_REQUEST, vec![0; 16]),
+            ctx(
+                context_name::DURABLE_HANDLE_RECONNECT,
+                DurableReconnect { file_id: id }.encode(),
+            ),
+        ];
+        let p = parse(&list, dialect::SMB300).unwrap();
+        assert!(matches!(p.reconnect, Some(Reconnect::V1(r)) if r.file_id == id));
+        assert!(!p.v1);
+    }
+
+    #[test]
+    fn names_compare_loosely() {
+        assert!(same_name("dir/File.txt", "DIR\\file.TXT"));
+        assert!(!same_name("dir/a", "dir\\b"));
+    }
+}
