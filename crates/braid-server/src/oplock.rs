@@ -541,6 +541,10 @@ impl FileOplocks {
     /// The open's connection was lost and it is kept as a durable open:
     /// a break it would need runs `purge` instead.
     pub fn disconnect(&self, key: u64, purge: Purge) {
+        self.with_holder(key, |h| h.purge = Some(purge));
+    }
+
+    fn with_holder(&self, key: u64, f: impl FnOnce(&mut Holder)) {
         if let Some(h) = self
             .holders
             .lock()
@@ -548,24 +552,18 @@ impl FileOplocks {
             .iter_mut()
             .find(|h| h.open_key == key)
         {
-            h.purge = Some(purge);
+            f(h);
         }
     }
 
     /// A durable open was reconnected (MS-SMB2 3.3.5.9.7): its breaks go to
     /// its new connection and session.
     pub fn reconnect(&self, key: u64, conn: &Arc<Connection>, session: &Arc<Session>) {
-        if let Some(h) = self
-            .holders
-            .lock()
-            .unwrap()
-            .iter_mut()
-            .find(|h| h.open_key == key)
-        {
+        self.with_holder(key, |h| {
             h.purge = None;
             h.conn = Arc::downgrade(conn);
             h.session = Arc::downgrade(session);
-        }
+        });
     }
 
     /// The lease an open holds, if it holds one.

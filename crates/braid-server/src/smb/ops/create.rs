@@ -359,20 +359,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         CreateAction::Created => create_action::CREATED,
         CreateAction::Overwritten => create_action::OVERWRITTEN,
     };
-    let response = CreateResponse {
-        oplock_level,
-        flags: 0,
-        create_action: action,
-        creation_time: filetime(info.creation_time),
-        last_access_time: filetime(info.last_access_time),
-        last_write_time: filetime(info.last_write_time),
-        change_time: filetime(info.change_time),
-        allocation_size: info.allocation_size,
-        end_of_file: info.end_of_file,
-        file_attributes: info.attributes,
-        file_id,
-        contexts,
-    };
+    let response = create_response(&info, oplock_level, action, file_id, contexts);
     if open
         .replay_eligible
         .load(std::sync::atomic::Ordering::Relaxed)
@@ -382,6 +369,30 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut reply = Reply::of(&response);
     reply.created_file_id = Some(file_id);
     Ok(reply)
+}
+
+/// MS-SMB2 2.2.14: the response for an open with `info`.
+pub fn create_response(
+    info: &braid_fs::FileInfo,
+    oplock_level: u8,
+    create_action: u32,
+    file_id: FileId,
+    contexts: Vec<CreateContext>,
+) -> CreateResponse {
+    CreateResponse {
+        oplock_level,
+        flags: 0,
+        create_action,
+        creation_time: filetime(info.creation_time),
+        last_access_time: filetime(info.last_access_time),
+        last_write_time: filetime(info.last_write_time),
+        change_time: filetime(info.change_time),
+        allocation_size: info.allocation_size,
+        end_of_file: info.end_of_file,
+        file_attributes: info.attributes,
+        file_id,
+        contexts,
+    }
 }
 
 /// MS-SMB2 3.3.5.9.8 / 3.3.5.9.11: the lease the open asks for, if it asks

@@ -12,14 +12,13 @@ use braid_smb_proto::messages::durable::{
 };
 use braid_smb_proto::messages::lease::LeaseContext;
 use braid_smb_proto::messages::negotiate::dialect;
-use braid_smb_proto::messages::{CreateContext, CreateResponse};
+use braid_smb_proto::messages::CreateContext;
 use braid_smb_proto::NtStatus;
 
 use crate::durable::{v2_timeout_ms, Durability, V1_TIMEOUT};
 use crate::lease::H;
 use crate::session::{Open, Session, Tree};
 use crate::smb::{blocking, OpResult, Reply, Request};
-use crate::state::filetime;
 
 /// What the create asks for, durability-wise.
 #[derive(Default)]
@@ -358,20 +357,9 @@ async fn reply_for(open: &Arc<Open>) -> OpResult {
         persistent: open.persistent_id,
         volatile: open.volatile_id,
     };
-    let mut reply = Reply::of(&CreateResponse {
-        oplock_level: oplock,
-        flags: 0,
-        create_action: create_action::OPENED,
-        creation_time: filetime(info.creation_time),
-        last_access_time: filetime(info.last_access_time),
-        last_write_time: filetime(info.last_write_time),
-        change_time: filetime(info.change_time),
-        allocation_size: info.allocation_size,
-        end_of_file: info.end_of_file,
-        file_attributes: info.attributes,
-        file_id,
-        contexts,
-    });
+    let response =
+        super::create::create_response(&info, oplock, create_action::OPENED, file_id, contexts);
+    let mut reply = Reply::of(&response);
     reply.created_file_id = Some(file_id);
     Ok(reply)
 }
