@@ -33,6 +33,8 @@ pub struct ServerState {
     /// Request metrics and counters for the admin API (`admin`, `metrics`).
     pub metrics: crate::metrics::Metrics,
     pub server_guid: [u8; 16],
+    /// Keys the tags of copy-chunk resume keys (smb/ops/fsctl_copy.rs).
+    pub resume_key_secret: std::hash::RandomState,
     pub start_time: SystemTime,
     /// Durable opens whose connection was lost, waiting for a reconnect.
     pub preserved: Arc<crate::durable::PreservedOpens>,
@@ -76,6 +78,7 @@ impl ServerState {
             notify: Default::default(),
             metrics,
             server_guid: rand::random(),
+            resume_key_secret: std::hash::RandomState::new(),
             start_time: SystemTime::now(),
             preserved: Default::default(),
             next_file_id: AtomicU64::new(1),

@@ -19,6 +19,7 @@ pub mod durable;
 pub mod echo;
 pub mod error;
 pub mod flush;
+pub mod fsctl_data;
 pub mod ioctl;
 pub mod lease;
 pub mod lock;

@@ -8,6 +8,7 @@ use braid_smb_proto::messages::ioctl::{
 use braid_smb_proto::messages::{IoctlRequest, IoctlResponse};
 use braid_smb_proto::NtStatus;
 
+use super::fsctl_copy;
 use crate::smb::{OpResult, Reply, Request};
 
 /// SMB2_0_IOCTL_IS_FSCTL.
@@ -28,6 +29,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         fsctl::PIPE_TRANSCEIVE => return Err(NtStatus::NOT_SUPPORTED),
         fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interface_info(req, &r)?,
         FSCTL_CREATE_OR_GET_OBJECT_ID | FSCTL_GET_OBJECT_ID => object_id(req, &r).await?,
+        fsctl::SRV_REQUEST_RESUME_KEY => fsctl_copy::request_resume_key(req, &r)?,
+        fsctl::SRV_COPYCHUNK | fsctl::SRV_COPYCHUNK_WRITE => {
+            return fsctl_copy::copychunk(req, &r).await
+        }
         _ => {
             // A file id must still name an open (3.3.5.15), then the
             // control is not one this server implements.

@@ -7,6 +7,7 @@ pub mod create;
 pub mod create_durable;
 pub mod echo;
 pub mod flush;
+pub mod fsctl_copy;
 pub mod ioctl;
 pub mod lock;
 pub mod logoff;

@@ -1,0 +1,149 @@
+"""Server-side copy (FSCTL_SRV_REQUEST_RESUME_KEY + FSCTL_SRV_COPYCHUNK)
+seen from smbprotocol, a client Braid did not write.
+
+A file written over the wire is copied by the server into another file, in
+1 MiB chunks and across two tree connects, and read back byte for byte; a
+made-up resume key, a chunk past the source's end and an over-limit request
+get the statuses MS-SMB2 3.3.5.15.6 names.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from smbprotocol.connection import Connection
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.header import NtStatus
+from smbprotocol.ioctl import (
+    CtlCode,
+    IOCTLFlags,
+    SMB2IOCTLRequest,
+    SMB2IOCTLResponse,
+    SMB2SrvCopyChunk,
+    SMB2SrvCopyChunkCopy,
+    SMB2SrvCopyChunkResponse,
+)
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    FilePipePrinterAccessMask,
+    ImpersonationLevel,
+    Open,
+    ShareAccess,
+)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+MIB = 1024 * 1024
+RW = FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE
+STATUS_INVALID_VIEW_SIZE = 0xC000001F
+
+
+@pytest.fixture
+def session(smb_server):
+    conn = Connection(uuid.uuid4(), smb_server.host, port=smb_server.port, require_signing=True)
+    conn.connect()
+    sess = Session(conn, smb_server.user, smb_server.password, require_encryption=False)
+    sess.connect()
+    yield sess
+    conn.disconnect(close=True)
+
+
+def tree(session, target) -> TreeConnect:
+    t = TreeConnect(session, rf"\\{target.host}\{target.share}")
+    t.connect()
+    return t
+
+
+def open_file(t: TreeConnect, name: str, disposition=CreateDisposition.FILE_OVERWRITE_IF) -> Open:
+    op = Open(t, name)
+    op.create(ImpersonationLevel.Impersonation, RW, 0x80,
+              ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE, disposition,
+              CreateOptions.FILE_NON_DIRECTORY_FILE)
+    return op
+
+
+def ioctl(op: Open, code: int, data: bytes, max_output: int) -> bytes:
+    req = SMB2IOCTLRequest()
+    req["ctl_code"] = code
+    req["file_id"] = op.file_id
+    req["max_output_response"] = max_output
+    req["flags"] = IOCTLFlags.SMB2_0_IOCTL_IS_FSCTL
+    req["buffer"] = data
+    conn = op.connection
+    request = conn.send(req, sid=op.tree_connect.session.session_id,
+                        tid=op.tree_connect.tree_connect_id)
+    resp = conn.receive(request)
+    out = SMB2IOCTLResponse()
+    out.unpack(resp["data"].get_value())
+    return out["buffer"].get_value()
+
+
+def resume_key(op: Open) -> bytes:
+    return ioctl(op, CtlCode.FSCTL_SRV_REQUEST_RESUME_KEY, b"", 32)[:24]
+
+
+def copychunk(dest: Open, key: bytes, chunks: list[tuple[int, int, int]]) -> SMB2SrvCopyChunkResponse:
+    copy = SMB2SrvCopyChunkCopy()
+    copy["source_key"] = key
+    items = []
+    for src_off, dst_off, length in chunks:
+        c = SMB2SrvCopyChunk()
+        c["source_offset"] = src_off
+        c["target_offset"] = dst_off
+        c["length"] = length
+        items.append(c)
+    copy["chunks"] = items
+    out = ioctl(dest, CtlCode.FSCTL_SRV_COPYCHUNK_WRITE, copy.pack(), 12)
+    resp = SMB2SrvCopyChunkResponse()
+    resp.unpack(out)
+    return resp
+
+
+def test_copy_reads_back_byte_for_byte(session, smb_server, remote_dir):
+    data = os.urandom(3 * MIB + 12345)
+    t1, t2 = tree(session, smb_server), tree(session, smb_server)
+    src = open_file(t1, f"{remote_dir}\\src.bin")
+    src.write(data, 0)
+    dest = open_file(t2, f"{remote_dir}\\dest.bin")  # another tree connect
+    key = resume_key(src)
+    chunks = [(off, off, min(MIB, len(data) - off)) for off in range(0, len(data), MIB)]
+    resp = copychunk(dest, key, chunks)
+    assert resp["chunks_written"].get_value() == len(chunks)
+    assert resp["total_bytes_written"].get_value() == len(data)
+    assert dest.read(3 * MIB, len(data) - 3 * MIB) == data[3 * MIB:]
+    got = b"".join(dest.read(off, MIB) for off in range(0, 3 * MIB, MIB))
+    assert got == data[:3 * MIB]
+    # What a second client sees on disk is the same.
+    assert (smb_server.share_dir / remote_dir / "dest.bin").read_bytes() == data
+
+
+def test_overlapping_copy_within_one_file(session, smb_server, remote_dir):
+    data = os.urandom(256 * 1024)
+    t = tree(session, smb_server)
+    op = open_file(t, f"{remote_dir}\\self.bin")
+    op.write(data, 0)
+    copychunk(op, resume_key(op), [(0, 4096, len(data))])
+    assert op.read(0, 4096 + len(data)) == data[:4096] + data
+
+
+def test_bad_key_past_end_and_limits(session, smb_server, remote_dir):
+    t = tree(session, smb_server)
+    src = open_file(t, f"{remote_dir}\\a.bin")
+    src.write(b"x" * 8192, 0)
+    dest = open_file(t, f"{remote_dir}\\b.bin")
+    key = bytearray(resume_key(src))
+    key[20] ^= 0xFF  # the server's tag no longer matches
+    with pytest.raises(SMBResponseException) as e:
+        copychunk(dest, bytes(key), [(0, 0, 4096)])
+    assert e.value.status == NtStatus.STATUS_OBJECT_NAME_NOT_FOUND
+    with pytest.raises(SMBResponseException) as e:
+        copychunk(dest, resume_key(src), [(4096, 0, 8192)])
+    assert e.value.status == STATUS_INVALID_VIEW_SIZE
+    with pytest.raises(SMBResponseException) as e:
+        copychunk(dest, resume_key(src), [(0, 0, 2 * MIB)])  # over the 1 MiB chunk limit
+    assert e.value.status == NtStatus.STATUS_INVALID_PARAMETER
+    # None of the refused requests wrote anything.
+    assert (smb_server.share_dir / remote_dir / "b.bin").stat().st_size == 0
