@@ -314,7 +314,9 @@ impl OpenHandle {
             let old = info::read_dos(fd);
             let mut m = info::dos_meta_or_default(old, &st);
             if let Some(a) = attributes {
-                m.attributes = a & attr::SETTABLE;
+                // SPARSE_FILE is not the client's to set here (MS-FSA
+                // 2.1.5.14.2); keep what FSCTL_SET_SPARSE set.
+                m.attributes = (a & attr::SETTABLE) | (m.attributes & attr::SPARSE_FILE);
             }
             if let Some(c) = creation {
                 m.creation = Some(c);

@@ -16,7 +16,7 @@ const VERSION: u8 = 1;
 /// What we persist beyond POSIX metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct DosMeta {
-    /// FILE_ATTRIBUTE_* restricted to [`attr::SETTABLE`].
+    /// FILE_ATTRIBUTE_* restricted to [`attr::STORED`].
     pub attributes: u32,
     /// Creation time set by a client (overrides statx btime).
     pub creation: Option<SystemTime>,
@@ -49,7 +49,7 @@ impl DosMeta {
         if b.len() < 6 || b[0] != VERSION {
             return None;
         }
-        let attributes = u32::from_le_bytes(b[1..5].try_into().ok()?) & attr::SETTABLE;
+        let attributes = u32::from_le_bytes(b[1..5].try_into().ok()?) & attr::STORED;
         let (creation, rest) = if b[5] == 1 && b.len() >= 18 {
             let sec = i64::from_le_bytes(b[6..14].try_into().ok()?);
             let nsec = u32::from_le_bytes(b[14..18].try_into().ok()?);
@@ -109,7 +109,7 @@ pub(crate) fn is_dir(st: &libc::stat) -> bool {
 pub(crate) fn attributes(st: &libc::stat, meta: Option<&DosMeta>) -> u32 {
     let dir = is_dir(st);
     let mut a = match meta {
-        Some(m) => m.attributes & attr::SETTABLE,
+        Some(m) => m.attributes & attr::STORED,
         None => {
             let mut a = if dir { 0 } else { attr::ARCHIVE };
             if !dir && st.st_mode & 0o200 == 0 {

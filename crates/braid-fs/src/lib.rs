@@ -25,6 +25,7 @@ pub mod path;
 mod service;
 mod share;
 pub mod shortname;
+mod sparse;
 mod sys;
 pub mod types;
 mod uring;

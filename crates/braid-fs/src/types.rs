@@ -77,6 +77,9 @@ pub mod attr {
     /// Attributes a client may set and that we persist.
     pub const SETTABLE: u32 =
         READONLY | HIDDEN | SYSTEM | ARCHIVE | TEMPORARY | OFFLINE | NOT_CONTENT_INDEXED;
+    /// Attributes we persist: the settable ones, and SPARSE_FILE, which
+    /// only FSCTL_SET_SPARSE changes (CREATE and SetBasic ignore it).
+    pub const STORED: u32 = SETTABLE | SPARSE_FILE;
 }
 
 /// Per-request context (architecture principle 5): passed explicitly.

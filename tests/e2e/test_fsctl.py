@@ -1,15 +1,21 @@
-"""Server-side copy (FSCTL_SRV_REQUEST_RESUME_KEY + FSCTL_SRV_COPYCHUNK)
-seen from smbprotocol, a client Braid did not write.
+"""File system controls seen from smbprotocol, a client Braid did not write.
 
-A file written over the wire is copied by the server into another file, in
+Server-side copy (FSCTL_SRV_REQUEST_RESUME_KEY + FSCTL_SRV_COPYCHUNK): a
+file written over the wire is copied by the server into another file, in
 1 MiB chunks and across two tree connects, and read back byte for byte; a
 made-up resume key, a chunk past the source's end and an over-limit request
 get the statuses MS-SMB2 3.3.5.15.6 names.
+
+Sparse files (FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA,
+FSCTL_QUERY_ALLOCATED_RANGES): a sparse file written at two places lists
+just those ranges, zeroing one reads back zeros without changing the size,
+and the backing file really has a hole there.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 import uuid
 
 import pytest
@@ -147,3 +153,38 @@ def test_bad_key_past_end_and_limits(session, smb_server, remote_dir):
     assert e.value.status == NtStatus.STATUS_INVALID_PARAMETER
     # None of the refused requests wrote anything.
     assert (smb_server.share_dir / remote_dir / "b.bin").stat().st_size == 0
+
+
+def allocated(op: Open, offset: int, length: int) -> list[tuple[int, int]]:
+    out = ioctl(op, CtlCode.FSCTL_QUERY_ALLOCATED_RANGES, struct.pack("<QQ", offset, length), 1024)
+    return [struct.unpack_from("<QQ", out, i) for i in range(0, len(out), 16)]
+
+
+FSCTL_SET_SPARSE = 0x000900C4
+FSCTL_SET_ZERO_DATA = 0x000980C8
+
+
+def test_sparse_file_ranges_and_zeroing(session, smb_server, remote_dir):
+    t = tree(session, smb_server)
+    op = open_file(t, f"{remote_dir}\\sparse.bin")
+    ioctl(op, FSCTL_SET_SPARSE, b"\x01", 0)
+    a, b = os.urandom(64 * 1024), os.urandom(64 * 1024)
+    op.write(a, 0)
+    op.write(b, 4 * MIB)
+    size = 4 * MIB + len(b)
+    assert allocated(op, 0, size) == [(0, len(a)), (4 * MIB, len(b))]
+    # Zero the first range: a hole in its place, the size unchanged.
+    ioctl(op, FSCTL_SET_ZERO_DATA, struct.pack("<QQ", 0, len(a)), 0)
+    assert allocated(op, 0, size) == [(4 * MIB, len(b))]
+    assert op.read(0, len(a)) == bytes(len(a))
+    assert op.read(4 * MIB, len(b)) == b
+    path = smb_server.share_dir / remote_dir / "sparse.bin"
+    st = path.stat()
+    assert st.st_size == size
+    assert st.st_blocks * 512 < size // 2  # the backing file has holes
+    # Zeroing past the end does not extend the file.
+    ioctl(op, FSCTL_SET_ZERO_DATA, struct.pack("<QQ", size, size + 4096), 0)
+    assert path.stat().st_size == size
+    # Not sparse: the whole range counts as allocated, as on NTFS.
+    ioctl(op, FSCTL_SET_SPARSE, b"\x00", 0)
+    assert allocated(op, 0, size) == [(0, size)]

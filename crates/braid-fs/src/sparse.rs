@@ -1,0 +1,139 @@
+//! Sparse files (MS-FSA 2.1.5.9.33 FSCTL_SET_SPARSE, 2.1.5.9.34
+//! FSCTL_SET_ZERO_DATA, 2.1.5.9.22 FSCTL_QUERY_ALLOCATED_RANGES) over a
+//! POSIX file system: the sparse flag is a stored DOS attribute, zeroing
+//! punches holes (`fallocate`), and allocated ranges are what
+//! `SEEK_DATA`/`SEEK_HOLE` find.
+
+use crate::error::{FsError, FsResult};
+use crate::handle::OpenHandle;
+use crate::info;
+use crate::sys;
+use crate::types::{access as acc, attr};
+
+impl OpenHandle {
+    /// FILE_ATTRIBUTE_SPARSE_FILE on or off. Needs FILE_WRITE_DATA,
+    /// FILE_APPEND_DATA or FILE_WRITE_ATTRIBUTES; a directory cannot be
+    /// sparse (InvalidParameter).
+    pub fn set_sparse(&self, sparse: bool) -> FsResult<()> {
+        self.need(acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA | acc::FILE_WRITE_ATTRIBUTES)?;
+        if self.is_directory() {
+            return Err(FsError::InvalidParameter);
+        }
+        let fd = self.fd();
+        let st = sys::fstat(fd)?;
+        let old = info::read_dos(fd);
+        let mut m = info::dos_meta_or_default(old, &st);
+        if sparse {
+            m.attributes |= attr::SPARSE_FILE;
+        } else {
+            m.attributes &= !attr::SPARSE_FILE;
+        }
+        if Some(m) != old {
+            info::write_dos(fd, &m, &st)?;
+        }
+        Ok(())
+    }
+
+    fn is_sparse(&self) -> bool {
+        info::read_dos(self.fd()).is_some_and(|m| m.attributes & attr::SPARSE_FILE != 0)
+    }
+
+    /// Zero `[offset, beyond_final_zero)`, never past the end of file (the
+    /// size does not change). A sparse file gets a hole; any other keeps
+    /// its blocks. Needs FILE_WRITE_DATA. Does not check byte-range locks.
+    pub fn zero_range(&self, offset: u64, beyond_final_zero: u64) -> FsResult<()> {
+        self.need(acc::FILE_WRITE_DATA)?;
+        if self.is_directory() || beyond_final_zero < offset {
+            return Err(FsError::InvalidParameter);
+        }
+        let _serial = self
+            .0
+            .node
+            .write_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let size = sys::fstat(self.fd())?.st_size as u64;
+        let end = beyond_final_zero.min(size);
+        if offset >= end {
+            return Ok(());
+        }
+        let keep = libc::FALLOC_FL_KEEP_SIZE;
+        let modes = if self.is_sparse() {
+            [keep | libc::FALLOC_FL_PUNCH_HOLE, keep | libc::FALLOC_FL_ZERO_RANGE]
+        } else {
+            [keep | libc::FALLOC_FL_ZERO_RANGE, keep | libc::FALLOC_FL_PUNCH_HOLE]
+        };
+        let len = (end - offset) as i64;
+        for mode in modes {
+            // SAFETY: plain syscall on our descriptor.
+            let r = unsafe { libc::fallocate(self.fd(), mode, offset as i64, len) };
+            if r == 0 {
+                return Ok(());
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EOPNOTSUPP) => continue,
+                Some(e) => return Err(FsError::from_errno(e)),
+                None => return Err(FsError::last_os()),
+            }
+        }
+        // A file system that can neither punch nor zero a range: write zeros.
+        let zeros = vec![0u8; (end - offset).min(1 << 20) as usize];
+        let mut at = offset;
+        while at < end {
+            let n = (end - at).min(zeros.len() as u64) as usize;
+            sys::pwrite(self.fd(), &zeros[..n], at)?;
+            at += n as u64;
+        }
+        Ok(())
+    }
+
+    /// The allocated ranges (offset, length) of `[offset, offset + len)`,
+    /// clipped to the end of file. A file not marked sparse is reported as
+    /// allocated throughout, as NTFS does. Needs FILE_READ_DATA.
+    pub fn allocated_ranges(&self, offset: u64, len: u64) -> FsResult<Vec<(u64, u64)>> {
+        self.need(acc::FILE_READ_DATA)?;
+        let size = sys::fstat(self.fd())?.st_size as u64;
+        if len == 0 || size == 0 || offset >= size {
+            return Ok(Vec::new());
+        }
+        let end = offset
+            .checked_add(len)
+            .filter(|e| *e <= i64::MAX as u64)
+            .ok_or(FsError::InvalidParameter)?
+            .min(size);
+        if !self.is_sparse() {
+            return Ok(vec![(offset, end - offset)]);
+        }
+        let mut ranges = Vec::new();
+        let mut at = offset;
+        while at < end {
+            let Some(data) = seek(self.fd(), at, libc::SEEK_DATA)? else {
+                break; // only a hole up to the end
+            };
+            if data >= end {
+                break;
+            }
+            let hole = seek(self.fd(), data, libc::SEEK_HOLE)?.unwrap_or(end);
+            let stop = hole.min(end);
+            ranges.push((data, stop - data));
+            at = stop;
+        }
+        Ok(ranges)
+    }
+}
+
+/// `lseek` with SEEK_DATA / SEEK_HOLE; None when there is no more data
+/// (ENXIO). Only the descriptor's position moves, which no I/O path uses
+/// (all reads and writes are positioned).
+fn seek(fd: i32, at: u64, whence: i32) -> FsResult<Option<u64>> {
+    // SAFETY: plain syscall.
+    let r = unsafe { libc::lseek(fd, at as i64, whence) };
+    if r >= 0 {
+        return Ok(Some(r as u64));
+    }
+    match std::io::Error::last_os_error().raw_os_error() {
+        Some(libc::ENXIO) => Ok(None),
+        Some(e) => Err(FsError::from_errno(e)),
+        None => Err(FsError::last_os()),
+    }
+}
