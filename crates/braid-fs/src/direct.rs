@@ -100,6 +100,9 @@ impl OpenHandle {
         }
         let fd = inner.direct.fd_for(self.fd(), offset, (*data).as_ref())?;
         let ring = inner.ring.get()?.clone();
+        // MS-FSA 2.1.4.17, as for every write (a redo through
+        // `OpenHandle::write` notes nothing new).
+        self.note_write();
         // Holding the open keeps the direct descriptor open until the
         // write completes.
         let keep_open = self.clone();

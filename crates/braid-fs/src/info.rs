@@ -23,24 +23,63 @@ pub(crate) struct DosMeta {
     /// EaSize of the file's extended attributes, kept here so that listings
     /// need no extra system call per entry (0: none).
     pub ea_size: u32,
+    /// A ChangeTime a client set (see [`ChangeTime`]).
+    pub change: Option<ChangeTime>,
+}
+
+/// A ChangeTime set through FileBasicInformation (MS-FSA 2.1.5.14.2 sets
+/// File.LastChangeTime to InputBuffer.ChangeTime). POSIX cannot set a
+/// ctime, so the value is kept in the DOS record together with the host
+/// mtime the file had right after the set: it is reported while the mtime
+/// is still that one, i.e. until the data is written or the write time
+/// set again, and until Braid rewrites the record for another metadata
+/// change (which drops it, unless made through the open that set the
+/// ChangeTime: MS-FSA Open.UserSetChangeTime). Afterwards the host ctime is
+/// reported again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChangeTime {
+    pub value: SystemTime,
+    /// The host mtime right after the set.
+    pub mtime: SystemTime,
+}
+
+fn put_time(v: &mut Vec<u8>, t: SystemTime) {
+    let ts = sys::to_timespec(t);
+    v.extend_from_slice(&{ ts.tv_sec }.to_le_bytes());
+    v.extend_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
+}
+
+/// A time as [`put_time`] wrote it (12 bytes), if well formed.
+fn get_time(b: &[u8]) -> Option<SystemTime> {
+    let sec = i64::from_le_bytes(b.get(..8)?.try_into().ok()?);
+    let nsec = u32::from_le_bytes(b.get(8..12)?.try_into().ok()?);
+    (nsec < 1_000_000_000).then(|| sys::ts(sec, nsec as i64))
 }
 
 impl DosMeta {
+    /// Layout (little-endian): version 1, attributes (4), creation flag
+    /// (1) and creation time (12: seconds i64, nanoseconds u32) when the
+    /// flag is 1, then the optional tail: EaSize (4), present when nonzero
+    /// or when a ChangeTime follows, and the ChangeTime (12) with the mtime
+    /// it belongs to (12). Older records simply end earlier, and older
+    /// readers ignore the ChangeTime after the EaSize.
     pub fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(18);
+        let mut v = Vec::with_capacity(46);
         v.push(VERSION);
         v.extend_from_slice(&self.attributes.to_le_bytes());
         match self.creation {
             Some(t) => {
-                let ts = sys::to_timespec(t);
                 v.push(1);
-                v.extend_from_slice(&{ ts.tv_sec }.to_le_bytes());
-                v.extend_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
+                put_time(&mut v, t);
             }
             None => v.push(0),
         }
-        if self.ea_size != 0 {
+        if self.ea_size != 0 || self.change.is_some() {
             v.extend_from_slice(&self.ea_size.to_le_bytes());
+        }
+        if let Some(c) = self.change {
+            put_time(&mut v, c.value);
+            put_time(&mut v, c.mtime);
         }
         v
     }
@@ -51,23 +90,26 @@ impl DosMeta {
         }
         let attributes = u32::from_le_bytes(b[1..5].try_into().ok()?) & attr::STORED;
         let (creation, rest) = if b[5] == 1 && b.len() >= 18 {
-            let sec = i64::from_le_bytes(b[6..14].try_into().ok()?);
-            let nsec = u32::from_le_bytes(b[14..18].try_into().ok()?);
-            if nsec >= 1_000_000_000 {
-                return None;
-            }
-            (Some(sys::ts(sec, nsec as i64)), &b[18..])
+            (Some(get_time(&b[6..18])?), &b[18..])
         } else {
             (None, &b[6..])
         };
-        // Optional trailing EaSize (absent in older records).
+        // Optional trailing EaSize and ChangeTime (absent in older records).
         let ea_size = rest
             .get(..4)
             .map_or(0, |x| u32::from_le_bytes(x.try_into().unwrap_or_default()));
+        let change = match (
+            rest.get(4..16).and_then(get_time),
+            rest.get(16..28).and_then(get_time),
+        ) {
+            (Some(value), Some(mtime)) => Some(ChangeTime { value, mtime }),
+            _ => None,
+        };
         Some(DosMeta {
             attributes,
             creation,
             ea_size,
+            change,
         })
     }
 }
@@ -128,13 +170,19 @@ pub(crate) fn attributes(st: &libc::stat, meta: Option<&DosMeta>) -> u32 {
 }
 
 /// The stored metadata, or what a file without any has (its attributes as
-/// derived from stat), ready to be changed and written back.
+/// derived from stat), ready to be changed and written back. A ChangeTime
+/// set before is left out: rewriting the record is a metadata change of its
+/// own, after which the host ctime tells the change time again.
 pub(crate) fn dos_meta_or_default(stored: Option<DosMeta>, st: &libc::stat) -> DosMeta {
-    stored.unwrap_or(DosMeta {
-        attributes: attributes(st, None) & attr::SETTABLE,
-        creation: None,
-        ea_size: 0,
-    })
+    match stored {
+        Some(m) => DosMeta { change: None, ..m },
+        None => DosMeta {
+            attributes: attributes(st, None) & attr::SETTABLE,
+            creation: None,
+            ea_size: 0,
+            change: None,
+        },
+    }
 }
 
 /// Build a [`FileInfo`] from stat, optional birth time and stored metadata.
@@ -152,11 +200,15 @@ pub(crate) fn file_info(
         .and_then(|m| m.creation)
         .or(btime)
         .unwrap_or_else(|| mtime.min(ctime));
+    let change = match meta.and_then(|m| m.change) {
+        Some(c) if c.mtime == mtime => c.value,
+        _ => ctime,
+    };
     FileInfo {
         creation_time: creation,
         last_access_time: atime,
         last_write_time: mtime,
-        change_time: ctime,
+        change_time: change,
         allocation_size: if dir { 0 } else { st.st_blocks as u64 * 512 },
         end_of_file: if dir { 0 } else { st.st_size as u64 },
         attributes: attributes(st, meta),
@@ -185,33 +237,87 @@ mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
 
+    fn meta(creation: Option<SystemTime>, ea_size: u32, change: Option<ChangeTime>) -> DosMeta {
+        DosMeta {
+            attributes: attr::ARCHIVE,
+            creation,
+            ea_size,
+            change,
+        }
+    }
+
     #[test]
     fn dos_meta_roundtrip() {
         let m = DosMeta {
             attributes: attr::HIDDEN | attr::READONLY,
             creation: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
             ea_size: 44,
+            change: None,
         };
         assert_eq!(DosMeta::decode(&m.encode()), Some(m));
-        let m2 = DosMeta {
-            attributes: attr::ARCHIVE,
-            creation: None,
-            ea_size: 0,
-        };
+        let m2 = meta(None, 0, None);
         assert_eq!(DosMeta::decode(&m2.encode()), Some(m2));
         let old = DosMeta {
             attributes: 0,
             creation: Some(UNIX_EPOCH - Duration::from_secs(86_400 * 365)),
             ea_size: 0,
+            change: None,
         };
         assert_eq!(DosMeta::decode(&old.encode()), Some(old));
-        let eas = DosMeta {
-            attributes: attr::ARCHIVE,
-            creation: None,
-            ea_size: 20,
-        };
+        let eas = meta(None, 20, None);
         assert_eq!(DosMeta::decode(&eas.encode()), Some(eas));
-        assert_eq!(DosMeta::decode(&old.encode()), Some(old));
         assert_eq!(DosMeta::decode(&[9, 0, 0]), None);
+    }
+
+    #[test]
+    fn dos_meta_change_time_roundtrip() {
+        let c = ChangeTime {
+            value: UNIX_EPOCH + Duration::new(15_032_385_535, 999_999_999),
+            mtime: UNIX_EPOCH - Duration::new(63_158_400, 0) + Duration::from_nanos(1),
+        };
+        let ct = Some(UNIX_EPOCH + Duration::new(1_600_000_000, 5));
+        for m in [
+            meta(None, 0, Some(c)),
+            meta(ct, 0, Some(c)),
+            meta(None, 72, Some(c)),
+            meta(ct, 72, Some(c)),
+        ] {
+            let b = m.encode();
+            assert_eq!(DosMeta::decode(&b), Some(m));
+            // An older reader stops after the EaSize and keeps the rest.
+            let head = if m.creation.is_some() { 18 } else { 6 };
+            assert_eq!(b.len(), head + 4 + 24);
+        }
+        // A damaged ChangeTime is dropped, the rest of the record kept.
+        let mut b = meta(ct, 72, Some(c)).encode();
+        let n = b.len();
+        b[n - 16..n - 12].copy_from_slice(&2_000_000_000u32.to_le_bytes());
+        assert_eq!(DosMeta::decode(&b), Some(meta(ct, 72, None)));
+    }
+
+    #[test]
+    fn dos_meta_decodes_old_records() {
+        // Version 1 without EaSize, with and without a creation time.
+        let mut b = vec![1];
+        b.extend_from_slice(&(attr::HIDDEN | attr::ARCHIVE).to_le_bytes());
+        b.push(0);
+        let m = DosMeta::decode(&b).unwrap();
+        assert_eq!(m.attributes, attr::HIDDEN | attr::ARCHIVE);
+        assert_eq!((m.creation, m.ea_size, m.change), (None, 0, None));
+        let mut b = vec![1];
+        b.extend_from_slice(&attr::ARCHIVE.to_le_bytes());
+        b.push(1);
+        b.extend_from_slice(&1_000_000_000i64.to_le_bytes());
+        b.extend_from_slice(&7u32.to_le_bytes());
+        let m = DosMeta::decode(&b).unwrap();
+        assert_eq!(
+            m.creation,
+            Some(UNIX_EPOCH + Duration::new(1_000_000_000, 7))
+        );
+        assert_eq!((m.ea_size, m.change), (0, None));
+        // With an EaSize.
+        b.extend_from_slice(&36u32.to_le_bytes());
+        let m = DosMeta::decode(&b).unwrap();
+        assert_eq!((m.ea_size, m.change), (36, None));
     }
 }

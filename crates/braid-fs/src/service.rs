@@ -302,6 +302,7 @@ impl FileService {
                     attributes: (p.attributes & attr::SETTABLE) | attr::ARCHIVE,
                     creation: meta.and_then(|m| m.creation),
                     ea_size: meta.map_or(0, |m| m.ea_size),
+                    change: None,
                 };
                 info::write_dos(fdr, &m, &st)?;
                 if let Some(a) = p.allocation_size {
@@ -401,6 +402,7 @@ impl FileService {
                     attributes: attrs,
                     creation: None,
                     ea_size: 0,
+                    change: None,
                 };
                 info::write_dos(fd.as_raw_fd(), &m, &st)?;
             }
@@ -452,6 +454,8 @@ impl FileService {
                 access,
                 share_access: p.share_access,
                 delete_on_close: p.delete_on_close,
+                write_time: Default::default(),
+                user_set_change_time: false,
             });
             drop(s);
             return Ok((node, id));
@@ -483,6 +487,7 @@ impl FileService {
             path: Mutex::new(rel),
             closed: AtomicBool::new(false),
             position: AtomicU64::new(0),
+            write_noted: AtomicBool::new(false),
             direct: Default::default(),
             ring: self.ring.clone(),
         });

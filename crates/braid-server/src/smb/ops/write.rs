@@ -67,7 +67,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
         let n = handle.write(offset, &payload)?;
         if write_through {
-            handle.flush()?;
+            // Not a FLUSH: the write's LastWriteTime update stays delayed.
+            handle.sync()?;
         }
         Ok(n)
     })
