@@ -41,6 +41,9 @@ impl OpenHandle {
             .write_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
+        // A copy is a write of the destination (its LastWriteTime moves as
+        // for WRITE, MS-FSA 2.1.4.17).
+        dest.note_write();
         let same_file = std::sync::Arc::ptr_eq(&self.0.node, &dest.0.node);
         let overlap =
             same_file && src_offset < end && dest_offset < src_offset.saturating_add(len as u64);

@@ -57,11 +57,18 @@ impl OpenHandle {
         if offset >= end {
             return Ok(());
         }
+        self.note_write();
         let keep = libc::FALLOC_FL_KEEP_SIZE;
         let modes = if self.is_sparse() {
-            [keep | libc::FALLOC_FL_PUNCH_HOLE, keep | libc::FALLOC_FL_ZERO_RANGE]
+            [
+                keep | libc::FALLOC_FL_PUNCH_HOLE,
+                keep | libc::FALLOC_FL_ZERO_RANGE,
+            ]
         } else {
-            [keep | libc::FALLOC_FL_ZERO_RANGE, keep | libc::FALLOC_FL_PUNCH_HOLE]
+            [
+                keep | libc::FALLOC_FL_ZERO_RANGE,
+                keep | libc::FALLOC_FL_PUNCH_HOLE,
+            ]
         };
         let len = (end - offset) as i64;
         for mode in modes {

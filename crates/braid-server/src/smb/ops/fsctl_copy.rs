@@ -67,7 +67,7 @@ fn source_open(req: &Request<'_>, key: &[u8; 24]) -> Option<Arc<Open>> {
     if let Some(o) = sess.opens.get(&volatile).filter(named) {
         return Some(o);
     }
-    let user = account(&sess);
+    let user = account(sess.as_ref());
     req.conn
         .server
         .sessions
