@@ -930,6 +930,9 @@ impl OpenHandle {
         let s = self.0.node.lock();
         if !s.dead {
             info.last_write_time = s.last_write_time(info.last_write_time);
+            // Other opens remain; this close may have left the file
+            // delete pending (its DeleteOnClose).
+            info.delete_pending = s.delete_pending;
         }
         Ok(info)
     }

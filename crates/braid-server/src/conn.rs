@@ -45,6 +45,66 @@ pub struct PendingRequest {
     pub cancel: CancellationToken,
 }
 
+/// Requests that may be cancelled, and CANCELs that came too early.
+#[derive(Default)]
+pub struct PendingTable {
+    by_message_id: HashMap<u64, PendingRequest>,
+    /// Message ids a CANCEL named before their request registered (the
+    /// request is still being set up on another task): the request is
+    /// cancelled as soon as it registers. Bounded: a CANCEL for a request
+    /// that already finished leaves an id that never matches again.
+    early_cancels: std::collections::VecDeque<u64>,
+}
+
+/// CHANGE_NOTIFY requests of a connection, in the order they arrived.
+/// Their handlers run on separate tasks, which may start in any order; a
+/// handler waits for its turn before it takes buffered changes or queues on
+/// its watch, so that two requests on one directory get the changes in the
+/// order they were sent (smbtorture smb2.notify.double).
+#[derive(Default)]
+pub struct NotifyOrder {
+    queue: Mutex<std::collections::VecDeque<u64>>,
+    turn: tokio::sync::Notify,
+}
+
+impl NotifyOrder {
+    /// The reader saw a CHANGE_NOTIFY with this message id.
+    pub fn arrived(&self, message_id: u64) {
+        self.queue.lock().unwrap().push_back(message_id);
+    }
+
+    /// Wait until every CHANGE_NOTIFY that arrived before this one is done
+    /// with [`NotifyOrder::done`].
+    pub async fn wait_turn(&self, message_id: u64) {
+        loop {
+            let turn = self.turn.notified();
+            tokio::pin!(turn);
+            turn.as_mut().enable();
+            {
+                let q = self.queue.lock().unwrap();
+                if q.front().is_none_or(|m| *m == message_id) || !q.contains(&message_id) {
+                    return;
+                }
+            }
+            turn.await;
+        }
+    }
+
+    /// This request has queued on its watch, failed, or finished (called
+    /// again after the handler returns; the second call finds nothing).
+    pub fn done(&self, message_id: u64) {
+        let mut q = self.queue.lock().unwrap();
+        if let Some(i) = q.iter().position(|m| *m == message_id) {
+            q.remove(i);
+            drop(q);
+            self.turn.notify_waiters();
+        }
+    }
+}
+
+/// Early CANCELs remembered per connection.
+const EARLY_CANCELS: usize = 64;
+
 /// One frame to send: parts written with one vectored write.
 pub type OutFrame = Vec<Bytes>;
 
@@ -60,7 +120,8 @@ pub struct Connection {
     /// Set once the first NEGOTIATE was seen (even an SMB1 one).
     pub negotiate_started: Mutex<bool>,
     pub credits: Mutex<CreditWindow>,
-    pub pending: Mutex<HashMap<u64, PendingRequest>>,
+    pub pending: Mutex<PendingTable>,
+    pub notify_order: NotifyOrder,
     next_async_id: AtomicU64,
     pub sessions: Mutex<HashSet<u64>>,
     /// Sessions this connection is in the middle of binding to.
@@ -97,7 +158,12 @@ impl Connection {
 
     pub fn register_pending(&self, message_id: u64, session_id: u64) -> CancellationToken {
         let cancel = self.closing.child_token();
-        self.pending.lock().unwrap().insert(
+        let mut pending = self.pending.lock().unwrap();
+        if let Some(i) = pending.early_cancels.iter().position(|m| *m == message_id) {
+            pending.early_cancels.remove(i);
+            cancel.cancel();
+        }
+        pending.by_message_id.insert(
             message_id,
             PendingRequest {
                 async_id: None,
@@ -109,31 +175,54 @@ impl Connection {
     }
 
     pub fn set_pending_async(&self, message_id: u64, async_id: u64) {
-        if let Some(p) = self.pending.lock().unwrap().get_mut(&message_id) {
+        if let Some(p) = self
+            .pending
+            .lock()
+            .unwrap()
+            .by_message_id
+            .get_mut(&message_id)
+        {
             p.async_id = Some(async_id);
         }
     }
 
     pub fn finish_pending(&self, message_id: u64) {
-        self.pending.lock().unwrap().remove(&message_id);
+        self.pending
+            .lock()
+            .unwrap()
+            .by_message_id
+            .remove(&message_id);
     }
 
     /// MS-SMB2 3.3.5.16: cancel by async id, or by message id (clients
     /// also cancel requests that already went async by their message id).
+    /// A client may send CANCEL right behind its request (smbtorture's
+    /// notify tests do), before the request's task has registered it: such
+    /// a message id is remembered and the request cancelled when it does.
     pub fn cancel(&self, message_id: u64, async_id: Option<u64>) {
-        let pending = self.pending.lock().unwrap();
+        let mut pending = self.pending.lock().unwrap();
         let found = match async_id {
-            Some(a) => pending.values().find(|p| p.async_id == Some(a)),
-            None => pending.get(&message_id),
+            Some(a) => pending
+                .by_message_id
+                .values()
+                .find(|p| p.async_id == Some(a)),
+            None => pending.by_message_id.get(&message_id),
         };
-        if let Some(p) = found {
-            p.cancel.cancel();
+        match found {
+            Some(p) => p.cancel.cancel(),
+            None if async_id.is_none() => {
+                if pending.early_cancels.len() == EARLY_CANCELS {
+                    pending.early_cancels.pop_front();
+                }
+                pending.early_cancels.push_back(message_id);
+            }
+            None => {}
         }
     }
 
     /// Cancel pending requests of a session (logoff) — MS-SMB2 3.3.5.6.
     pub fn cancel_session_requests(&self, session_id: u64) {
-        for p in self.pending.lock().unwrap().values() {
+        for p in self.pending.lock().unwrap().by_message_id.values() {
             if p.session_id == session_id {
                 p.cancel.cancel();
             }
@@ -170,7 +259,8 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         preauth: Mutex::new(None),
         negotiate_started: Mutex::new(false),
         credits: Mutex::new(CreditWindow::new(server.config.max_credits)),
-        pending: Mutex::new(HashMap::new()),
+        pending: Mutex::new(PendingTable::default()),
+        notify_order: NotifyOrder::default(),
         next_async_id: AtomicU64::new(1),
         sessions: Mutex::new(HashSet::new()),
         binding: Mutex::new(HashSet::new()),

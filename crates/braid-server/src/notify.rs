@@ -53,6 +53,9 @@ pub struct Watch {
     events: Mutex<Buffered>,
     pub wake: Notify,
     closed: AtomicBool,
+    /// The watched directory is delete pending: every request on it ends
+    /// STATUS_DELETE_PENDING.
+    delete_pending: AtomicBool,
 }
 
 #[derive(Default)]
@@ -66,11 +69,16 @@ pub enum Changes {
     Events(Vec<(u32, String)>),
     /// Too many changes were buffered: the client must rescan.
     Overflow,
+    /// The directory itself is being deleted.
+    DeletePending,
 }
 
 impl Watch {
     /// Take what is buffered, if anything.
     pub fn take(&self) -> Option<Changes> {
+        if self.delete_pending.load(Ordering::Acquire) {
+            return Some(Changes::DeletePending);
+        }
         let mut b = self.events.lock().unwrap();
         if b.overflow {
             *b = Buffered::default();
@@ -112,6 +120,7 @@ impl NotifyHub {
             events: Mutex::new(Buffered::default()),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
+            delete_pending: AtomicBool::new(false),
         });
         let mut all = self.watches.lock().unwrap();
         all.retain(|w| !w.closed.load(Ordering::Acquire));
@@ -120,11 +129,30 @@ impl NotifyHub {
         w
     }
 
+    /// The directory at `path` became delete pending while other opens of
+    /// it remain: their pending and later CHANGE_NOTIFY requests complete
+    /// with STATUS_DELETE_PENDING (as Windows and Samba do; smbtorture
+    /// smb2.notify.rmdir1-4).
+    pub fn delete_pending(&self, share: &str, path: &str) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let share = share.to_lowercase();
+        let dir = path.trim_matches('\\').to_lowercase();
+        for w in self.watches.lock().unwrap().iter() {
+            if !w.closed.load(Ordering::Acquire) && w.share == share && w.dir == dir {
+                w.delete_pending.store(true, Ordering::Release);
+                w.wake.notify_one();
+            }
+        }
+    }
+
     /// Report a change to `path` (share-relative, `\` separated).
     pub fn report(&self, share: &str, path: &str, action: u32, filter_bits: u32) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
+        tracing::trace!(share, path, action, filter_bits, "change reported");
         let share = share.to_lowercase();
         let path = path.trim_matches('\\');
         let lower = path.to_lowercase();

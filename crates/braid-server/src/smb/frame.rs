@@ -208,6 +208,9 @@ pub fn accept_frame(
                     hdr.message_id
                 ));
             }
+            if hdr.command == Command::ChangeNotify as u16 {
+                conn.notify_order.arrived(hdr.message_id);
+            }
             let start = plain.start + off;
             msgs.push((start..start + len, hdr.clone()));
         }
@@ -274,18 +277,22 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         }
         let in_compound = count > 1 && !may_go_async;
         let msg = buf.slice(range);
-        prev = Some(
-            handle_one(
-                conn,
-                &hdr,
-                msg,
-                &mut related,
-                in_compound,
-                encrypted_by.as_ref(),
-                pre_verified.as_ref(),
-            )
-            .await?,
-        );
+        let finished = handle_one(
+            conn,
+            &hdr,
+            msg,
+            &mut related,
+            in_compound,
+            encrypted_by.as_ref(),
+            pre_verified.as_ref(),
+        )
+        .await;
+        if hdr.command == Command::ChangeNotify as u16 {
+            // Whatever became of it (even refused before its handler ran),
+            // the next CHANGE_NOTIFY may go.
+            conn.notify_order.done(hdr.message_id);
+        }
+        prev = Some(finished?);
     }
     if let Some(p) = prev.take() {
         if count == 1 && p.headroom >= TRANSFORM_HEADER_LEN && p.payload.is_none() {

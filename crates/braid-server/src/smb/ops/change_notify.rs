@@ -18,6 +18,8 @@ use crate::smb::{OpResult, Reply, Request};
 const WATCH_TREE: u16 = 0x0001;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    let mid = req.header.message_id;
+    req.conn.notify_order.wait_turn(mid).await;
     let r = ChangeNotifyRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let open = req.open(r.file_id)?;
     if !open.is_directory {
@@ -47,12 +49,19 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         None => {
             let cancel = req.cancellable();
             req.go_async();
+            let mut queued = false;
             loop {
                 let woken = watch.wake.notified();
                 tokio::pin!(woken);
                 woken.as_mut().enable();
                 if let Some(c) = watch.take() {
                     break c;
+                }
+                if !queued {
+                    // In line on the watch (its wake-ups go first come,
+                    // first served): a later request may now start.
+                    req.conn.notify_order.done(mid);
+                    queued = true;
                 }
                 // A close (tree disconnect, logoff) wins over the cancel
                 // that follows it: the request ends NOTIFY_CLEANUP.
@@ -73,6 +82,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let events = match changes {
         Changes::Events(e) => e,
         Changes::Overflow => Vec::new(),
+        Changes::DeletePending => return Err(NtStatus::DELETE_PENDING),
     };
     match notify::encode(&events, r.output_buffer_length as usize) {
         Some(output) if !events.is_empty() => Ok(Reply::of(&ChangeNotifyResponse { output })),

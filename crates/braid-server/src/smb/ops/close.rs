@@ -33,6 +33,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 .notify
                 .report(&share.name, &path, notify::action::REMOVED, f);
         }
+    } else if info.delete_pending && open.is_directory {
+        if let Ok(share) = req.share() {
+            req.conn.server.notify.delete_pending(&share.name, &path);
+        }
     }
     let resp = if r.flags & POSTQUERY_ATTRIB != 0 {
         CloseResponse {
