@@ -100,6 +100,9 @@ pub struct NewOpen {
     pub lease_stat_open: bool,
     /// The lease the open comes with; its own lease is never broken.
     pub lease: Option<LeaseId>,
+    /// An existing open causing the breaks (a rename through it): its own
+    /// oplock is not broken.
+    pub own_key: Option<u64>,
 }
 
 /// What a new open asks for and who it is.
@@ -222,6 +225,9 @@ impl FileOplocks {
         let mut seen: Vec<LeaseId> = Vec::new();
         let mut lease_breaks = Vec::new();
         for h in holders.iter_mut() {
+            if Some(h.open_key) == new.own_key {
+                continue;
+            }
             if let Some(lease) = &h.lease {
                 if new.lease.as_ref() == Some(&lease.id) || new.lease_stat_open {
                     continue;

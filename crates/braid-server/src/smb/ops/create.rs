@@ -198,6 +198,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         lease: lease_request
             .as_ref()
             .map(|l| (req.conn_client_guid(), l.key)),
+        own_key: None,
     };
     let mut opened = open_file(req, &share, params.clone(), &ctx, &create_eas).await;
     if opened.as_ref().err() == Some(&NtStatus::SHARING_VIOLATION) {

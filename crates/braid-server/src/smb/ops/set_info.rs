@@ -73,6 +73,21 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     if target.is_empty() {
                         return Err(NtStatus::INVALID_PARAMETER);
                     }
+                    // MS-FSA 2.1.5.14.11 / MS-SMB2 3.3.4.7: the other opens'
+                    // handle caching goes first (a client caching a handle
+                    // holds the old name), and the rename waits for the
+                    // acknowledgments (smbtorture smb2.lease.rename_wait).
+                    if let Some(o) = &open.oplock {
+                        let breaking = crate::oplock::NewOpen {
+                            sharing_violation: true,
+                            lease: o.file.lease_of(o.key).map(|l| l.id),
+                            own_key: Some(o.key),
+                            ..Default::default()
+                        };
+                        o.file
+                            .break_for_new_open(&breaking, || req.go_async())
+                            .await;
+                    }
                     let old_path = open.handle.path();
                     blocking(move || handle.rename(&target, l.replace_if_exists)).await?;
                     let f = notify::name_filter(open.is_directory);
