@@ -244,6 +244,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
     }
     new_open.overwrites = overwrite_disposition && opened.action != CreateAction::Created;
+    // MS-FSA 2.1.4.12: an open that will delete the file on close takes
+    // the other opens' Handle caching away as a rename does: a cached
+    // handle would keep the file delete pending (smbtorture
+    // smb2.lease.unlink).
+    new_open.sharing_violation =
+        opts & create_options::DELETE_ON_CLOSE != 0 && opened.action != CreateAction::Created;
     oplock_file
         .break_for_new_open(&new_open, || req.go_async())
         .await;
