@@ -81,9 +81,21 @@ impl Lease {
     /// (MS-SMB2 3.3.4.7). A break from Read alone needs no acknowledgment
     /// and takes effect at once; otherwise the lease waits in `breaking_to`.
     pub fn begin_break(&self, st: &mut LeaseState, to: u32) -> LeaseBreakNotification {
+        self.start_break(st, to, true)
+    }
+
+    /// The next break of a chain, sent as the previous one is acknowledged
+    /// because the opens waiting need less still: it carries the epoch of
+    /// the break that started the chain, as Windows and Samba send it
+    /// (smbtorture smb2.lease.v2_breaking3).
+    pub fn continue_break(&self, st: &mut LeaseState, to: u32) -> LeaseBreakNotification {
+        self.start_break(st, to, false)
+    }
+
+    fn start_break(&self, st: &mut LeaseState, to: u32, new_epoch: bool) -> LeaseBreakNotification {
         let from = st.state;
         let ack = from & (W | H) != 0;
-        if self.version >= 2 {
+        if self.version >= 2 && new_epoch {
             st.epoch = st.epoch.wrapping_add(1);
         }
         if ack {

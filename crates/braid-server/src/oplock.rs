@@ -525,7 +525,7 @@ impl FileOplocks {
         st.breaking_to = None;
         let further = crate::lease::next_break(state, st.required).map(|to| {
             let required = st.required;
-            let n = lease.begin_break(&mut st, to);
+            let n = lease.continue_break(&mut st, to);
             if st.breaking_to.is_some() {
                 st.required = required;
             }
