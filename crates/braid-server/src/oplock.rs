@@ -453,8 +453,10 @@ impl FileOplocks {
     }
 
     /// A write, truncation or byte-range lock through one open breaks the
-    /// read caching of the other holders to none (MS-FSA 2.1.4.12): level
-    /// II oplocks and Read leases, without waiting for acknowledgments.
+    /// read caching of the holders to none (MS-FSA 2.1.4.12): level II
+    /// oplocks and Read leases, without waiting for acknowledgments. The
+    /// open's own lease stays; its own level II oplock breaks too, as
+    /// Windows and Samba do (smbtorture smb2.oplock.batch1, brl1, brl3).
     pub fn break_level2_except(&self, key: u64) {
         let mut holders = self.holders.lock().unwrap();
         let own_lease = holders
@@ -463,7 +465,10 @@ impl FileOplocks {
             .and_then(|h| h.lease.as_ref().map(|l| l.id));
         let mut seen: Vec<LeaseId> = Vec::new();
         let mut lease_breaks = Vec::new();
-        for h in holders.iter_mut().filter(|h| h.open_key != key) {
+        for h in holders
+            .iter_mut()
+            .filter(|h| h.open_key != key || h.lease.is_none())
+        {
             match &h.lease {
                 Some(lease) => {
                     if Some(lease.id) == own_lease || seen.contains(&lease.id) {
