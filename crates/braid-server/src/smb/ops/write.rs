@@ -28,9 +28,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if open.granted_access & (access_mask::FILE_WRITE_DATA | access_mask::FILE_APPEND_DATA) == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    // 0xFFFFFFFF_FFFFFFFF means "append" only for FILE_APPEND_DATA opens;
-    // other offsets beyond the 63-bit range are invalid.
-    if w.offset > i64::MAX as u64 && w.offset != u64::MAX {
+    // 0xFFFFFFFF_FFFFFFFF means "append" only for opens that may append
+    // but not write (MS-FSA 2.1.5.3 FILE_WRITE_TO_END_OF_FILE); other
+    // offsets, and writes ending beyond the 63-bit range, are invalid
+    // (smbtorture smb2.rw.invalid).
+    let append_only = open.granted_access & access_mask::FILE_WRITE_DATA == 0;
+    let end = w.offset.checked_add(len as u64);
+    if (w.offset == u64::MAX && !append_only)
+        || (w.offset != u64::MAX && end.is_none_or(|e| e > i64::MAX as u64))
+    {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let handle = open.handle.clone();
