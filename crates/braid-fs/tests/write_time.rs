@@ -2,7 +2,6 @@
 //! Server 2019 do them) and ChangeTimes set through FileBasicInformation.
 mod common;
 use std::os::unix::fs::MetadataExt;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -10,27 +9,13 @@ use braid_fs::access::*;
 use braid_fs::*;
 use common::*;
 
-static N: AtomicU32 = AtomicU32::new(0);
-
-/// A share whose service runs on a clock the test moves.
-fn env_at(clock: Arc<ManualClock>) -> Env {
-    let dir = std::env::temp_dir().join(format!(
-        "braid-fs-wt-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    let share_dir = dir.join("share");
-    std::fs::create_dir_all(&share_dir).unwrap();
-    let fs = FileService::new(clock);
-    let share = fs.add_share("test", &share_dir).unwrap();
-    Env {
-        dir,
-        share_dir,
-        fs,
-        share,
-        ctx: RequestCtx::new("tester"),
-    }
+/// A manual clock a minute ahead of the host's, a share whose service
+/// reads it, and a new file "f" opened read/write.
+fn setup() -> (Arc<ManualClock>, Env, Opened) {
+    let clock = Arc::new(ManualClock::new(SystemTime::now() + secs(60)));
+    let e = env_with_clock(clock.clone());
+    let o = e.open("f", RWA, ALL, Disposition::Create).unwrap();
+    (clock, e, o)
 }
 
 fn secs(s: u64) -> Duration {
@@ -54,10 +39,8 @@ const RWA: u32 = RW | FILE_WRITE_ATTRIBUTES | FILE_READ_ATTRIBUTES;
 
 #[test]
 fn first_write_shows_two_seconds_later_later_writes_at_close() {
-    let start = SystemTime::now() + secs(60);
-    let clock = Arc::new(ManualClock::new(start));
-    let e = env_at(clock.clone());
-    let o = e.open("f", RWA, ALL, Disposition::Create).unwrap();
+    let (clock, e, o) = setup();
+    let start = clock.now();
     let h = &o.handle;
     let t0 = o.info.last_write_time;
     clock.advance(secs(1));
@@ -91,10 +74,8 @@ fn first_write_shows_two_seconds_later_later_writes_at_close() {
 
 #[test]
 fn update_due_before_a_later_write_still_counts() {
-    let start = SystemTime::now() + secs(60);
-    let clock = Arc::new(ManualClock::new(start));
-    let e = env_at(clock.clone());
-    let o = e.open("f", RWA, ALL, Disposition::Create).unwrap();
+    let (clock, _e, o) = setup();
+    let start = clock.now();
     let h = &o.handle;
     h.write(0, b"a").unwrap();
     // Nobody looks until after the update fell due; then a write.
@@ -108,10 +89,8 @@ fn update_due_before_a_later_write_still_counts() {
 
 #[test]
 fn one_write_shown_then_closed_keeps_its_time() {
-    let start = SystemTime::now() + secs(60);
-    let clock = Arc::new(ManualClock::new(start));
-    let e = env_at(clock.clone());
-    let o = e.open("f", RWA, ALL, Disposition::Create).unwrap();
+    let (clock, e, o) = setup();
+    let start = clock.now();
     o.handle.write(0, b"a").unwrap();
     clock.advance(secs(4));
     assert_eq!(o.handle.info().unwrap().last_write_time, start + secs(2));
@@ -122,10 +101,7 @@ fn one_write_shown_then_closed_keeps_its_time() {
 
 #[test]
 fn flush_eof_allocation_and_basic_update_at_once() {
-    let start = SystemTime::now() + secs(60);
-    let clock = Arc::new(ManualClock::new(start));
-    let e = env_at(clock.clone());
-    let o = e.open("f", RWA, ALL, Disposition::Create).unwrap();
+    let (clock, e, o) = setup();
     let h = &o.handle;
     let t0 = o.info.last_write_time;
     // Nothing written through this open: flushing or setting the same
@@ -167,10 +143,8 @@ fn flush_eof_allocation_and_basic_update_at_once() {
 
 #[test]
 fn a_set_write_time_sticks_for_its_open() {
-    let start = SystemTime::now() + secs(60);
-    let clock = Arc::new(ManualClock::new(start));
-    let e = env_at(clock.clone());
-    let o = e.open("f", RWA, ALL, Disposition::Create).unwrap();
+    let (clock, e, o) = setup();
+    let start = clock.now();
     let h = &o.handle;
     h.write(0, b"a").unwrap();
     let set = UNIX_EPOCH + secs(1_500_000_000);

@@ -22,6 +22,11 @@ impl Drop for Env {
 }
 
 pub fn env() -> Env {
+    env_with_clock(Arc::new(SystemClock))
+}
+
+/// A share whose file service reads `clock` (tests move a `ManualClock`).
+pub fn env_with_clock(clock: Arc<dyn Clock>) -> Env {
     let dir = std::env::temp_dir().join(format!(
         "braid-fs-test-{}-{}",
         std::process::id(),
@@ -30,7 +35,7 @@ pub fn env() -> Env {
     let _ = std::fs::remove_dir_all(&dir);
     let share_dir = dir.join("share");
     std::fs::create_dir_all(&share_dir).unwrap();
-    let fs = FileService::new(Arc::new(SystemClock));
+    let fs = FileService::new(clock);
     let share = fs.add_share("test", &share_dir).unwrap();
     Env {
         dir,
