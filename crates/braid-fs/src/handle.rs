@@ -332,6 +332,15 @@ impl OpenHandle {
         self.0.write_noted.store(quiet, Ordering::Release);
     }
 
+    /// Whether data was written through this open (WRITE, copy-chunk,
+    /// zeroing): the server reports a change of the file when it closes.
+    pub fn has_written(&self) -> bool {
+        let s = self.0.node.lock();
+        s.opens
+            .iter()
+            .any(|o| o.id == self.0.id && o.write_time.modified)
+    }
+
     /// Move the file's LastWriteTime to now on behalf of this open and
     /// consume its pending update ([`crate::open_table::NodeState::update_write_time`]); with
     /// `only_if_written`, only if this open has written.

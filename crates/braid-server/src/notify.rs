@@ -50,6 +50,11 @@ pub struct Watch {
     dir: String,
     recursive: bool,
     filter: u32,
+    /// Bytes of changes kept between requests: the first request's
+    /// OutputBufferLength (MS-CIFS 3.3.5.59.4 sizes the buffer from the
+    /// first request, as Windows does). Changes beyond it overflow, and
+    /// every request until the next change ends STATUS_NOTIFY_ENUM_DIR.
+    capacity: usize,
     events: Mutex<Buffered>,
     pub wake: Notify,
     closed: AtomicBool,
@@ -61,6 +66,8 @@ pub struct Watch {
 #[derive(Default)]
 struct Buffered {
     events: Vec<(u32, String)>,
+    /// Encoded size of `events` (FILE_NOTIFY_INFORMATION, aligned).
+    bytes: usize,
     overflow: bool,
 }
 
@@ -87,6 +94,7 @@ impl Watch {
         if b.events.is_empty() {
             return None;
         }
+        b.bytes = 0;
         Some(Changes::Events(std::mem::take(&mut b.events)))
     }
 
@@ -111,12 +119,14 @@ impl NotifyHub {
         dir: &str,
         recursive: bool,
         completion_filter: u32,
+        capacity: u32,
     ) -> Arc<Watch> {
         let w = Arc::new(Watch {
             share: share.to_lowercase(),
             dir: dir.trim_matches('\\').to_lowercase(),
             recursive,
             filter: completion_filter,
+            capacity: capacity as usize,
             events: Mutex::new(Buffered::default()),
             wake: Notify::new(),
             closed: AtomicBool::new(false),
@@ -176,15 +186,27 @@ impl NotifyHub {
                 continue;
             };
             let mut b = w.events.lock().unwrap();
-            if b.events.len() >= MAX_BUFFERED {
+            let size = entry_size(relative);
+            if b.overflow {
+                // Already lost: the client re-reads the directory anyway.
+            } else if b.events.len() >= MAX_BUFFERED || b.bytes + size > w.capacity {
                 b.overflow = true;
+                b.events.clear();
+                b.bytes = 0;
             } else {
                 b.events.push((action, relative.to_string()));
+                b.bytes += size;
             }
             drop(b);
             w.wake.notify_one();
         }
     }
+}
+
+/// Bytes one change takes in a response: the 12-byte entry header and the
+/// UTF-16 name, padded to 4 bytes.
+fn entry_size(name: &str) -> usize {
+    (12 + 2 * name.encode_utf16().count()).next_multiple_of(4)
 }
 
 /// MS-FSCC 2.4.42 FILE_NOTIFY_INFORMATION entries, 4-byte aligned and
@@ -218,8 +240,14 @@ mod tests {
     #[test]
     fn changes_reach_the_watch_of_the_parent_only() {
         let hub = NotifyHub::default();
-        let root = hub.watch("data", "", false, filter::FILE_NAME);
-        let sub = hub.watch("DATA", "Dir", false, filter::FILE_NAME | filter::DIR_NAME);
+        let root = hub.watch("data", "", false, filter::FILE_NAME, 4096);
+        let sub = hub.watch(
+            "DATA",
+            "Dir",
+            false,
+            filter::FILE_NAME | filter::DIR_NAME,
+            4096,
+        );
         hub.report("data", "dir\\a.txt", action::ADDED, filter::FILE_NAME);
         hub.report("data", "b.txt", action::ADDED, filter::FILE_NAME);
         hub.report("data", "dir\\c", action::ADDED, filter::ATTRIBUTES);
@@ -237,7 +265,7 @@ mod tests {
     #[test]
     fn recursive_watch_reports_relative_paths() {
         let hub = NotifyHub::default();
-        let w = hub.watch("s", "top", true, filter::FILE_NAME);
+        let w = hub.watch("s", "top", true, filter::FILE_NAME, 4096);
         hub.report("s", "top\\a\\b.txt", action::REMOVED, filter::FILE_NAME);
         match w.take() {
             Some(Changes::Events(e)) => {
@@ -264,7 +292,7 @@ mod tests {
     #[test]
     fn overflow_asks_for_a_rescan() {
         let hub = NotifyHub::default();
-        let w = hub.watch("s", "", false, filter::FILE_NAME);
+        let w = hub.watch("s", "", false, filter::FILE_NAME, 4096);
         for i in 0..(MAX_BUFFERED + 1) {
             hub.report("s", &format!("f{i}"), action::ADDED, filter::FILE_NAME);
         }

@@ -40,6 +40,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 &open.handle.path(),
                 r.flags & WATCH_TREE != 0,
                 r.completion_filter,
+                r.output_buffer_length,
             )
         })
         .clone()

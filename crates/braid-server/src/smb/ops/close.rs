@@ -23,7 +23,19 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     let handle = open.handle.clone();
     let path = open.handle.path();
+    let wrote = !open.is_directory && open.handle.has_written();
     let info = blocking(move || handle.close()).await?;
+    if wrote && info.number_of_links != 0 {
+        // The data changed: watchers see it when the writer closes, as
+        // the LastWriteTime settles then (Samba reports it the same way).
+        if let Ok(share) = req.share() {
+            let f = notify::filter::LAST_WRITE | notify::filter::SIZE;
+            req.conn
+                .server
+                .notify
+                .report(&share.name, &path, notify::action::MODIFIED, f);
+        }
+    }
     if info.number_of_links == 0 {
         // The last close of a delete-pending file removed it.
         if let Ok(share) = req.share() {
