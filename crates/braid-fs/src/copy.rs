@@ -35,12 +35,7 @@ impl OpenHandle {
         if end > i64::MAX as u64 || src_offset > i64::MAX as u64 {
             return Err(FsError::InvalidParameter);
         }
-        let _serial = dest
-            .0
-            .node
-            .write_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _serial = dest.serialize_writes();
         // A copy is a write of the destination (its LastWriteTime moves as
         // for WRITE, MS-FSA 2.1.4.17).
         dest.note_write();

@@ -279,12 +279,7 @@ impl OpenHandle {
             return Err(FsError::IsADirectory);
         }
         self.note_write();
-        let _serial = self
-            .0
-            .node
-            .write_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _serial = self.serialize_writes();
         let direct = match self.0.share.0.direct_writes() {
             true => self.0.direct.try_write(self.fd(), offset, data),
             false => None,
@@ -294,6 +289,16 @@ impl OpenHandle {
             Err(FsError::FileClosed) => Err(FsError::AccessDenied),
             r => r,
         }
+    }
+
+    /// Writes of one file run one at a time (concurrent pwrite()s of one
+    /// file made the kernel's inode lock spin; docs/BENCHMARKS.md).
+    pub(crate) fn serialize_writes(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.0
+            .node
+            .write_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// MS-FSA 2.1.4.17 for a write through this open, called before the

@@ -46,12 +46,7 @@ impl OpenHandle {
         if self.is_directory() || beyond_final_zero < offset {
             return Err(FsError::InvalidParameter);
         }
-        let _serial = self
-            .0
-            .node
-            .write_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let _serial = self.serialize_writes();
         let size = sys::fstat(self.fd())?.st_size as u64;
         let end = beyond_final_zero.min(size);
         if offset >= end {
