@@ -21,6 +21,7 @@ use braid_smb_proto::crypto::{
 use braid_smb_proto::header::HEADER_LEN;
 
 use crate::credits::CreditWindow;
+pub use crate::order::{FileRequestOrder, NotifyOrder};
 use crate::smb::frame;
 use crate::state::ServerState;
 
@@ -56,52 +57,6 @@ pub struct PendingTable {
     early_cancels: std::collections::VecDeque<u64>,
 }
 
-/// CHANGE_NOTIFY requests of a connection, in the order they arrived.
-/// Their handlers run on separate tasks, which may start in any order; a
-/// handler waits for its turn before it takes buffered changes or queues on
-/// its watch, so that two requests on one directory get the changes in the
-/// order they were sent (smbtorture smb2.notify.double).
-#[derive(Default)]
-pub struct NotifyOrder {
-    queue: Mutex<std::collections::VecDeque<u64>>,
-    turn: tokio::sync::Notify,
-}
-
-impl NotifyOrder {
-    /// The reader saw a CHANGE_NOTIFY with this message id.
-    pub fn arrived(&self, message_id: u64) {
-        self.queue.lock().unwrap().push_back(message_id);
-    }
-
-    /// Wait until every CHANGE_NOTIFY that arrived before this one is done
-    /// with [`NotifyOrder::done`].
-    pub async fn wait_turn(&self, message_id: u64) {
-        loop {
-            let turn = self.turn.notified();
-            tokio::pin!(turn);
-            turn.as_mut().enable();
-            {
-                let q = self.queue.lock().unwrap();
-                if q.front().is_none_or(|m| *m == message_id) || !q.contains(&message_id) {
-                    return;
-                }
-            }
-            turn.await;
-        }
-    }
-
-    /// This request has queued on its watch, failed, or finished (called
-    /// again after the handler returns; the second call finds nothing).
-    pub fn done(&self, message_id: u64) {
-        let mut q = self.queue.lock().unwrap();
-        if let Some(i) = q.iter().position(|m| *m == message_id) {
-            q.remove(i);
-            drop(q);
-            self.turn.notify_waiters();
-        }
-    }
-}
-
 /// Early CANCELs remembered per connection.
 const EARLY_CANCELS: usize = 64;
 
@@ -122,6 +77,7 @@ pub struct Connection {
     pub credits: Mutex<CreditWindow>,
     pub pending: Mutex<PendingTable>,
     pub notify_order: NotifyOrder,
+    pub file_order: FileRequestOrder,
     next_async_id: AtomicU64,
     pub sessions: Mutex<HashSet<u64>>,
     /// Sessions this connection is in the middle of binding to.
@@ -261,6 +217,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         credits: Mutex::new(CreditWindow::new(server.config.max_credits)),
         pending: Mutex::new(PendingTable::default()),
         notify_order: NotifyOrder::default(),
+        file_order: FileRequestOrder::default(),
         next_async_id: AtomicU64::new(1),
         sessions: Mutex::new(HashSet::new()),
         binding: Mutex::new(HashSet::new()),

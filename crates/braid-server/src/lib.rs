@@ -11,6 +11,7 @@ pub mod lease;
 pub mod metrics;
 pub mod notify;
 pub mod oplock;
+pub mod order;
 pub mod server;
 pub mod session;
 pub mod sharded;

@@ -28,7 +28,8 @@ pub enum Work {
     Smb1Negotiate(Vec<u8>),
     Smb2 {
         buf: Bytes,
-        msgs: Vec<(Range<usize>, Header)>,
+        /// Each message, with its [`crate::order::FileRequestOrder`] ticket.
+        msgs: Vec<(Range<usize>, Header, Option<u64>)>,
         /// The session whose key decrypted the frame (MS-SMB2 3.3.5.2.1.1).
         encrypted_by: Option<Arc<Session>>,
         /// The lone message's signature, checked while it arrived.
@@ -212,7 +213,8 @@ pub fn accept_frame(
                 conn.notify_order.arrived(hdr.message_id);
             }
             let start = plain.start + off;
-            msgs.push((start..start + len, hdr.clone()));
+            let ticket = conn.file_order.arrived(hdr.command, &rest[..len]);
+            msgs.push((start..start + len, hdr.clone(), ticket));
         }
         if hdr.next_command == 0 {
             break;
@@ -232,6 +234,21 @@ pub fn accept_frame(
         encrypted_by,
         pre_verified,
     }))
+}
+
+/// Releases a frame's [`crate::order::FileRequestOrder`] tickets when its
+/// processing ends, early or not.
+struct ReleaseTickets<'a> {
+    conn: &'a Connection,
+    tickets: Vec<u64>,
+}
+
+impl Drop for ReleaseTickets<'_> {
+    fn drop(&mut self) {
+        for t in &self.tickets {
+            self.conn.file_order.release(*t);
+        }
+    }
 }
 
 /// State carried from one compounded request to the next related one.
@@ -261,10 +278,15 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         } => (buf, msgs, encrypted_by, pre_verified),
     };
     let count = msgs.len();
+    // Whatever becomes of these requests, none holds a CLOSE back after.
+    let _release = ReleaseTickets {
+        conn,
+        tickets: msgs.iter().filter_map(|(_, _, t)| *t).collect(),
+    };
     let mut related = Related::default();
     let mut out: Vec<Bytes> = Vec::with_capacity(count + 1);
     let mut prev: Option<Finished> = None;
-    for (i, (range, hdr)) in msgs.into_iter().enumerate() {
+    for (i, (range, hdr, ticket)) in msgs.into_iter().enumerate() {
         let last = i + 1 == count;
         // MS-SMB2 3.3.4.2 (Windows behaviour, <159>): the last request of a
         // compound may go async; what came before it is sent first.
@@ -283,10 +305,14 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
             msg,
             &mut related,
             in_compound,
+            ticket,
             encrypted_by.as_ref(),
             pre_verified.as_ref(),
         )
         .await;
+        if let Some(t) = ticket {
+            conn.file_order.release(t);
+        }
         if hdr.command == Command::ChangeNotify as u16 {
             // Whatever became of it (even refused before its handler ran),
             // the next CHANGE_NOTIFY may go.
@@ -427,6 +453,7 @@ async fn handle_one(
     msg_bytes: Bytes,
     related: &mut Related,
     in_compound: bool,
+    ticket: Option<u64>,
     encrypted_by: Option<&Arc<Session>>,
     pre_verified: Option<&PreVerified>,
 ) -> Result<Finished, String> {
@@ -460,6 +487,7 @@ async fn handle_one(
             None
         },
         in_compound,
+        ticket,
         async_id: None,
         interim_credits: None,
         encrypted_by: encrypted_by.cloned(),

@@ -31,6 +31,9 @@ pub struct Request<'a> {
     /// File id of the previous CREATE in a related compound.
     pub related_file_id: Option<FileId>,
     pub in_compound: bool,
+    /// This request's place among the connection's requests on opens
+    /// ([`crate::order::FileRequestOrder`]).
+    pub ticket: Option<u64>,
     /// Set when the handler went async: the final response carries it.
     pub async_id: Option<u64>,
     /// Credits granted on the interim response (the final one grants none).
@@ -179,6 +182,10 @@ impl Request<'_> {
     /// MS-SMB2 3.3.4.2: send an interim STATUS_PENDING response; the final
     /// response then goes out asynchronously with the same AsyncId.
     pub fn go_async(&mut self) {
+        // It will wait now: a CLOSE behind it may go ahead and cancel it.
+        if let Some(t) = self.ticket {
+            self.conn.file_order.release(t);
+        }
         if self.async_id.is_some() || self.in_compound {
             return;
         }

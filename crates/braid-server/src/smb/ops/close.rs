@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use braid_smb_proto::codec::Message;
+use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::messages::{CloseRequest, CloseResponse};
 use braid_smb_proto::NtStatus;
 
@@ -16,6 +16,15 @@ const POSTQUERY_ATTRIB: u16 = 0x0001;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = CloseRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    let named = if r.file_id == FileId::RELATED {
+        req.related_file_id
+    } else {
+        Some(r.file_id)
+    };
+    if let (Some(ticket), Some(id)) = (req.ticket, named) {
+        // Requests on this open that arrived first take effect first.
+        req.conn.file_order.wait_before(ticket, id.volatile).await;
+    }
     let open = req.open(r.file_id)?;
     let session = req.session()?;
     if session.opens.remove(&open.volatile_id).is_none() || !open.mark_closed() {

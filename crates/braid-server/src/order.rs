@@ -1,0 +1,247 @@
+//! The order in which a connection's requests take effect.
+//!
+//! The reader spawns a task per frame, and tasks start in any order on the
+//! runtime's threads; where MS-SMB2 or MS-FSA make the order of arrival
+//! visible to the client, these queues restore it.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use braid_smb_proto::codec::FileId;
+use braid_smb_proto::header::{Command, HEADER_LEN};
+use tokio::sync::Notify;
+
+/// CHANGE_NOTIFY requests of a connection, in the order they arrived.
+/// Their handlers run on separate tasks, which may start in any order; a
+/// handler waits for its turn before it takes buffered changes or queues on
+/// its watch, so that two requests on one directory get the changes in the
+/// order they were sent (smbtorture smb2.notify.double).
+#[derive(Default)]
+pub struct NotifyOrder {
+    queue: Mutex<std::collections::VecDeque<u64>>,
+    turn: tokio::sync::Notify,
+}
+
+impl NotifyOrder {
+    /// The reader saw a CHANGE_NOTIFY with this message id.
+    pub fn arrived(&self, message_id: u64) {
+        self.queue.lock().unwrap().push_back(message_id);
+    }
+
+    /// Wait until every CHANGE_NOTIFY that arrived before this one is done
+    /// with [`NotifyOrder::done`].
+    pub async fn wait_turn(&self, message_id: u64) {
+        loop {
+            let turn = self.turn.notified();
+            tokio::pin!(turn);
+            turn.as_mut().enable();
+            {
+                let q = self.queue.lock().unwrap();
+                if q.front().is_none_or(|m| *m == message_id) || !q.contains(&message_id) {
+                    return;
+                }
+            }
+            turn.await;
+        }
+    }
+
+    /// This request has queued on its watch, failed, or finished (called
+    /// again after the handler returns; the second call finds nothing).
+    pub fn done(&self, message_id: u64) {
+        let mut q = self.queue.lock().unwrap();
+        if let Some(i) = q.iter().position(|m| *m == message_id) {
+            q.remove(i);
+            drop(q);
+            self.turn.notify_waiters();
+        }
+    }
+}
+
+/// Requests that name an open (READ, WRITE, QUERY_DIRECTORY, CHANGE_NOTIFY,
+/// ...), in the order they arrived, until each finishes or goes async.
+///
+/// A CLOSE waits for the requests on the same handle that arrived before
+/// it: a QUERY_DIRECTORY sent just before a CLOSE completes normally, and a
+/// CHANGE_NOTIFY sent just before it is pending when the CLOSE cancels it
+/// with STATUS_NOTIFY_CLEANUP (MS-SMB2 3.3.5.10, 3.3.5.19), where tasks
+/// starting out of order would have let the CLOSE run first and failed the
+/// earlier request with FILE_CLOSED (smbtorture
+/// smb2.compound_find.compound_find_close, smb2.notify.dir). Requests that
+/// go async (blocking locks, change notifications) stop holding a CLOSE
+/// back then: the CLOSE cancels them.
+#[derive(Default)]
+pub struct FileRequestOrder {
+    /// (arrival ticket, volatile file id) of requests not yet done.
+    queue: Mutex<VecDeque<(u64, u64)>>,
+    next_ticket: AtomicU64,
+    /// CLOSEs waiting: only then does finishing a request wake anyone.
+    waiting: AtomicUsize,
+    changed: Notify,
+}
+
+impl FileRequestOrder {
+    /// The reader saw request `msg` (header and body); returns its ticket
+    /// if it names an open.
+    pub fn arrived(&self, command: u16, msg: &[u8]) -> Option<u64> {
+        let at = file_id_offset(command)?;
+        // FileId.Volatile follows the 8-byte FileId.Persistent.
+        let from = HEADER_LEN + at + 8;
+        let volatile = u64::from_le_bytes(msg.get(from..from + 8)?.try_into().ok()?);
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        self.queue.lock().unwrap().push_back((ticket, volatile));
+        Some(ticket)
+    }
+
+    /// The request finished or went async (a second call finds nothing).
+    pub fn release(&self, ticket: u64) {
+        let mut q = self.queue.lock().unwrap();
+        let Some(i) = q.iter().position(|(t, _)| *t == ticket) else {
+            return;
+        };
+        q.remove(i);
+        drop(q);
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            self.changed.notify_waiters();
+        }
+    }
+
+    /// Wait until every request that arrived before `ticket` and names
+    /// `volatile` (or the related open of a compound) is done.
+    pub async fn wait_before(&self, ticket: u64, volatile: u64) {
+        let blocks = |q: &VecDeque<(u64, u64)>| {
+            q.iter()
+                .take_while(|(t, _)| *t < ticket)
+                .any(|(_, v)| *v == volatile || *v == FileId::RELATED.volatile)
+        };
+        if !blocks(&self.queue.lock().unwrap()) {
+            return;
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if !blocks(&self.queue.lock().unwrap()) {
+                break;
+            }
+            changed.await;
+        }
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Where a request body carries its FileId (MS-SMB2 2.2.14 - 2.2.39), for
+/// the commands that name an open; OPLOCK_BREAK acknowledgments are left
+/// out (a CLOSE answering a break must not wait for its acknowledgment).
+fn file_id_offset(command: u16) -> Option<usize> {
+    match Command::from_u16(command)? {
+        Command::Close
+        | Command::Flush
+        | Command::Lock
+        | Command::Ioctl
+        | Command::QueryDirectory
+        | Command::ChangeNotify => Some(8),
+        Command::Read | Command::Write | Command::SetInfo => Some(16),
+        Command::QueryInfo => Some(24),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A request message of `command` naming volatile id `v`.
+    fn msg(command: Command, v: u64) -> Vec<u8> {
+        let mut m = vec![0u8; HEADER_LEN + 48];
+        let at = HEADER_LEN + file_id_offset(command as u16).unwrap() + 8;
+        m[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        m
+    }
+
+    #[test]
+    fn only_requests_on_opens_get_tickets() {
+        let order = FileRequestOrder::default();
+        assert!(order
+            .arrived(Command::Create as u16, &[0; HEADER_LEN + 64])
+            .is_none());
+        assert!(order
+            .arrived(Command::OplockBreak as u16, &[0; HEADER_LEN + 24])
+            .is_none());
+        // Too short to hold a FileId: no ticket, no panic.
+        assert!(order
+            .arrived(Command::Read as u16, &[0; HEADER_LEN + 20])
+            .is_none());
+        assert_eq!(
+            order.arrived(Command::Read as u16, &msg(Command::Read, 7)),
+            Some(0)
+        );
+        assert_eq!(
+            order.arrived(Command::QueryInfo as u16, &msg(Command::QueryInfo, 7)),
+            Some(1)
+        );
+    }
+
+    #[tokio::test]
+    async fn close_waits_for_earlier_requests_on_its_open_only() {
+        let order = Arc::new(FileRequestOrder::default());
+        let find = order
+            .arrived(
+                Command::QueryDirectory as u16,
+                &msg(Command::QueryDirectory, 5),
+            )
+            .unwrap();
+        let other = order
+            .arrived(Command::Read as u16, &msg(Command::Read, 6))
+            .unwrap();
+        let close = order
+            .arrived(Command::Close as u16, &msg(Command::Close, 5))
+            .unwrap();
+        // A request on another open does not hold the CLOSE back.
+        order.release(find);
+        tokio::time::timeout(Duration::from_secs(1), order.wait_before(close, 5))
+            .await
+            .expect("nothing earlier on open 5");
+        let _ = other;
+
+        let write = order
+            .arrived(Command::Write as u16, &msg(Command::Write, 9))
+            .unwrap();
+        let close = order
+            .arrived(Command::Close as u16, &msg(Command::Close, 9))
+            .unwrap();
+        let waiter = {
+            let order = order.clone();
+            tokio::spawn(async move { order.wait_before(close, 9).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished(), "CLOSE ran before the earlier WRITE");
+        order.release(write);
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("released WRITE lets the CLOSE go")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn related_requests_hold_back_any_close() {
+        let order = FileRequestOrder::default();
+        let related = order
+            .arrived(Command::Read as u16, &msg(Command::Read, u64::MAX))
+            .unwrap();
+        let close = order
+            .arrived(Command::Close as u16, &msg(Command::Close, 3))
+            .unwrap();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), order.wait_before(close, 3))
+                .await
+                .is_err()
+        );
+        order.release(related);
+        order.release(related); // idempotent
+        order.wait_before(close, 3).await;
+    }
+}
