@@ -251,6 +251,13 @@ impl Drop for ReleaseTickets<'_> {
     }
 }
 
+/// Where a message stands: inside a compound that answers as one, and its
+/// [`crate::order::FileRequestOrder`] ticket.
+struct Place {
+    in_compound: bool,
+    ticket: Option<u64>,
+}
+
 /// State carried from one compounded request to the next related one.
 #[derive(Default)]
 struct Related {
@@ -304,8 +311,10 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
             &hdr,
             msg,
             &mut related,
-            in_compound,
-            ticket,
+            Place {
+                in_compound,
+                ticket,
+            },
             encrypted_by.as_ref(),
             pre_verified.as_ref(),
         )
@@ -452,8 +461,7 @@ async fn handle_one(
     hdr: &Header,
     msg_bytes: Bytes,
     related: &mut Related,
-    in_compound: bool,
-    ticket: Option<u64>,
+    place: Place,
     encrypted_by: Option<&Arc<Session>>,
     pre_verified: Option<&PreVerified>,
 ) -> Result<Finished, String> {
@@ -486,8 +494,8 @@ async fn handle_one(
         } else {
             None
         },
-        in_compound,
-        ticket,
+        in_compound: place.in_compound,
+        ticket: place.ticket,
         async_id: None,
         interim_credits: None,
         encrypted_by: encrypted_by.cloned(),
