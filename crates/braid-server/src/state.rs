@@ -82,7 +82,11 @@ impl ServerState {
             start_time: SystemTime::now(),
             preserved: Default::default(),
             next_file_id: AtomicU64::new(1),
-            next_session_id: AtomicU64::new(rand::random::<u32>() as u64 | 1 << 40),
+            // Session ids fit in 32 bits, as Samba's do: some clients keep
+            // them in 32-bit variables (smbtorture smb2.session-id does).
+            // A random start below 2^31 leaves 2^31 ids before they would
+            // grow past 32 bits.
+            next_session_id: AtomicU64::new(u64::from(rand::random::<u32>() >> 1).max(1)),
             next_connection_id: AtomicU64::new(1),
         })
     }

@@ -764,6 +764,11 @@ pub fn verify_authenticate(
             return Err(AuthError::Malformed("NTLMv2 response too short"));
         }
         let (proof, temp) = auth.nt_response.split_at(16);
+        // NTLMv2_CLIENT_CHALLENGE (2.2.2.7): AV pairs start at offset 28. A
+        // response that does not parse is malformed whatever its proof
+        // (INVALID_PARAMETER, as Windows and Samba answer: smbtorture
+        // smb2.session.ntlmssp_bug14932), and says nothing about the password.
+        let pairs = parse_av_pairs(&temp[28..])?;
         let nt_hash = lookup(&auth.user, &auth.domain).ok_or(AuthError::LogonFailure)?;
         let mut domains = vec![auth.domain.as_str()];
         if !auth.domain.is_empty() {
@@ -775,8 +780,6 @@ pub fn verify_authenticate(
             .find(|k| ct_eq(&nt_proof_str(k, &chal.server_challenge, temp), proof))
             .ok_or(AuthError::LogonFailure)?;
         let proof: [u8; 16] = proof.try_into().expect("16 bytes");
-        // NTLMv2_CLIENT_CHALLENGE (2.2.2.7): AV pairs start at offset 28.
-        let pairs = parse_av_pairs(&temp[28..])?;
         (
             session_base_key(&key, &proof),
             av_flags(&pairs) & av::FLAG_MIC_PRESENT != 0,
@@ -1436,6 +1439,21 @@ mod tests {
             s.authenticate(&m.encode(), &users).unwrap_err(),
             AuthError::LogonFailure
         );
+    }
+
+    #[test]
+    fn truncated_ntlmv2_blob_is_malformed_not_a_logon_failure() {
+        // smbtorture smb2.session.ntlmssp_bug14932: a bogus NTProofStr over
+        // a blob whose AV pairs run past its end (95 bytes in all).
+        let (mut s, mut c) = pair("alice", "", "s3cret!");
+        let chal = s.challenge(&c.negotiate()).unwrap();
+        let auth = c.authenticate(&chal, &ENTROPY).unwrap();
+        let mut m = AuthenticateMessage::decode(&auth).unwrap();
+        m.nt_response.truncate(95);
+        m.nt_response[..16].fill(0xab);
+        let err = s.authenticate(&m.encode(), &users).unwrap_err();
+        assert!(matches!(err, AuthError::Malformed(_)), "{err:?}");
+        assert_eq!(err.nt_status(), crate::NtStatus::INVALID_PARAMETER);
     }
 
     #[test]

@@ -133,7 +133,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 super::logoff::end_session(server, &session).await;
             }
             tokio::time::sleep(server.config.logon_failure_delay).await;
-            Err(NtStatus::LOGON_FAILURE)
+            // A malformed token is INVALID_PARAMETER, a wrong password
+            // LOGON_FAILURE (AuthError::nt_status).
+            Err(e.nt_status())
         }
     }
 }
@@ -435,7 +437,7 @@ async fn bind(
             session.binds.lock().unwrap().remove(&conn.id);
             conn.binding.lock().unwrap().remove(&session.id);
             tokio::time::sleep(server.config.logon_failure_delay).await;
-            return Err(NtStatus::LOGON_FAILURE);
+            return Err(e.nt_status());
         }
     };
     let (token, outcome) = outcome;
