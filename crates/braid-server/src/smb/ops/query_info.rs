@@ -95,7 +95,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             {
                 return Err(NtStatus::ACCESS_DENIED);
             }
-            if open.granted_access & access_mask::READ_CONTROL == 0 {
+            // Asking for no part at all needs no right: the answer is an
+            // empty descriptor (smbtorture smb2.sdread, as Windows does).
+            if r.additional_information & !SACL != 0
+                && open.granted_access & access_mask::READ_CONTROL == 0
+            {
                 return Err(NtStatus::ACCESS_DENIED);
             }
             // The POSIX backend runs as one user: its uid/gid stand for
