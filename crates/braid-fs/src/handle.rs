@@ -624,8 +624,19 @@ impl OpenHandle {
             return Err(FsError::InvalidParameter);
         }
         let st = sys::fstat(self.fd())?;
-        if size < st.st_size as u64 {
+        let eof = st.st_size as u64;
+        let allocated = st.st_blocks as u64 * 512;
+        if size < eof {
             self.truncate(size)?;
+        } else if size < allocated && allocated > eof.next_multiple_of(st.st_blksize as u64) {
+            // Less than what was reserved past EOF: release it. Shrinking
+            // the file frees every block past the new size, reserved ones
+            // included, so grow it by a byte and shrink it back.
+            self.truncate(eof + 1)?;
+            self.truncate(eof)?;
+            if size > eof {
+                preallocate(self.fd(), size)?;
+            }
         } else {
             preallocate(self.fd(), size)?;
         }

@@ -424,3 +424,26 @@ impl AsRef<[u8]> for Slice {
         &self.0[self.1..self.1 + self.2]
     }
 }
+
+#[test]
+fn allocation_below_the_reserved_space_releases_it() {
+    let e = env();
+    let o = e.open("prealloc", RW, ALL, Disposition::Create).unwrap();
+    let h = &o.handle;
+    h.write(0, b"abc").unwrap();
+    h.set_allocation(1 << 20).unwrap();
+    let reserved = h.info().unwrap().allocation_size;
+    if reserved < 1 << 20 {
+        return; // this file system does not reserve space (no fallocate)
+    }
+    // MS-FSA 2.1.5.14.1: an AllocationSize above EOF but below what is
+    // allocated shrinks the allocation and keeps the data.
+    h.set_allocation(8192).unwrap();
+    let i = h.info().unwrap();
+    assert_eq!(i.end_of_file, 3);
+    assert!(i.allocation_size < 1 << 20, "{}", i.allocation_size);
+    assert!(i.allocation_size >= 8192, "{}", i.allocation_size);
+    h.set_allocation(3).unwrap();
+    assert!(h.info().unwrap().allocation_size <= 8192);
+    assert_eq!(h.read(0, 10).unwrap(), b"abc");
+}

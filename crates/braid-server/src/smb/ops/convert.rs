@@ -16,7 +16,13 @@ pub fn view_of(info: &FileInfo) -> FileAttributesView {
         allocation_size: info.allocation_size,
         end_of_file: info.end_of_file,
         file_attributes: info.attributes,
-        number_of_links: info.number_of_links,
+        // MS-FSA 2.1.5.12.27: NumberOfLinks counts the links not marked
+        // for deletion; a delete-pending file has lost its one link.
+        number_of_links: if info.delete_pending {
+            info.number_of_links.saturating_sub(1)
+        } else {
+            info.number_of_links
+        },
         delete_pending: info.delete_pending,
         directory: info.is_directory,
         file_id: info.file_id,
