@@ -294,6 +294,10 @@ pub struct Open {
     /// Counts the open's disconnections: a scavenger timer only closes the
     /// open if it was not reconnected (and lost again) in between.
     pub disconnects: AtomicU64,
+    /// A file renamed through this open: its close reports an attribute
+    /// change (NTFS marks a renamed file for archiving when its handle is
+    /// cleaned up).
+    pub renamed: AtomicBool,
 }
 
 impl Open {

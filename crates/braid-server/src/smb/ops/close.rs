@@ -45,6 +45,23 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 .report(&share.name, &path, notify::action::MODIFIED, f);
         }
     }
+    if info.number_of_links != 0
+        && !open.is_directory
+        && open.renamed.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        // A file renamed through this open is marked for archiving as the
+        // open is cleaned up: watchers of attribute changes see it
+        // modified under its new name then (smbtorture
+        // smb2.notify.mask-change; smb2.notify.rec, whose renaming opens
+        // stay open, sees no such change).
+        if let Ok(share) = req.share() {
+            let f = notify::filter::ATTRIBUTES;
+            req.conn
+                .server
+                .notify
+                .report(&share.name, &path, notify::action::MODIFIED, f);
+        }
+    }
     if info.number_of_links == 0 {
         // The last close of a delete-pending file removed it.
         if let Ok(share) = req.share() {

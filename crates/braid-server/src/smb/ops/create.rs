@@ -302,6 +302,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         replay_eligible: AtomicBool::new(durable_ask.v2.is_some()),
         create_reply: Mutex::new(None),
         disconnects: Default::default(),
+        renamed: Default::default(),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory.
     match opened.action {

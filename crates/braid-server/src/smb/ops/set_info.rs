@@ -91,13 +91,24 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     let old_path = open.handle.path();
                     blocking(move || handle.rename(&target, l.replace_if_exists)).await?;
                     let f = notify::name_filter(open.is_directory);
-                    report(req, &old_path, notify::action::RENAMED_OLD_NAME, f);
-                    report(
-                        req,
-                        &open.handle.path(),
-                        notify::action::RENAMED_NEW_NAME,
-                        f,
-                    );
+                    let new_path = open.handle.path();
+                    // A move to another directory is a removal from one
+                    // and an addition to the other, as Windows reports it
+                    // (smbtorture smb2.notify.rec).
+                    let parent = |p: &str| p.rfind(['/', '\\']).map_or(0, |i| i);
+                    let (old_action, new_action) =
+                        if old_path[..parent(&old_path)] == new_path[..parent(&new_path)] {
+                            (
+                                notify::action::RENAMED_OLD_NAME,
+                                notify::action::RENAMED_NEW_NAME,
+                            )
+                        } else {
+                            (notify::action::REMOVED, notify::action::ADDED)
+                        };
+                    report(req, &old_path, old_action, f);
+                    report(req, &new_path, new_action, f);
+                    open.renamed
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
                 SetFileInfo::Link(_) => return Err(NtStatus::NOT_SUPPORTED),
                 SetFileInfo::Disposition { delete_pending } => {
