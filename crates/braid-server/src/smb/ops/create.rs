@@ -92,6 +92,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // parses and validates it (MS-FSA 2.1.5.1).
     let name = r.name.clone();
 
+    // Every create context name (tag) is at least 4 bytes (MS-SMB2
+    // 2.2.13.2); Windows and Samba refuse shorter ones.
+    if r.contexts.iter().any(|c| c.name.len() < 4) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
     let mut allocation_size = None;
     let mut create_eas = Vec::new();
     let mut want_mxac = false;
@@ -110,6 +115,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 let list = braid_smb_proto::fscc::file_info::decode_full_ea_list(&c.data)
                     .map_err(|e| e.status())?;
                 create_eas = super::convert::eas_of(list)?;
+            }
+            // MS-SMB2 3.3.5.9.4: open the version of the file as of a
+            // snapshot. Braid keeps no snapshots, so no previous version
+            // exists: STATUS_OBJECT_NAME_NOT_FOUND.
+            n if n == context_name::TIMEWARP_TOKEN => {
+                if c.data.len() < 8 {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+                return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
             }
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
             n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
