@@ -16,6 +16,7 @@
 pub mod clock;
 mod copy;
 mod direct;
+mod ea;
 pub mod error;
 mod handle;
 mod info;

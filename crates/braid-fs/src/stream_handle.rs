@@ -194,9 +194,7 @@ impl OpenHandle {
     /// the whole file): the default stream `::$DATA` of a file first, then
     /// each named stream. A directory has no default stream.
     pub fn streams(&self) -> FsResult<Vec<StreamEntry>> {
-        if self.0.closed.load(std::sync::atomic::Ordering::Acquire) {
-            return Err(FsError::FileClosed);
-        }
+        self.live()?;
         let fd = self.fd();
         let st = sys::fstat(fd)?;
         let mut out = Vec::new();
