@@ -26,7 +26,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "e2e"))
 import servers  # noqa: E402  (tests/e2e/servers.py)
-RESULT_RE = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess): (\S+)(.*)$")
+# A test name may contain spaces ("smb2.ioctl.copy-chunk streams"): the name
+# runs up to the " [" that starts a reason, or to the end of the line.
+RESULT_RE = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess): (.+?)((?: \[.*)?)$")
 
 
 def read_list(path: Path) -> list[str]:
@@ -183,7 +185,9 @@ def main() -> int:
 
     required, pending = read_list(args.list), read_list(args.pending)
     listing = subprocess.run(["smbtorture", "--list"], capture_output=True, text=True)
-    known = listing.stdout.split() if listing.returncode == 0 else []
+    # One test per line; names may contain spaces.
+    known = ([ln.strip() for ln in listing.stdout.splitlines() if ln.strip()]
+             if listing.returncode == 0 else [])
     problems = check_lists(required, pending, known)
     if problems:
         for msg in problems:

@@ -35,6 +35,12 @@ impl OpenHandle {
         if end > i64::MAX as u64 || src_offset > i64::MAX as u64 {
             return Err(FsError::InvalidParameter);
         }
+        if self.0.stream.is_some() || dest.0.stream.is_some() {
+            // Streams live in xattrs: through a buffer (bounded by the
+            // stream size limit on either side).
+            let data = self.read(src_offset, len)?;
+            return dest.write(dest_offset, &data);
+        }
         let _serial = dest.serialize_writes();
         // A copy is a write of the destination (its LastWriteTime moves as
         // for WRITE, MS-FSA 2.1.4.17).

@@ -94,6 +94,7 @@ impl OpenHandle {
         let inner = &self.0;
         if !inner.share.0.direct_writes()
             || inner.is_dir
+            || inner.stream.is_some()
             || self.need(access::FILE_WRITE_DATA).is_err()
         {
             return None;

@@ -19,13 +19,8 @@ use crate::path;
 use crate::service::preallocate;
 use crate::share::ShareRef;
 use crate::sys;
-use crate::types::{
-    access as acc, attr, share as sh, BasicTimes, DirEntry, ExtendedAttribute, FileInfo, LockOwner,
-};
+use crate::types::{access as acc, attr, share as sh, BasicTimes, DirEntry, FileInfo, LockOwner};
 use crate::uring::RingSlot;
-
-/// Extended attribute NAME is kept in the xattr `user.braid.ea.NAME`.
-const EA_XATTR_PREFIX: &str = "user.braid.ea.";
 
 /// How long after the first write through an open its LastWriteTime
 /// update waits (Samba's default "smbd:writetimeupdatedelay"; see
@@ -53,10 +48,14 @@ pub(crate) struct HandleInner {
     /// The page-cache bypass for large aligned writes (see `direct.rs`).
     pub(crate) direct: DirectWriter,
     pub(crate) ring: Arc<RingSlot>,
+    /// Set for an open of a named stream (`stream_handle.rs`): `fd` and
+    /// `path` are then those of the file the stream belongs to, `node` the
+    /// stream's own.
+    pub(crate) stream: Option<crate::stream_handle::StreamOpen>,
 }
 
 impl HandleInner {
-    fn rel(&self) -> String {
+    pub(crate) fn rel(&self) -> String {
         self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -88,8 +87,15 @@ impl HandleInner {
         }
         s.locks.remove_open(self.id);
         if s.opens.is_empty() {
+            // The file's deletion waits for the opens of its streams too.
+            let idle = s.stream_opens.is_empty();
             if s.delete_pending {
-                if let Err(e) = self.unlink_now() {
+                let r = match &self.stream {
+                    Some(st) => st.remove_stream(self.fd.as_raw_fd()),
+                    None if idle => self.unlink_now(&node.key, self.is_dir),
+                    None => Ok(()),
+                };
+                if let Err(e) = r {
                     tracing::debug!(path = %self.rel(), error = %e, "delete on close failed");
                 }
             } else if let Some(t) = s.write_time {
@@ -101,16 +107,25 @@ impl HandleInner {
                         tracing::debug!(path = %self.rel(), error = %e, "write time on close");
                     }
                 }
+                // The entry may outlive its opens (for its stream opens):
+                // from now on the host mtime tells the time again.
+                s.write_time = None;
             }
-            s.dead = true;
-            self.nodes.remove(node);
+            if idle {
+                s.dead = true;
+                self.nodes.remove(node);
+            }
         }
         drop(s);
         node.notify.notify_waiters();
+        if let Some(st) = &self.stream {
+            st.leave_file(self);
+        }
     }
 
-    /// Remove this file's current name, if it still names this file.
-    fn unlink_now(&self) -> FsResult<()> {
+    /// Remove the current name of the file `key` (this open's file, or the
+    /// file a stream open belongs to), if it still names that file.
+    pub(crate) fn unlink_now(&self, key: &FileKey, is_dir: bool) -> FsResult<()> {
         let rel = self.rel();
         if rel.is_empty() {
             return Err(FsError::CannotDelete);
@@ -121,10 +136,10 @@ impl HandleInner {
             .map_err(FsError::from_errno)?;
         let cname = sys::cstr(name)?;
         let st = sys::lstat_at(pfd.as_raw_fd(), &cname).map_err(FsError::from_errno)?;
-        if FileKey::of(&st) != self.node.key {
+        if FileKey::of(&st) != key.with_stream(0) {
             return Err(FsError::NotFound);
         }
-        let flag = if self.is_dir { libc::AT_REMOVEDIR } else { 0 };
+        let flag = if is_dir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: plain syscall on a validated single component.
         sys::check(unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), flag) })
     }
@@ -158,7 +173,7 @@ impl OpenHandle {
         self.0.fd.as_raw_fd()
     }
 
-    fn live(&self) -> FsResult<()> {
+    pub(crate) fn live(&self) -> FsResult<()> {
         if self.0.closed.load(Ordering::Acquire) {
             Err(FsError::FileClosed)
         } else {
@@ -241,6 +256,9 @@ impl OpenHandle {
         if self.0.is_dir {
             return Err(FsError::IsADirectory);
         }
+        if let Some(x) = self.stream_xattr() {
+            return self.stream_read_append(&x, offset, len, buf);
+        }
         sys::pread_into_vec(self.fd(), buf, len, offset)
     }
 
@@ -257,6 +275,9 @@ impl OpenHandle {
         if self.0.is_dir {
             return Err(FsError::IsADirectory);
         }
+        if let Some(x) = self.stream_xattr() {
+            return self.stream_read_append(&x, offset, len, buf).map(Some);
+        }
         sys::pread_into_vec_nowait(self.fd(), buf, len, offset)
     }
 
@@ -265,6 +286,12 @@ impl OpenHandle {
         self.need(acc::FILE_READ_DATA | acc::FILE_EXECUTE)?;
         if self.0.is_dir {
             return Err(FsError::IsADirectory);
+        }
+        if let Some(x) = self.stream_xattr() {
+            let mut v = Vec::new();
+            let n = self.stream_read_append(&x, offset, buf.len(), &mut v)?;
+            buf[..n].copy_from_slice(&v);
+            return Ok(n);
         }
         sys::pread(self.fd(), buf, offset)
     }
@@ -277,6 +304,9 @@ impl OpenHandle {
         self.need(acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA)?;
         if self.0.is_dir {
             return Err(FsError::IsADirectory);
+        }
+        if let Some(x) = self.stream_xattr() {
+            return self.stream_write(&x, offset, data);
         }
         self.note_write();
         let _serial = self.serialize_writes();
@@ -393,6 +423,7 @@ impl OpenHandle {
     pub fn info(&self) -> FsResult<FileInfo> {
         self.live()?;
         let mut info = info::fd_info(self.fd(), false)?;
+        self.stream_adjust_info(&mut info)?;
         let now = self.0.clock.now();
         let mut s = self.0.node.lock();
         s.settle_write_times(now);
@@ -482,104 +513,6 @@ impl OpenHandle {
         Ok(())
     }
 
-    /// The file's extended attributes (MS-FSA 2.1.5.12.x
-    /// FileFullEaInformation), in name order. Needs FILE_READ_EA. They live
-    /// in `user.braid.ea.<NAME>` xattrs.
-    pub fn get_eas(&self) -> FsResult<Vec<ExtendedAttribute>> {
-        self.need(acc::FILE_READ_EA)?;
-        self.read_eas()
-    }
-
-    fn read_eas(&self) -> FsResult<Vec<ExtendedAttribute>> {
-        let names = match sys::xattr_list(self.fd()) {
-            Ok(n) => n,
-            Err(libc::ENOTSUP) => return Ok(Vec::new()),
-            Err(e) => return Err(FsError::from_errno(e)),
-        };
-        let mut out = Vec::new();
-        for n in names {
-            let Some(ea) = n.strip_prefix(EA_XATTR_PREFIX.as_bytes()) else {
-                continue;
-            };
-            let Ok(name) = std::str::from_utf8(ea) else {
-                continue;
-            };
-            let Ok(cn) = std::ffi::CString::new(n.clone()) else {
-                continue;
-            };
-            match sys::xattr_get(self.fd(), &cn) {
-                Ok(value) => out.push(ExtendedAttribute {
-                    name: name.to_string(),
-                    value,
-                    flags: 0,
-                }),
-                Err(libc::ENODATA) => {}
-                Err(e) => return Err(FsError::from_errno(e)),
-            }
-        }
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
-    }
-
-    /// Set extended attributes (MS-FSA 2.1.5.14.x FileFullEaInformation):
-    /// each one is replaced, an empty value removes it. Names are ASCII
-    /// without control characters or `"*/:<>?\|+,;=[]`, at most 255 bytes
-    /// (else [`FsError::InvalidParameter`]). Needs FILE_WRITE_EA. Updates
-    /// the EaSize that [`OpenHandle::info`] and listings report.
-    pub fn set_eas(&self, eas: &[ExtendedAttribute]) -> FsResult<()> {
-        self.need(acc::FILE_WRITE_EA)?;
-        self.init_eas(eas)
-    }
-
-    /// The EaBuffer of a create (MS-FSA 2.1.5.1.1, 2.1.5.1.2.1): extended
-    /// attributes given with a create, overwrite or supersede are applied
-    /// whatever access the open was granted.
-    pub fn init_eas(&self, eas: &[ExtendedAttribute]) -> FsResult<()> {
-        self.live()?;
-        for ea in eas {
-            let bad =
-                |c: char| !c.is_ascii() || c.is_ascii_control() || "\"*/:<>?\\|+,;=[]".contains(c);
-            if ea.name.is_empty() || ea.name.len() > 255 || ea.name.chars().any(bad) {
-                return Err(FsError::InvalidParameter);
-            }
-        }
-        let fd = self.fd();
-        for ea in eas {
-            let key = sys::cstr(&format!(
-                "{EA_XATTR_PREFIX}{}",
-                ea.name.to_ascii_uppercase()
-            ))?;
-            let r = if ea.value.is_empty() {
-                sys::xattr_put(fd, &key, None)
-            } else {
-                sys::xattr_put(fd, &key, Some(&ea.value))
-            };
-            match r {
-                Ok(()) | Err(libc::ENODATA) => {}
-                Err(libc::ENOTSUP) => return Err(FsError::NotSupported),
-                Err(e) => return Err(FsError::from_errno(e)),
-            }
-        }
-        // MS-FSCC 2.4.12: EaSize is the size of the FILE_FULL_EA_INFORMATION
-        // chain: 8-byte headers, NUL-terminated names, entries 4-aligned.
-        let all = self.read_eas()?;
-        let mut size = 0usize;
-        for (i, ea) in all.iter().enumerate() {
-            if i > 0 {
-                size = size.next_multiple_of(4);
-            }
-            size += 8 + ea.name.len() + 1 + ea.value.len();
-        }
-        let st = sys::fstat(fd)?;
-        let old = info::read_dos(fd);
-        let mut m = info::dos_meta_or_default(old, &st);
-        m.ea_size = size.min(u32::MAX as usize) as u32;
-        if Some(m) != old {
-            info::write_dos(fd, &m, &st)?;
-        }
-        Ok(())
-    }
-
     /// FileEndOfFileInformation (MS-FSA 2.1.5.14.4): truncate or extend.
     /// Moves the LastWriteTime to now, and consumes this open's pending
     /// update (see [`crate::open_table::OpenWriteTime`]); setting the size
@@ -591,6 +524,9 @@ impl OpenHandle {
         }
         if size > i64::MAX as u64 {
             return Err(FsError::DiskFull);
+        }
+        if let Some(x) = self.stream_xattr() {
+            return self.stream_set_size(&x, size, true);
         }
         let st = sys::fstat(self.fd())?;
         if st.st_size as u64 == size {
@@ -623,6 +559,9 @@ impl OpenHandle {
         if self.0.is_dir {
             return Err(FsError::InvalidParameter);
         }
+        if let Some(x) = self.stream_xattr() {
+            return self.stream_set_size(&x, size, false);
+        }
         let st = sys::fstat(self.fd())?;
         let eof = st.st_size as u64;
         let allocated = st.st_blocks as u64 * 512;
@@ -653,6 +592,14 @@ impl OpenHandle {
     /// Updates the path of every open of this file in the share.
     pub fn rename(&self, new_path: &str, replace_if_exists: bool) -> FsResult<()> {
         self.need(acc::DELETE)?;
+        if self.0.stream.is_some() {
+            return self.rename_stream(new_path, replace_if_exists);
+        }
+        // A file whose streams are open keeps its name (Windows answers
+        // ACCESS_DENIED; smbtorture smb2.streams.basefile-rename-with-open-stream).
+        if !self.0.node.lock().stream_opens.is_empty() {
+            return Err(FsError::AccessDenied);
+        }
         let comps = path::parse(new_path)?;
         let old_rel = self.0.rel();
         if comps.is_empty() || old_rel.is_empty() {
@@ -766,7 +713,7 @@ impl OpenHandle {
     pub fn set_delete_on_close(&self, delete: bool) -> FsResult<()> {
         self.need(acc::DELETE)?;
         if delete {
-            if self.0.rel().is_empty() {
+            if self.0.rel().is_empty() && self.0.stream.is_none() {
                 return Err(FsError::CannotDelete);
             }
             let st = sys::fstat(self.fd())?;
@@ -951,6 +898,7 @@ impl OpenHandle {
         }
         self.0.release();
         let mut info = info::fd_info(self.fd(), false)?;
+        self.stream_adjust_info(&mut info)?;
         // Other opens keep the file's LastWriteTime as they show it.
         let s = self.0.node.lock();
         if !s.dead {

@@ -16,6 +16,7 @@
 pub mod clock;
 mod copy;
 mod direct;
+mod ea;
 pub mod error;
 mod handle;
 mod info;
@@ -26,6 +27,9 @@ mod service;
 mod share;
 pub mod shortname;
 mod sparse;
+pub mod stream;
+mod stream_handle;
+mod stream_open;
 mod sys;
 pub mod types;
 mod uring;
@@ -35,6 +39,7 @@ pub use error::{FsError, FsResult};
 pub use handle::OpenHandle;
 pub use service::FileService;
 pub use share::ShareRef;
+pub use stream_handle::StreamEntry;
 pub use types::{
     access, attr, map_generic, share as share_access, BasicTimes, CreateAction, DirEntry,
     DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FsStats, LockOwner, OpenParams,

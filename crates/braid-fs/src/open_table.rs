@@ -19,6 +19,9 @@ use crate::types::{access, share};
 pub(crate) struct FileKey {
     pub dev: u64,
     pub ino: u64,
+    /// 0 for the file itself; a named stream's key ([`crate::stream`])
+    /// otherwise: each stream has its own opens, share modes and locks.
+    pub stream: u64,
 }
 
 impl FileKey {
@@ -26,6 +29,15 @@ impl FileKey {
         FileKey {
             dev: st.st_dev,
             ino: st.st_ino,
+            stream: 0,
+        }
+    }
+
+    /// The key of stream `stream_key` of this file.
+    pub fn with_stream(self, stream_key: u64) -> FileKey {
+        FileKey {
+            stream: stream_key,
+            ..self
         }
     }
 }
@@ -89,6 +101,11 @@ pub(crate) struct NodeState {
     /// before that write) or the first explicit update. Written to the
     /// host when the last open closes. See [`OpenWriteTime`].
     pub write_time: Option<SystemTime>,
+    /// Opens of the file's named streams (the node of the file itself
+    /// only). They keep the file from being renamed, its deletion waits
+    /// for them, and an open of the file for DELETE needs them all to share
+    /// delete (MS-FSA 2.1.5.1.2).
+    pub stream_opens: Vec<OpenEntry>,
 }
 
 impl NodeState {
@@ -128,6 +145,11 @@ impl NodeState {
     pub fn last_write_time(&self, mtime: SystemTime) -> SystemTime {
         self.write_time.unwrap_or(mtime)
     }
+
+    /// No open of the file nor of any of its streams.
+    pub fn idle(&self) -> bool {
+        self.opens.is_empty() && self.stream_opens.is_empty()
+    }
 }
 
 pub(crate) struct Node {
@@ -162,7 +184,8 @@ impl Default for NodeTable {
 
 impl NodeTable {
     fn shard(&self, key: &FileKey) -> MutexGuard<'_, HashMap<FileKey, Arc<Node>>> {
-        let h = (key.ino ^ key.dev.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = (key.ino ^ key.dev.rotate_left(17) ^ key.stream.rotate_left(31))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
         self.shards[(h >> 58) as usize % SHARDS]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -227,6 +250,21 @@ pub(crate) fn check_share_access(
         if conflict {
             return Err(FsError::SharingViolation);
         }
+    }
+    Ok(())
+}
+
+/// MS-FSA 2.1.5.1.2: an open of a file that asks for DELETE fails with a
+/// sharing violation while one of the file's named streams is open
+/// without FILE_SHARE_DELETE (an open of a stream is not held back by the
+/// opens of the file, though).
+pub(crate) fn check_stream_opens(stream_opens: &[OpenEntry], access: u32) -> FsResult<()> {
+    if access & access::DELETE != 0
+        && stream_opens
+            .iter()
+            .any(|o| o.share_access & share::DELETE == 0)
+    {
+        return Err(FsError::SharingViolation);
     }
     Ok(())
 }

@@ -11,9 +11,12 @@ use crate::clock::Clock;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
 use crate::info::{self, DosMeta};
-use crate::open_table::{check_share_access, FileKey, Node, NodeTable, OpenEntry};
+use crate::open_table::{
+    check_share_access, check_stream_opens, FileKey, Node, NodeTable, OpenEntry,
+};
 use crate::path;
 use crate::share::{Share, ShareRef};
+use crate::stream::{self, StreamSpec};
 use crate::sys;
 use crate::types::{
     access as acc, attr, map_generic, share as sh, CreateAction, DirectoryRequirement, Disposition,
@@ -32,7 +35,7 @@ pub struct FileService {
 }
 
 /// Rights a read-only file never grants for writing (MS-FSA 2.1.5.1.2.1).
-const RO_DENIED: u32 = acc::FILE_WRITE_DATA
+pub(crate) const RO_DENIED: u32 = acc::FILE_WRITE_DATA
     | acc::FILE_APPEND_DATA
     | acc::FILE_ADD_SUBDIRECTORY
     | acc::FILE_DELETE_CHILD;
@@ -45,6 +48,11 @@ impl FileService {
             next_id: AtomicU64::new(1),
             ring: Arc::default(),
         })
+    }
+
+    /// A fresh open id (unique within the service).
+    pub(crate) fn next_open_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The injected clock.
@@ -102,7 +110,9 @@ impl FileService {
     /// Open or create a file or directory (MS-FSA 2.1.5.1).
     pub fn open(&self, ctx: &RequestCtx, share: &ShareRef, p: OpenParams) -> FsResult<Opened> {
         let _ = &ctx.identity; // no ACLs yet: the share's host permissions apply.
-        let comps = path::parse(&p.path)?;
+                               // MS-FSA 2.1.5.1: `file:stream:$DATA` names a stream of the file.
+        let (base_path, spec) = stream::split(&p.path)?;
+        let comps = path::parse(base_path)?;
         // MS-FSA 2.1.5.1 parameter validation.
         if p.directory == DirectoryRequirement::MustBeDirectory
             && matches!(
@@ -127,6 +137,26 @@ impl FileService {
         if p.delete_on_close && access & acc::DELETE == 0 {
             return Err(FsError::AccessDenied);
         }
+        let mut p = p;
+        match spec {
+            StreamSpec::None => {}
+            // MS-FSA 2.1.5.1: a data stream is never a directory; the
+            // default data stream of a directory does not exist.
+            StreamSpec::Default | StreamSpec::Named(_)
+                if p.directory == DirectoryRequirement::MustBeDirectory =>
+            {
+                return Err(FsError::NotADirectory);
+            }
+            StreamSpec::Default => p.directory = DirectoryRequirement::MustNotBeDirectory,
+            StreamSpec::Named(name) => {
+                for _ in 0..4 {
+                    if let Some(o) = self.try_open_stream(share, &comps, &name, &p, access, max)? {
+                        return Ok(o);
+                    }
+                }
+                return Err(FsError::SharingViolation);
+            }
+        }
         // A create can race with another create or a delete; retry a little.
         for _ in 0..4 {
             if let Some(o) = self.try_open(share, &comps, &p, access, max)? {
@@ -140,10 +170,16 @@ impl FileService {
     /// use it to find a file's caching state (oplocks, leases) when an open
     /// of it failed on a sharing violation and the holders must be broken
     /// before it is tried again.
-    pub fn file_id_of(&self, share: &ShareRef, path: &str) -> FsResult<u64> {
-        let comps = path::parse(path)?;
+    /// Returns the file id and the stream key ([`OpenHandle::stream_key`]).
+    pub fn file_id_of(&self, share: &ShareRef, path: &str) -> FsResult<(u64, u64)> {
+        let (base, spec) = stream::split(path)?;
+        let skey = match &spec {
+            StreamSpec::Named(n) => stream::stream_key(n),
+            _ => 0,
+        };
+        let comps = path::parse(base)?;
         if comps.is_empty() {
-            return Ok(sys::fstat(share.0.root_fd())?.st_ino);
+            return Ok((sys::fstat(share.0.root_fd())?.st_ino, skey));
         }
         let r = path::resolve(share.0.root_fd(), &comps)?;
         if !r.exists {
@@ -151,7 +187,7 @@ impl FileService {
         }
         let name = sys::cstr(&r.name)?;
         sys::lstat_at(r.parent_fd.as_raw_fd(), &name)
-            .map(|st| st.st_ino)
+            .map(|st| (st.st_ino, skey))
             .map_err(FsError::from_errno)
     }
 
@@ -291,11 +327,17 @@ impl FileService {
                 return Err(FsError::AccessDenied);
             }
         }
-        let (node, id) = self.register(&st, access, p)?;
+        let (node, id) = self.register(FileKey::of(&st), access, p)?;
         let handle = self.make_handle(share, id, node, fd, is_dir, access, p.share_access, rel);
         let action = if overwrite {
             let r = (|| {
                 let fdr = handle.fd();
+                // The new data replaces all of the file's: its named
+                // streams go too, unless one is open.
+                if !handle.0.node.lock().stream_opens.is_empty() {
+                    return Err(FsError::SharingViolation);
+                }
+                stream::remove_all(fdr)?;
                 // SAFETY: plain syscall.
                 sys::check(unsafe { libc::ftruncate(fdr, 0) })?;
                 let m = DosMeta {
@@ -342,6 +384,40 @@ impl FileService {
         if p.delete_on_close && p.attributes & attr::READONLY != 0 {
             return Err(FsError::CannotDelete);
         }
+        let is_dir = p.directory == DirectoryRequirement::MustBeDirectory;
+        let Some(created) = self.create_on_disk(&r, p, is_dir)? else {
+            return Ok(None);
+        };
+        let attrs = created.attributes;
+        let (fd, st) = (created.fd, created.st);
+        let mut access = access;
+        if max && attrs & attr::READONLY != 0 && !is_dir {
+            access &= !RO_DENIED;
+        }
+        let (node, id) = match self.register(FileKey::of(&st), access, p) {
+            Ok(x) => x,
+            Err(e) => {
+                created.cleanup.run();
+                return Err(e);
+            }
+        };
+        let handle = self.make_handle(share, id, node, fd, is_dir, access, p.share_access, r.rel());
+        let info = handle.info()?;
+        Ok(Some(Opened {
+            handle,
+            action: CreateAction::Created,
+            info,
+        }))
+    }
+
+    /// Create the file or directory `r` names with the attributes and
+    /// allocation `p` asks for. `Ok(None)`: it exists after all (a race).
+    pub(crate) fn create_on_disk(
+        &self,
+        r: &path::Resolved,
+        p: &OpenParams,
+        is_dir: bool,
+    ) -> FsResult<Option<Created>> {
         let parent = r.parent_fd.as_raw_fd();
         // Nothing may be created in a directory that is being deleted.
         let pst = sys::fstat(parent)?;
@@ -351,7 +427,6 @@ impl FileService {
             }
         }
         let cname = sys::cstr(&r.name)?;
-        let is_dir = p.directory == DirectoryRequirement::MustBeDirectory;
         let fd = if is_dir {
             // SAFETY: plain syscall; single validated component.
             if unsafe { libc::mkdirat(parent, cname.as_ptr(), 0o777) } < 0 {
@@ -379,15 +454,15 @@ impl FileService {
                 Err(e) => return Err(FsError::from_errno(e)),
             }
         };
-        let cleanup = || {
-            let flag = if is_dir { libc::AT_REMOVEDIR } else { 0 };
-            // SAFETY: plain syscall.
-            unsafe { libc::unlinkat(parent, cname.as_ptr(), flag) };
+        let cleanup = Cleanup {
+            parent,
+            name: cname.clone(),
+            is_dir,
         };
         let st = match sys::fstat(fd.as_raw_fd()) {
             Ok(st) => st,
             Err(e) => {
-                cleanup();
+                cleanup.run();
                 return Err(e);
             }
         };
@@ -412,32 +487,25 @@ impl FileService {
             Ok::<_, FsError>(())
         })();
         if let Err(e) = setup {
-            cleanup();
+            cleanup.run();
             return Err(e);
         }
-        let mut access = access;
-        if max && attrs & attr::READONLY != 0 && !is_dir {
-            access &= !RO_DENIED;
-        }
-        let (node, id) = match self.register(&st, access, p) {
-            Ok(x) => x,
-            Err(e) => {
-                cleanup();
-                return Err(e);
-            }
-        };
-        let handle = self.make_handle(share, id, node, fd, is_dir, access, p.share_access, r.rel());
-        let info = handle.info()?;
-        Ok(Some(Opened {
-            handle,
-            action: CreateAction::Created,
-            info,
+        Ok(Some(Created {
+            fd,
+            st,
+            attributes: attrs,
+            cleanup,
         }))
     }
 
-    /// Enter an open into the file's share-mode table (MS-FSA 2.1.5.1.2).
-    fn register(&self, st: &libc::stat, access: u32, p: &OpenParams) -> FsResult<(Arc<Node>, u64)> {
-        let key = FileKey::of(st);
+    /// Enter an open into the share-mode table of the file or stream `key`
+    /// (MS-FSA 2.1.5.1.2).
+    pub(crate) fn register(
+        &self,
+        key: FileKey,
+        access: u32,
+        p: &OpenParams,
+    ) -> FsResult<(Arc<Node>, u64)> {
         loop {
             let node = self.nodes.get_or_insert(key);
             let mut s = node.lock();
@@ -448,6 +516,7 @@ impl FileService {
                 return Err(FsError::DeletePending);
             }
             check_share_access(&s.opens, access, p.share_access)?;
+            check_stream_opens(&s.stream_opens, access)?;
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             s.opens.push(OpenEntry {
                 id,
@@ -474,6 +543,30 @@ impl FileService {
         share_access: u32,
         rel: String,
     ) -> OpenHandle {
+        self.make_stream_handle(
+            share,
+            id,
+            node,
+            fd,
+            is_dir,
+            (access, share_access),
+            rel,
+            None,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn make_stream_handle(
+        &self,
+        share: &ShareRef,
+        id: u64,
+        node: Arc<Node>,
+        fd: OwnedFd,
+        is_dir: bool,
+        (access, share_access): (u32, u32),
+        rel: String,
+        stream: Option<crate::stream_handle::StreamOpen>,
+    ) -> OpenHandle {
         let inner = Arc::new(HandleInner {
             id,
             share: share.clone(),
@@ -490,9 +583,43 @@ impl FileService {
             write_noted: AtomicBool::new(false),
             direct: Default::default(),
             ring: self.ring.clone(),
+            stream,
         });
         share.0.register(id, Arc::downgrade(&inner));
         OpenHandle(inner)
+    }
+}
+
+/// A file or directory [`FileService::create_on_disk`] made.
+pub(crate) struct Created {
+    pub fd: OwnedFd,
+    pub st: libc::stat,
+    /// Its DOS attributes.
+    pub attributes: u32,
+    pub cleanup: Cleanup,
+}
+
+/// Removes a file or directory just created, when its open fails.
+pub(crate) struct Cleanup {
+    parent: i32,
+    name: std::ffi::CString,
+    is_dir: bool,
+}
+
+impl Cleanup {
+    /// A second handle on the same cleanup (it owns no resource).
+    pub fn clone_handle(&self) -> Cleanup {
+        Cleanup {
+            parent: self.parent,
+            name: self.name.clone(),
+            is_dir: self.is_dir,
+        }
+    }
+
+    pub fn run(&self) {
+        let flag = if self.is_dir { libc::AT_REMOVEDIR } else { 0 };
+        // SAFETY: plain syscall on a single validated component.
+        unsafe { libc::unlinkat(self.parent, self.name.as_ptr(), flag) };
     }
 }
 

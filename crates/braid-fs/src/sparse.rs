@@ -46,6 +46,9 @@ impl OpenHandle {
         if self.is_directory() || beyond_final_zero < offset {
             return Err(FsError::InvalidParameter);
         }
+        if let Some(x) = self.stream_xattr() {
+            return self.stream_zero_range(&x, offset, beyond_final_zero);
+        }
         let _serial = self.serialize_writes();
         let size = sys::fstat(self.fd())?.st_size as u64;
         let end = beyond_final_zero.min(size);
@@ -94,7 +97,12 @@ impl OpenHandle {
     /// allocated throughout, as NTFS does. Needs FILE_READ_DATA.
     pub fn allocated_ranges(&self, offset: u64, len: u64) -> FsResult<Vec<(u64, u64)>> {
         self.need(acc::FILE_READ_DATA)?;
-        let size = sys::fstat(self.fd())?.st_size as u64;
+        let stream = self.stream_xattr();
+        let size = match &stream {
+            // A stream is never sparse: allocated throughout.
+            Some(x) => crate::stream::size(self.fd(), x)?,
+            None => sys::fstat(self.fd())?.st_size as u64,
+        };
         if len == 0 || size == 0 || offset >= size {
             return Ok(Vec::new());
         }
@@ -103,7 +111,7 @@ impl OpenHandle {
             .filter(|e| *e <= i64::MAX as u64)
             .ok_or(FsError::InvalidParameter)?
             .min(size);
-        if !self.is_sparse() {
+        if stream.is_some() || !self.is_sparse() {
             return Ok(vec![(offset, end - offset)]);
         }
         let mut ranges = Vec::new();

@@ -459,3 +459,24 @@ pub(crate) fn xattr_put(fd: RawFd, name: &CStr, val: Option<&[u8]>) -> Result<()
         Ok(())
     }
 }
+
+/// Create an xattr of an fd that must not exist yet (`XATTR_CREATE`); raw
+/// errno on failure (`EEXIST` when it exists).
+pub(crate) fn xattr_create(fd: RawFd, name: &CStr, val: &[u8]) -> Result<(), i32> {
+    let p = proc_fd_path(fd);
+    // SAFETY: valid pointers.
+    let r = unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            name.as_ptr(),
+            val.as_ptr().cast(),
+            val.len(),
+            libc::XATTR_CREATE,
+        )
+    };
+    if r < 0 {
+        Err(last_errno())
+    } else {
+        Ok(())
+    }
+}

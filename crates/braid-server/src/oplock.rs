@@ -74,7 +74,7 @@ pub struct FileOplocks {
 #[derive(Default)]
 pub struct OplockTable {
     /// Weak: the opens own their file's state; dead entries are pruned.
-    files: ShardedMap<(String, u64), Weak<FileOplocks>>,
+    files: ShardedMap<(String, u64, u64), Weak<FileOplocks>>,
     next_key: std::sync::atomic::AtomicU64,
     pub leases: LeaseTable,
 }
@@ -135,8 +135,10 @@ fn oplock_caching(level: u8) -> u32 {
 }
 
 impl OplockTable {
-    pub fn file(&self, share: &str, file_id: u64) -> Arc<FileOplocks> {
-        let key = (share.to_lowercase(), file_id);
+    /// The caching state of file `file_id` of `share`, or of its named
+    /// stream `stream` (0: the file itself; see `OpenHandle::stream_key`).
+    pub fn file(&self, share: &str, file_id: u64, stream: u64) -> Arc<FileOplocks> {
+        let key = (share.to_lowercase(), file_id, stream);
         if let Some(f) = self.files.get(&key).and_then(|w| w.upgrade()) {
             return f;
         }

@@ -12,8 +12,8 @@
 //! Variable-length classes ([`is_variable_length`]; answer may exceed
 //! [`min_size`] and is then truncated with STATUS_BUFFER_OVERFLOW):
 //! Name (min 8), All (min 104; answer 100 + name), AlternateName (min 8),
-//! Stream (min 32; answer 24 + 2·len("::$DATA") for a file, empty for a
-//! directory), NormalizedName (min 8).
+//! Stream (min 32; one 8-aligned entry per stream, empty for a directory
+//! without named streams), NormalizedName (min 8).
 //!
 //! The minimum sizes are MS-FSA's `sizeof()` / `BlockAlign(FieldOffset(..))`
 //! values and match the table in smbtorture `smb2.getinfo.qfile_buffercheck`.
@@ -90,8 +90,17 @@ pub const FILE_MODE_VALID_MASK: u32 = FILE_WRITE_THROUGH
     | FILE_SYNCHRONOUS_IO_NONALERT
     | FILE_DELETE_ON_CLOSE;
 
-/// The only stream a Braid file has (MS-FSCC 2.4.47: default data stream).
+/// The name of a file's default data stream (MS-FSCC 2.4.47).
 pub const DEFAULT_STREAM_NAME: &str = "::$DATA";
+
+/// One stream of a file for FileStreamInformation (MS-FSCC 2.4.47).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamInfo {
+    /// `::$DATA` or `:NAME:$DATA`.
+    pub name: String,
+    pub size: u64,
+    pub allocation_size: u64,
+}
 
 /// Size of the fixed part of FILE_ALL_INFORMATION before NameInformation's
 /// FileName (MS-FSCC 2.4.2): 40+24+8+4+4+8+4+4 + FileNameLength(4).
@@ -161,6 +170,9 @@ pub struct FileQueryInput<'a> {
     pub mode: u32,
     /// Volume serial number for FileIdInformation.
     pub volume_serial: u64,
+    /// The file's streams for FileStreamInformation, default stream first
+    /// (none for a directory without named streams).
+    pub streams: &'a [StreamInfo],
 }
 
 fn put_basic(out: &mut Vec<u8>, v: &FileAttributesView) {
@@ -237,14 +249,25 @@ pub fn encode_query_file_info(class: u8, q: &FileQueryInput<'_>) -> Result<Vec<u
             put_name_info(&mut out, q.short_name);
         }
         FILE_STREAM_INFORMATION => {
-            // MS-FSCC 2.4.47 FILE_STREAM_INFORMATION: files have the
-            // default data stream only; directories have none.
-            if !v.directory {
-                out.put_u32(0); // NextEntryOffset: last entry
-                out.put_u32((DEFAULT_STREAM_NAME.len() * 2) as u32);
-                out.put_u64(v.end_of_file);
-                out.put_u64(v.allocation_size);
-                put_utf16le(&mut out, DEFAULT_STREAM_NAME);
+            // MS-FSCC 2.4.47 FILE_STREAM_INFORMATION: one entry per
+            // stream, each 8-byte aligned; NextEntryOffset 0 on the last.
+            let mut prev: Option<usize> = None;
+            for st in q.streams {
+                while out.len() % 8 != 0 {
+                    out.put_u8(0);
+                }
+                let at = out.len();
+                if let Some(p) = prev {
+                    out.patch_u32(p, (at - p) as u32);
+                }
+                out.put_u32(0); // NextEntryOffset, patched by the next entry
+                out.put_u32(0); // StreamNameLength, patched below
+                out.put_u64(st.size);
+                out.put_u64(st.allocation_size);
+                put_utf16le(&mut out, &st.name);
+                let name_len = (out.len() - at - 24) as u32;
+                out.patch_u32(at + 4, name_len);
+                prev = Some(at);
             }
         }
         FILE_COMPRESSION_INFORMATION => {
@@ -655,6 +678,16 @@ mod tests {
             position: 0,
             mode: 0,
             volume_serial: 0x1234_5678,
+            // A file has its default stream; a directory none.
+            streams: if v.directory {
+                &[]
+            } else {
+                Box::leak(Box::new([StreamInfo {
+                    name: DEFAULT_STREAM_NAME.into(),
+                    size: v.end_of_file,
+                    allocation_size: v.allocation_size,
+                }]))
+            },
         }
     }
 
@@ -796,6 +829,67 @@ mod tests {
         d.directory = true;
         let b = encode_query_file_info(FILE_STREAM_INFORMATION, &input(&d)).unwrap();
         assert!(b.is_empty());
+    }
+
+    #[test]
+    fn stream_information_entries_are_aligned_and_chained() {
+        let v = view();
+        let streams = [
+            StreamInfo {
+                name: "::$DATA".into(),
+                size: 10,
+                allocation_size: 16,
+            },
+            StreamInfo {
+                name: ":ab:$DATA".into(),
+                size: 3,
+                allocation_size: 8,
+            },
+            StreamInfo {
+                name: ":Second Stream:$DATA".into(),
+                size: 0,
+                allocation_size: 0,
+            },
+        ];
+        let q = FileQueryInput {
+            streams: &streams,
+            ..input(&v)
+        };
+        let b = encode_query_file_info(FILE_STREAM_INFORMATION, &q).unwrap();
+        let mut at = 0usize;
+        let mut seen = Vec::new();
+        loop {
+            assert_eq!(at % 8, 0);
+            let next = u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+            let len = u32::from_le_bytes(b[at + 4..at + 8].try_into().unwrap()) as usize;
+            let size = u64::from_le_bytes(b[at + 8..at + 16].try_into().unwrap());
+            let name = utf16le_to_string(&b[at + 24..at + 24 + len]).unwrap();
+            seen.push((name, size));
+            if next == 0 {
+                // The last entry ends the buffer (no padding after it).
+                assert_eq!(at + 24 + len, b.len());
+                break;
+            }
+            assert!(next >= 24 + len);
+            at += next;
+        }
+        assert_eq!(
+            seen,
+            vec![
+                ("::$DATA".to_string(), 10),
+                (":ab:$DATA".to_string(), 3),
+                (":Second Stream:$DATA".to_string(), 0)
+            ]
+        );
+        // A directory with a named stream lists just that.
+        let mut d = view();
+        d.directory = true;
+        let q = FileQueryInput {
+            streams: &streams[1..2],
+            ..input(&d)
+        };
+        let b = encode_query_file_info(FILE_STREAM_INFORMATION, &q).unwrap();
+        assert_eq!(b.len(), 24 + 18);
     }
 
     #[test]

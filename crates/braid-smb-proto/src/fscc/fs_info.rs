@@ -47,13 +47,15 @@ pub const FILE_NAMED_STREAMS: u32 = 0x0004_0000;
 pub const FILE_READ_ONLY_VOLUME: u32 = 0x0008_0000;
 
 /// What Braid advertises by default: names are case-sensitive on the
-/// backend and preserved, Unicode, security descriptors are answered, and
-/// files can be sparse (FSCTL_SET_SPARSE and friends).
+/// backend and preserved, Unicode, security descriptors are answered,
+/// files can be sparse (FSCTL_SET_SPARSE and friends) and have named
+/// streams (`file:stream:$DATA`).
 pub const DEFAULT_FS_ATTRIBUTES: u32 = FILE_CASE_SENSITIVE_SEARCH
     | FILE_CASE_PRESERVED_NAMES
     | FILE_UNICODE_ON_DISK
     | FILE_PERSISTENT_ACLS
-    | FILE_SUPPORTS_SPARSE_FILES;
+    | FILE_SUPPORTS_SPARSE_FILES
+    | FILE_NAMED_STREAMS;
 
 // MS-FSCC 2.5.7 FileFsSectorSizeInformation flags.
 pub const SSINFO_FLAGS_ALIGNED_DEVICE: u32 = 0x0000_0001;

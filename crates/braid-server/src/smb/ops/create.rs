@@ -88,18 +88,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if r.name.starts_with('\\') {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    if r.name.contains(':') {
-        // Named streams are not supported; "::$DATA" means the file itself.
-        if !r.name.to_ascii_uppercase().ends_with("::$DATA") {
-            return Err(NtStatus::OBJECT_NAME_INVALID);
-        }
-    }
-    let name = r
-        .name
-        .strip_suffix("::$DATA")
-        .unwrap_or(&r.name)
-        .to_string();
+    // `file:stream[:$DATA]` names a stream of the file; the file service
+    // parses and validates it (MS-FSA 2.1.5.1).
+    let name = r.name.clone();
 
+    // Every create context name (tag) is at least 4 bytes (MS-SMB2
+    // 2.2.13.2); Windows and Samba refuse shorter ones.
+    if r.contexts.iter().any(|c| c.name.len() < 4) {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
     let mut allocation_size = None;
     let mut create_eas = Vec::new();
     let mut want_mxac = false;
@@ -118,6 +115,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 let list = braid_smb_proto::fscc::file_info::decode_full_ea_list(&c.data)
                     .map_err(|e| e.status())?;
                 create_eas = super::convert::eas_of(list)?;
+            }
+            // MS-SMB2 3.3.5.9.4: open the version of the file as of a
+            // snapshot. Braid keeps no snapshots, so no previous version
+            // exists: STATUS_OBJECT_NAME_NOT_FOUND.
+            n if n == context_name::TIMEWARP_TOKEN => {
+                if c.data.len() < 8 {
+                    return Err(NtStatus::INVALID_PARAMETER);
+                }
+                return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
             }
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
             n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
@@ -208,8 +214,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         let files = req.conn.server.files.clone();
         let fs_share = share.fs.clone();
         let path = params.path.clone();
-        if let Ok(id) = blocking(move || files.file_id_of(&fs_share, &path)).await {
-            let state = oplocks.file(&share.name, id);
+        if let Ok((id, stream)) = blocking(move || files.file_id_of(&fs_share, &path)).await {
+            let state = oplocks.file(&share.name, id, stream);
             new_open.sharing_violation = true;
             if state.break_for_new_open(&new_open, || req.go_async()).await {
                 opened = open_file(req, &share, params, &ctx, &create_eas).await;
@@ -230,7 +236,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // MS-SMB2 3.3.5.9: break conflicting oplocks and leases (waiting
     // asynchronously for their acknowledgment), then grant this open its
     // oplock level or lease.
-    let oplock_file = oplocks.file(&share.name, info.file_id);
+    // A named stream is its own file for oplocks and leases.
+    let oplock_file = oplocks.file(&share.name, info.file_id, opened.handle.stream_key());
     if let Some(id) = &new_open.lease {
         // MS-SMB2 3.3.5.9.8: a lease key names one file.
         let elsewhere = oplocks
@@ -304,8 +311,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         disconnects: Default::default(),
         renamed: Default::default(),
     });
-    // MS-FSA 2.1.4.17: tell watchers of the parent directory.
+    // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
+    // to the file; streams are not reported).
+    let is_stream = open.handle.stream_key() != 0;
     match opened.action {
+        _ if is_stream => {}
         CreateAction::Created => {
             let f = notify::name_filter(info.is_directory);
             req.conn.server.notify.report(

@@ -43,17 +43,40 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 return query_eas(&open, r.output_buffer_length).await;
             }
             let handle = open.handle.clone();
-            let info = blocking(move || handle.info()).await?;
+            let want_streams = r.file_info_class == file_info::FILE_STREAM_INFORMATION;
+            let (info, streams) = blocking(move || {
+                let streams = if want_streams {
+                    handle.streams()?
+                } else {
+                    Vec::new()
+                };
+                Ok::<_, braid_fs::FsError>((handle.info()?, streams))
+            })
+            .await?;
+            let streams: Vec<file_info::StreamInfo> = streams
+                .into_iter()
+                .map(|s| file_info::StreamInfo {
+                    name: s.name,
+                    size: s.size,
+                    allocation_size: s.allocation_size,
+                })
+                .collect();
             let view = view_of(&info);
-            let path = open.handle.path();
+            let base_path = open.handle.path();
             // MS-FSCC 2.4.5 FileAlternateNameInformation: the 8.3 name of the
             // last component ("." for the share root, as Samba answers).
-            let last = path
+            let last = base_path
                 .rsplit('\\')
                 .next()
                 .filter(|n| !n.is_empty())
                 .unwrap_or(".");
             let short = braid_fs::shortname::short_name(last);
+            // A stream open's name is the file's with `:stream` (MS-FSCC
+            // 2.1.5 pathname), as FileNameInformation shows it on NTFS.
+            let path = match open.handle.stream_name() {
+                Some(s) => format!("{base_path}:{s}"),
+                None => base_path,
+            };
             let q = FileQueryInput {
                 view: &view,
                 path: &path,
@@ -62,6 +85,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 position: open.handle.position(),
                 mode: 0,
                 volume_serial: 0,
+                streams: &streams,
             };
             file_info::query_file_info(r.file_info_class, &q, r.output_buffer_length)
                 .map_err(|e| e.status())?

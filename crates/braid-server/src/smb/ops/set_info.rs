@@ -89,7 +89,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                             .await;
                     }
                     let old_path = open.handle.path();
+                    let is_stream = open.handle.stream_key() != 0;
                     blocking(move || handle.rename(&target, l.replace_if_exists)).await?;
+                    if is_stream {
+                        // A stream rename leaves the file's name as it is.
+                        return Ok(Reply::of(&SetInfoResponse));
+                    }
                     let f = notify::name_filter(open.is_directory);
                     let new_path = open.handle.path();
                     // A move to another directory is a removal from one
