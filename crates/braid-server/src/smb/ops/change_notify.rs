@@ -47,6 +47,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     };
     let changes = match watch.take() {
         Some(c) => c,
+        None if req.in_compound => {
+            // MS-SMB2 3.3.4.2 <159>: a request inside a compound that would
+            // go async (only the last one may) fails as Windows fails it,
+            // and the compound goes on (smbtorture smb2.compound.interim2).
+            return Err(NtStatus::INTERNAL_ERROR);
+        }
         None => {
             let cancel = req.cancellable();
             req.go_async();

@@ -68,6 +68,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         released.as_mut().enable();
         match open.handle.lock(l.offset, l.length, exclusive, OWNER) {
             Ok(()) => return Ok(Reply::of(&LockResponse)),
+            Err(FsError::LockNotGranted | FsError::LockConflict)
+                if !immediate && req.in_compound =>
+            {
+                // MS-SMB2 3.3.4.2 <159>: only a compound's last request may
+                // go async; one before it that would wait fails instead.
+                return Err(NtStatus::INTERNAL_ERROR);
+            }
             Err(e @ (FsError::LockNotGranted | FsError::LockConflict)) if !immediate => {
                 let _ = e;
                 req.go_async();
