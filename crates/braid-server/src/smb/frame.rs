@@ -299,7 +299,7 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         // compound may go async; what came before it is sent first.
         let may_go_async = last && i > 0 && may_block(hdr.command);
         if let Some(p) = prev.take() {
-            finalize(p, !may_go_async, &mut out)?;
+            finalize(p, !may_go_async, true, &mut out)?;
             if may_go_async {
                 send_frame(conn, encrypted_by.as_deref(), std::mem::take(&mut out))?;
             }
@@ -356,7 +356,7 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
                 }
             }
         }
-        finalize(p, false, &mut out)?;
+        finalize(p, false, count > 1, &mut out)?;
     }
     if !out.is_empty() {
         send_frame(conn, encrypted_by.as_deref(), out)?;
@@ -395,8 +395,18 @@ fn may_block(command: u16) -> bool {
     command == Command::Lock as u16 || command == Command::ChangeNotify as u16
 }
 
-/// Chain (when more follow), sign, and queue one response.
-fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), String> {
+/// Chain (when more follow), pad, sign, and queue one response. `more_follow`: another
+/// response is chained behind it (NextCommand). `compounded`: it answers a
+/// request of a compound, and is padded to 8 bytes even when it ends the
+/// frame (the last one of a compound, or the one before a last request
+/// that went async), as Windows and Samba pad them (smbtorture
+/// smb2.compound.compound-padding).
+fn finalize(
+    f: Finished,
+    more_follow: bool,
+    compounded: bool,
+    out: &mut Vec<Bytes>,
+) -> Result<(), String> {
     let Finished {
         mut resp,
         headroom: h,
@@ -409,16 +419,18 @@ fn finalize(f: Finished, more_follow: bool, out: &mut Vec<Bytes>) -> Result<(), 
         // (read.rs checks the same conditions before encrypting).
         return Err("pre-encrypted response outside an encrypted frame".into());
     }
-    if signing.is_some() || more_follow {
+    if signing.is_some() || more_follow || compounded {
         if let Some(p) = payload.take() {
             resp.extend_from_slice(&p);
         }
     }
-    if more_follow {
+    if more_follow || compounded {
         // 3.3.4.1.3: compounded responses are 8-byte aligned and chained;
         // the padding and NextCommand are covered by the signature.
         let pad = (8 - (resp.len() - h) % 8) % 8;
         resp.put_zeros(pad);
+    }
+    if more_follow {
         let n = (resp.len() - h) as u32;
         resp.patch_u32(h + offsets::NEXT_COMMAND, n);
     }
