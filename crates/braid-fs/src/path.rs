@@ -114,17 +114,28 @@ impl Resolved {
     }
 }
 
-/// Find a case-insensitive match for `name` in directory `dirfd`.
+/// Find a case-insensitive match for `name` in directory `dirfd`, or else
+/// the entry whose 8.3 short name it is: Windows opens a file by either
+/// name (MS-FSCC 2.1.5.2.1), and old applications use the short one.
 pub(crate) fn find_case_insensitive(dirfd: RawFd, name: &str) -> FsResult<Option<String>> {
     let want = name.to_lowercase();
+    // Only a generated short name has a '~' in an 8.3 name (`P#####~H.EXT`).
+    let maybe_short = name.contains('~') && crate::shortname::is_8_3(name);
+    let mut by_short_name = None;
     for n in sys::list_dir(dirfd)? {
         if let Ok(s) = std::str::from_utf8(&n) {
             if s.to_lowercase() == want {
                 return Ok(Some(s.to_string()));
             }
+            if maybe_short
+                && by_short_name.is_none()
+                && crate::shortname::short_name(s).eq_ignore_ascii_case(name)
+            {
+                by_short_name = Some(s.to_string());
+            }
         }
     }
-    Ok(None)
+    Ok(by_short_name)
 }
 
 /// Does `name` exist in `dirfd` (exact, then case-insensitively)? Returns the

@@ -8,8 +8,9 @@
 //! long name (upper-cased, `_` if not a plain ASCII character), five base-36
 //! digits and one more after the `~` from a 31-bit FNV-1 hash of the
 //! upper-cased prefix, and up to three ASCII characters of the extension.
-//! Short names are derived, not stored, and are not reversible: a client
-//! cannot open a file by its short name.
+//! Short names are derived, not stored: a lookup that finds no long name
+//! compares the name with the short names of the directory's entries
+//! (`path::find_case_insensitive`), so a client can open a file by either.
 
 /// Characters an 8.3 name may hold besides `.` (Samba's FLAG_ASCII).
 fn is_83_char(c: char) -> bool {

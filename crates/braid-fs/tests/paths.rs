@@ -180,3 +180,38 @@ fn case_insensitive_lookup_keeps_case() {
     e.open("ärger", access::FILE_READ_DATA, ALL, Disposition::Open)
         .unwrap();
 }
+
+#[test]
+fn a_file_opens_by_its_short_name() {
+    let e = env();
+    std::fs::create_dir(e.share_dir.join("Program Files")).unwrap();
+    std::fs::write(
+        e.share_dir.join("Program Files").join("Long File Name.txt"),
+        b"by either name",
+    )
+    .unwrap();
+    let dir_short = shortname::short_name("Program Files");
+    let file_short = shortname::short_name("Long File Name.txt");
+    assert_eq!(file_short, "LO7JQ0~4.TXT");
+    let path = format!("{dir_short}\\{}", file_short.to_lowercase());
+    let o = e
+        .open(
+            &path,
+            access::FILE_READ_DATA,
+            share_access::ALL,
+            Disposition::Open,
+        )
+        .unwrap();
+    assert_eq!(o.handle.read(0, 100).unwrap(), b"by either name");
+    assert_eq!(o.handle.path(), "Program Files\\Long File Name.txt");
+    // A name that only looks mangled, matching nothing, is not found.
+    assert!(matches!(
+        e.open(
+            "LO7JQ0~5.TXT",
+            access::FILE_READ_DATA,
+            share_access::ALL,
+            Disposition::Open
+        ),
+        Err(FsError::NotFound)
+    ));
+}
