@@ -19,38 +19,14 @@ from smbprotocol.exceptions import SMBOSError
 from smbprotocol.header import NtStatus
 from smbprotocol.open import CreateOptions, FilePipePrinterAccessMask
 
+import smbremote
+
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 
 
-class Remote:
-    def __init__(self, target, directory: str):
-        self.target = target
-        self.directory = directory
-        self.cache: dict = {}
-        self.kw = {"port": target.port, "connection_cache": self.cache}
-        smbclient.register_session(
-            target.host, username=target.user, password=target.password, port=target.port,
-            require_signing=True, connection_cache=self.cache)
-
-    def path(self, *parts: str) -> str:
-        return "\\".join([f"\\\\{self.target.host}\\{self.target.share}", self.directory, *parts])
-
-    def local(self, *parts: str):
-        return self.target.share_dir.joinpath(self.directory, *parts)
-
-    def write(self, name: str, data: bytes) -> None:
-        with smbclient.open_file(self.path(name), mode="wb", **self.kw) as f:
-            f.write(data)
-
-    def read(self, name: str) -> bytes:
-        with smbclient.open_file(self.path(name), mode="rb", **self.kw) as f:
-            return f.read()
-
+class Remote(smbremote.Remote):
     def streams(self, name: str) -> dict[str, int]:
         return {s.name: s.size for s in smbclient.liststreams(self.path(name), **self.kw)}
-
-    def close(self) -> None:
-        smbclient.reset_connection_cache(connection_cache=self.cache)
 
 
 @pytest.fixture
