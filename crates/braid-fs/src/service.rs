@@ -328,7 +328,16 @@ impl FileService {
             }
         }
         let (node, id) = self.register(FileKey::of(&st), access, p)?;
-        let handle = self.make_handle(share, id, node, fd, is_dir, access, p.share_access, rel);
+        let handle = self.make_handle(
+            share,
+            id,
+            node,
+            fd,
+            is_dir,
+            (access, p.share_access),
+            rel,
+            None,
+        );
         let action = if overwrite {
             let r = (|| {
                 let fdr = handle.fd();
@@ -401,7 +410,16 @@ impl FileService {
                 return Err(e);
             }
         };
-        let handle = self.make_handle(share, id, node, fd, is_dir, access, p.share_access, r.rel());
+        let handle = self.make_handle(
+            share,
+            id,
+            node,
+            fd,
+            is_dir,
+            (access, p.share_access),
+            r.rel(),
+            None,
+        );
         let info = handle.info()?;
         Ok(Some(Opened {
             handle,
@@ -532,31 +550,7 @@ impl FileService {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn make_handle(
-        &self,
-        share: &ShareRef,
-        id: u64,
-        node: Arc<Node>,
-        fd: OwnedFd,
-        is_dir: bool,
-        access: u32,
-        share_access: u32,
-        rel: String,
-    ) -> OpenHandle {
-        self.make_stream_handle(
-            share,
-            id,
-            node,
-            fd,
-            is_dir,
-            (access, share_access),
-            rel,
-            None,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn make_stream_handle(
+    pub(crate) fn make_handle(
         &self,
         share: &ShareRef,
         id: u64,

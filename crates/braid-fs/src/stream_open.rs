@@ -198,7 +198,7 @@ impl FileService {
             }
         };
         let base_created = base.created.is_some();
-        let handle = self.make_stream_handle(
+        let handle = self.make_handle(
             share,
             sid,
             node,
