@@ -168,7 +168,15 @@ fn wait_accepting(addr: SocketAddr, child: &mut Child, log: &Path) {
 /// Wait until the server accepts on `addr` or exits; true if it exited
 /// because one of its ports was taken in the meantime.
 fn lost_port_race(addr: SocketAddr, child: &mut Child, log: &Path) -> bool {
-    matches!(wait_startup(addr, child), Startup::Exited(_))
+    let mut exited = matches!(wait_startup(addr, child), Startup::Exited(_));
+    if !exited {
+        // Something accepts on the port, but it may be another test's
+        // server that took it first (this one then fails to bind a moment
+        // later): give ours the time to fail before trusting the port.
+        std::thread::sleep(Duration::from_millis(300));
+        exited = matches!(child.try_wait(), Ok(Some(_)));
+    }
+    exited
         && std::fs::read_to_string(log)
             .unwrap_or_default()
             .to_lowercase()
