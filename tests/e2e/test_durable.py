@@ -9,6 +9,8 @@ open is connected, or after another client's open closed it, is refused.
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 
 import pytest
@@ -68,12 +70,13 @@ def context(name, data) -> SMB2CreateContextRequest:
     return c
 
 
-def durable_open(client: Client, name: str) -> tuple[Open, list]:
+def durable_open(client: Client, name: str,
+                 share: int = ShareAccess.FILE_SHARE_READ) -> tuple[Open, list]:
     op = Open(client.tree, name)
     ctx = context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST,
                   SMB2CreateDurableHandleRequest())
     replies = op.create(ImpersonationLevel.Impersonation, ALL_ACCESS, NORMAL,
-                        ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_OVERWRITE_IF,
+                        share, CreateDisposition.FILE_OVERWRITE_IF,
                         CreateOptions.FILE_NON_DIRECTORY_FILE, create_contexts=[ctx],
                         oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH)
     return op, replies or []
@@ -158,3 +161,38 @@ def test_conflicting_open_closes_a_disconnected_durable_open(clients, remote_dir
     with pytest.raises(SMBResponseException) as e:
         reconnect(third, name, file_id)
     assert e.value.status == NtStatus.STATUS_OBJECT_NAME_NOT_FOUND
+
+
+def test_open_waiting_on_a_break_takes_over_when_the_holder_disconnects(clients, remote_dir):
+    """The holder is sent a break, never answers, and its connection drops
+    while the new open waits: the now disconnected durable open cannot
+    acknowledge, so it is closed and the waiting open gets the batch oplock
+    (not level II after the 35 s acknowledgment timer), as Windows does."""
+    name = f"{remote_dir}\\breaking.bin"
+    share_all = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE | ShareAccess.FILE_SHARE_DELETE
+    first = clients()
+    op, _ = durable_open(first, name, share_all)
+    assert op.oplock_level == RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
+    file_id = op.file_id
+
+    second = clients()
+    taken: dict = {}
+
+    def take() -> None:
+        taken["open"], _ = durable_open(second, name, share_all)
+
+    # smbprotocol does not acknowledge oplock breaks (its receiver on
+    # `first` stops at the break, which drops that connection by itself).
+    waiter = threading.Thread(target=take)
+    waiter.start()
+    time.sleep(1.0)
+    first.drop()
+    waiter.join(60)
+    assert not waiter.is_alive()
+    assert taken["open"].oplock_level == RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
+
+    third = clients()
+    with pytest.raises(SMBResponseException) as e:
+        reconnect(third, name, file_id)
+    assert e.value.status == NtStatus.STATUS_OBJECT_NAME_NOT_FOUND
+    taken["open"].close()

@@ -72,10 +72,17 @@ impl PreservedOpens {
         let id = open.persistent_id;
         if let Some(o) = &open.oplock {
             let me = Arc::downgrade(self);
+            let weak_open = Arc::downgrade(&open);
             o.file.disconnect(
                 o.key,
                 Arc::new(move || {
-                    if let Some(open) = me.upgrade().and_then(|t| t.opens.remove(&id)) {
+                    // The open may not be in the table yet (a new open can
+                    // purge it as soon as it is marked disconnected), so it
+                    // is closed through its own reference as well.
+                    if let Some(t) = me.upgrade() {
+                        t.opens.remove(&id);
+                    }
+                    if let Some(open) = weak_open.upgrade() {
                         debug!(
                             file = id,
                             "disconnected durable open closed by a conflicting open"
@@ -85,7 +92,12 @@ impl PreservedOpens {
                 }),
             );
         }
-        self.opens.insert(id, open);
+        self.opens.insert(id, open.clone());
+        if open.closed.load(Ordering::Acquire) {
+            // Purged between being marked and being kept.
+            self.opens.remove(&id);
+            return;
+        }
         let me: Weak<Self> = Arc::downgrade(self);
         tokio::spawn(async move {
             tokio::time::sleep(timeout).await;

@@ -555,6 +555,9 @@ impl FileOplocks {
     /// a break it would need runs `purge` instead.
     pub fn disconnect(&self, key: u64, purge: Purge) {
         self.with_holder(key, |h| h.purge = Some(purge));
+        // A new open may be waiting for a break this open can no longer
+        // acknowledge: have it look again, and close this open instead.
+        self.changed.notify_waiters();
     }
 
     fn with_holder(&self, key: u64, f: impl FnOnce(&mut Holder)) {
