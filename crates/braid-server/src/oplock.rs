@@ -46,6 +46,8 @@ struct Holder {
     lease: Option<Arc<Lease>>,
     conn: Weak<Connection>,
     session: Weak<Session>,
+    /// Opened for attributes only (it may still hold an oplock or lease).
+    stat_open: bool,
     /// Set while the open is a disconnected durable open: a break it
     /// would need closes it instead (it cannot be told; MS-SMB2 3.3.4.6).
     purge: Option<Purge>,
@@ -116,6 +118,8 @@ pub struct GrantRequest<'a> {
     pub file_id: FileId,
     pub conn: &'a Arc<Connection>,
     pub session: &'a Arc<Session>,
+    /// The open asks for attribute access only (see [`NewOpen::stat_open`]).
+    pub stat_open: bool,
 }
 
 /// What an open was granted: its oplock level, and its lease if any.
@@ -326,7 +330,13 @@ impl FileOplocks {
     pub fn grant(self: &Arc<Self>, table: &LeaseTable, g: GrantRequest<'_>) -> Granted {
         let mut holders = self.holders.lock().unwrap();
         let lease_id = g.lease.map(|c| (g.client_guid, c.key));
-        let others = |h: &&Holder| h.open_key != g.key && !h.has_lease(lease_id.as_ref());
+        // An attribute-only open that caches nothing is not counted against
+        // a new oplock or lease (smbtorture smb2.lease.statopen3); one that
+        // holds an oplock or lease is (smb2.lease.statopen, oplock.batch9).
+        let others = |h: &&Holder| {
+            let idle_stat_open = h.stat_open && h.lease.is_none() && h.level == oplock_level::NONE;
+            h.open_key != g.key && !idle_stat_open && !h.has_lease(lease_id.as_ref())
+        };
         let have_other = holders.iter().any(|h| others(&h));
         let got_oplock = holders.iter().filter(others).any(|h| h.lease.is_none());
         let got_handle_lease = holders.iter().filter(others).any(|h| {
@@ -342,6 +352,7 @@ impl FileOplocks {
             lease: None,
             conn: Arc::downgrade(g.conn),
             session: Arc::downgrade(g.session),
+            stat_open: g.stat_open,
             purge: None,
         };
         let granted = match g.lease {

@@ -70,33 +70,55 @@ impl NotifyOrder {
 /// smb2.compound_find.compound_find_close, smb2.notify.dir). Requests that
 /// go async (blocking locks, change notifications) stop holding a CLOSE
 /// back then: the CLOSE cancels them.
+///
+/// A CREATE likewise waits for the SET_INFO requests that arrived before
+/// it: a rename or delete sent ahead of an open takes effect, or starts the
+/// lease breaks it waits for, before the open looks at the name (smbtorture
+/// smb2.lease.rename_wait reads the break the rename caused from the
+/// response to the open it sent behind it, as Samba and Windows handle a
+/// connection's requests in order).
 #[derive(Default)]
 pub struct FileRequestOrder {
-    /// (arrival ticket, volatile file id) of requests not yet done.
-    queue: Mutex<VecDeque<(u64, u64)>>,
+    /// Requests not yet done, oldest first.
+    queue: Mutex<VecDeque<Queued>>,
     next_ticket: AtomicU64,
     /// CLOSEs waiting: only then does finishing a request wake anyone.
     waiting: AtomicUsize,
     changed: Notify,
 }
 
+#[derive(Clone, Copy)]
+struct Queued {
+    ticket: u64,
+    volatile: u64,
+    set_info: bool,
+}
+
 impl FileRequestOrder {
     /// The reader saw request `msg` (header and body); returns its ticket
-    /// if it names an open.
+    /// if it names an open, or is a CREATE (which only waits: its ticket
+    /// marks its place and holds nothing back).
     pub fn arrived(&self, command: u16, msg: &[u8]) -> Option<u64> {
+        if command == Command::Create as u16 {
+            return Some(self.next_ticket.fetch_add(1, Ordering::Relaxed));
+        }
         let at = file_id_offset(command)?;
         // FileId.Volatile follows the 8-byte FileId.Persistent.
         let from = HEADER_LEN + at + 8;
         let volatile = u64::from_le_bytes(msg.get(from..from + 8)?.try_into().ok()?);
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        self.queue.lock().unwrap().push_back((ticket, volatile));
+        self.queue.lock().unwrap().push_back(Queued {
+            ticket,
+            volatile,
+            set_info: command == Command::SetInfo as u16,
+        });
         Some(ticket)
     }
 
     /// The request finished or went async (a second call finds nothing).
     pub fn release(&self, ticket: u64) {
         let mut q = self.queue.lock().unwrap();
-        let Some(i) = q.iter().position(|(t, _)| *t == ticket) else {
+        let Some(i) = q.iter().position(|r| r.ticket == ticket) else {
             return;
         };
         q.remove(i);
@@ -109,11 +131,21 @@ impl FileRequestOrder {
     /// Wait until every request that arrived before `ticket` and names
     /// `volatile` (or the related open of a compound) is done.
     pub async fn wait_before(&self, ticket: u64, volatile: u64) {
-        let blocks = |q: &VecDeque<(u64, u64)>| {
-            q.iter()
-                .take_while(|(t, _)| *t < ticket)
-                .any(|(_, v)| *v == volatile || *v == FileId::RELATED.volatile)
-        };
+        self.wait_for_earlier(ticket, |r| {
+            r.volatile == volatile || r.volatile == FileId::RELATED.volatile
+        })
+        .await
+    }
+
+    /// Wait until every SET_INFO that arrived before `ticket` is done or
+    /// waits asynchronously.
+    pub async fn wait_for_set_info_before(&self, ticket: u64) {
+        self.wait_for_earlier(ticket, |r| r.set_info).await
+    }
+
+    async fn wait_for_earlier(&self, ticket: u64, matches: impl Fn(&Queued) -> bool) {
+        let blocks =
+            |q: &VecDeque<Queued>| q.iter().take_while(|r| r.ticket < ticket).any(&matches);
         if !blocks(&self.queue.lock().unwrap()) {
             return;
         }
@@ -163,10 +195,10 @@ mod tests {
     }
 
     #[test]
-    fn only_requests_on_opens_get_tickets() {
+    fn only_requests_on_opens_and_creates_get_tickets() {
         let order = FileRequestOrder::default();
         assert!(order
-            .arrived(Command::Create as u16, &[0; HEADER_LEN + 64])
+            .arrived(Command::Echo as u16, &[0; HEADER_LEN + 4])
             .is_none());
         assert!(order
             .arrived(Command::OplockBreak as u16, &[0; HEADER_LEN + 24])
@@ -183,6 +215,45 @@ mod tests {
             order.arrived(Command::QueryInfo as u16, &msg(Command::QueryInfo, 7)),
             Some(1)
         );
+        assert_eq!(
+            order.arrived(Command::Create as u16, &[0; HEADER_LEN + 64]),
+            Some(2)
+        );
+    }
+
+    #[tokio::test]
+    async fn create_waits_for_earlier_set_info_only() {
+        let order = Arc::new(FileRequestOrder::default());
+        let read = order
+            .arrived(Command::Read as u16, &msg(Command::Read, 4))
+            .unwrap();
+        let rename = order
+            .arrived(Command::SetInfo as u16, &msg(Command::SetInfo, 4))
+            .unwrap();
+        let create = order
+            .arrived(Command::Create as u16, &[0; HEADER_LEN + 64])
+            .unwrap();
+        let later = order
+            .arrived(Command::SetInfo as u16, &msg(Command::SetInfo, 8))
+            .unwrap();
+        let waiter = {
+            let order = order.clone();
+            tokio::spawn(async move { order.wait_for_set_info_before(create).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !waiter.is_finished(),
+            "CREATE ran before the earlier SET_INFO"
+        );
+        // Neither the READ nor a later SET_INFO holds it back.
+        order.release(rename);
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("the SET_INFO went async or finished")
+            .unwrap();
+        // A CREATE holds nothing back itself.
+        order.release(create);
+        let _ = (read, later);
     }
 
     #[tokio::test]

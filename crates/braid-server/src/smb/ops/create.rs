@@ -30,6 +30,10 @@ const STAT_OPEN_ACCESS: u32 = access_mask::SYNCHRONIZE
 const VALID_CREATE_ATTRIBUTES: u32 = 0x0000_7FB7 | 0x0002_0000;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
+    if let Some(ticket) = req.ticket {
+        // A rename or delete sent before this open takes effect first.
+        req.conn.file_order.wait_for_set_info_before(ticket).await;
+    }
     let r = CreateRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = req.session()?.clone();
     let tree = req.tree()?.clone();
@@ -272,6 +276,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             file_id,
             conn: req.conn,
             session: &session,
+            stat_open: new_open.stat_open,
         },
     );
     let oplock_level = granted_caching.oplock_level;
