@@ -39,6 +39,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             if open.granted_access & need != need {
                 return Err(NtStatus::ACCESS_DENIED);
             }
+            // MS-SMB2 3.3.5.20.1: FileNormalizedNameInformation is for
+            // 3.1.1 connections only (smbtorture smb2.getinfo.normalized).
+            if r.file_info_class == file_info::FILE_NORMALIZED_NAME_INFORMATION
+                && req.conn.dialect() != braid_smb_proto::messages::negotiate::dialect::SMB311
+            {
+                return Err(NtStatus::NOT_SUPPORTED);
+            }
             if r.file_info_class == file_info::FILE_FULL_EA_INFORMATION {
                 return query_eas(&open, r.output_buffer_length).await;
             }
