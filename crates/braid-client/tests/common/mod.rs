@@ -165,22 +165,28 @@ fn wait_accepting(addr: SocketAddr, child: &mut Child, log: &Path) {
     }
 }
 
-/// Wait until the server accepts on `addr` or exits; true if it exited
-/// because one of its ports was taken in the meantime.
-fn lost_port_race(addr: SocketAddr, child: &mut Child, log: &Path) -> bool {
-    let mut exited = matches!(wait_startup(addr, child), Startup::Exited(_));
-    if !exited {
-        // Something accepts on the port, but it may be another test's
-        // server that took it first (this one then fails to bind a moment
-        // later): give ours the time to fail before trusting the port.
-        std::thread::sleep(Duration::from_millis(300));
-        exited = matches!(child.try_wait(), Ok(Some(_)));
+/// The SMB and admin ports a Braid started on port 0 printed
+/// ("braid: listening on 127.0.0.1:P", "braid: admin API on http://127.0.0.1:Q/").
+fn bound_ports(child: &mut Child, log: &Path) -> Result<(u16, u16), String> {
+    let port_after = |text: &str, marker: &str| -> Option<u16> {
+        let rest = &text[text.find(marker)? + marker.len()..];
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    };
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(20) {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let smb = port_after(&text, "braid: listening on 127.0.0.1:");
+        let admin = port_after(&text, "braid: admin API on http://127.0.0.1:");
+        if let (Some(p), Some(a)) = (smb, admin) {
+            return Ok((p, a));
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            return Err(format!("braid exited ({st}) before printing its ports"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
-    exited
-        && std::fs::read_to_string(log)
-            .unwrap_or_default()
-            .to_lowercase()
-            .contains("address already in use")
+    Err("braid printed no ports within 20 s".into())
 }
 
 /// Wait for the server; on failure stop it (and its children) first.
@@ -338,34 +344,39 @@ pub fn start_braid() -> Option<Server> {
     std::fs::create_dir_all(&share).unwrap();
     let password = format!("Pw-{:x}", rand::random::<u64>());
     let log = w.join("braid.log");
-    // free_port() only finds a port that was free a moment ago; a test
-    // running in parallel may take it first. Try again with new ones.
-    let mut attempt = 0;
-    let (port, admin_port, child) = loop {
-        attempt += 1;
-        let port = free_port();
-        let admin_port = free_port();
-        let mut child = Command::new(&bin)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--admin-listen", &format!("127.0.0.1:{admin_port}")])
-            .arg("--share")
-            .arg(format!("{SHARE}={}", share.display()))
-            .arg("--user")
-            .arg(format!("{USER}:{password}"))
-            .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(Stdio::from(
-                std::fs::File::options().append(true).open(&log).unwrap(),
-            ))
-            .current_dir(&w)
-            .spawn()
-            .expect("braid");
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        if attempt < 5 && lost_port_race(addr, &mut child, &log) {
-            continue;
+    // Port 0: the kernel picks free ports as the server binds them, and the
+    // server prints them; nothing can take them in between (ports picked
+    // beforehand could be taken by a test starting in parallel).
+    let mut child = Command::new(&bin)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(["--admin-listen", "127.0.0.1:0"])
+        .arg("--share")
+        .arg(format!("{SHARE}={}", share.display()))
+        .arg("--user")
+        .arg(format!("{USER}:{password}"))
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::from(
+            std::fs::File::options().append(true).open(&log).unwrap(),
+        ))
+        .current_dir(&w)
+        .spawn()
+        .expect("braid");
+    let (port, admin_port) = match bound_ports(&mut child, &log) {
+        Ok(ports) => ports,
+        Err(why) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{why}: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
         }
-        wait_or_kill(addr, &mut child, &log);
-        break (port, admin_port, child);
     };
+    wait_or_kill(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        &mut child,
+        &log,
+    );
     Some(Server {
         kind: "braid",
         port,
