@@ -94,6 +94,10 @@ pub struct Session {
     /// Recently completed modifying requests, for replay detection
     /// (MS-SMB2 3.3.5.2.10).
     pub replay: Mutex<crate::smb::replay::ReplayTable>,
+    /// (CreateGuid, ClientGuid) of durable v2 CREATEs still being
+    /// processed (waiting for breaks, say): a replay of one is refused
+    /// with STATUS_FILE_NOT_AVAILABLE rather than run a second time.
+    pub pending_creates: Mutex<std::collections::HashSet<([u8; 16], [u8; 16])>>,
 }
 
 impl Session {
@@ -119,6 +123,7 @@ impl Session {
             origin: std::sync::OnceLock::new(),
             binds: Mutex::new(HashMap::new()),
             replay: Mutex::new(Default::default()),
+            pending_creates: Mutex::new(Default::default()),
         }
     }
 

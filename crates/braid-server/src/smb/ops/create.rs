@@ -138,6 +138,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
 
     let lease_request = lease_request(req, r.requested_oplock_level, lease_data)?;
+    let mut _pending = None;
     if let Some(q) = &durable_ask.v2 {
         let client = req.conn_client_guid();
         if let Some(open) =
@@ -150,6 +151,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 lease_request.as_ref(),
             );
         }
+        _pending = Some(super::create_durable::PendingCreate::start(
+            req,
+            &session,
+            (q.create_guid, client),
+        )?);
         if let Some(app) = durable_ask.app_instance {
             super::create_durable::close_app_instance(req, &share.name, &name, app).await;
         }

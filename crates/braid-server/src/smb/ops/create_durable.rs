@@ -182,6 +182,53 @@ pub fn open_with_create_guid(
     })
 }
 
+/// A durable v2 CREATE in progress, registered by its CreateGuid until it
+/// completes (dropped).
+pub struct PendingCreate {
+    session: Arc<Session>,
+    key: Option<([u8; 16], [u8; 16])>,
+}
+
+impl PendingCreate {
+    /// Register a CREATE with this (CreateGuid, ClientGuid). A replay
+    /// (SMB2_FLAGS_REPLAY_OPERATION) of a CREATE still in progress — its
+    /// first execution waiting for an oplock or lease break, on this
+    /// channel or a lost one — fails with STATUS_FILE_NOT_AVAILABLE at once,
+    /// as Samba answers; the client replays again later and then gets the
+    /// open the first execution made (smbtorture smb2.replay.dhv2-pending*).
+    /// Windows answers ACCESS_DENIED, or leaves the replay waiting.
+    pub fn start(
+        req: &Request<'_>,
+        session: &Arc<Session>,
+        key: ([u8; 16], [u8; 16]),
+    ) -> Result<PendingCreate, NtStatus> {
+        let mut pending = session.pending_creates.lock().unwrap();
+        if pending.contains(&key) {
+            if req.header.flags & flags::REPLAY_OPERATION != 0 {
+                return Err(NtStatus::FILE_NOT_AVAILABLE);
+            }
+            // Not a replay: the first execution keeps the registration.
+            return Ok(PendingCreate {
+                session: session.clone(),
+                key: None,
+            });
+        }
+        pending.insert(key);
+        Ok(PendingCreate {
+            session: session.clone(),
+            key: Some(key),
+        })
+    }
+}
+
+impl Drop for PendingCreate {
+    fn drop(&mut self) {
+        if let Some(key) = self.key {
+            self.session.pending_creates.lock().unwrap().remove(&key);
+        }
+    }
+}
+
 /// A replayed durable create (3.3.5.9.10): the open the first execution
 /// made, answered as it was then (its lease state as it is now, its oplock
 /// no more than the replay asks for); without the replay flag, or asking
