@@ -303,7 +303,13 @@ pub struct Open {
     /// change (NTFS marks a renamed file for archiving when its handle is
     /// cleaned up).
     pub renamed: AtomicBool,
+    /// MS-SMB2 3.3.1.10 Open.LockSequenceArray: the LockSequenceNumber of
+    /// the last successful LOCK in each of the 64 buckets (0xFF: none).
+    pub lock_sequences: Mutex<[u8; 64]>,
 }
+
+/// An empty Open.LockSequenceArray.
+pub const NO_LOCK_SEQUENCES: [u8; 64] = [0xFF; 64];
 
 impl Open {
     pub fn tree_id(&self) -> u32 {

@@ -321,6 +321,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         create_reply: Mutex::new(None),
         disconnects: Default::default(),
         renamed: Default::default(),
+        lock_sequences: std::sync::Mutex::new(crate::session::NO_LOCK_SEQUENCES),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
     // to the file; streams are not reported).

@@ -3,6 +3,7 @@
 use braid_fs::{FsError, LockOwner};
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::messages::lock::flags;
+use braid_smb_proto::messages::negotiate::dialect;
 use braid_smb_proto::messages::{LockElement, LockRequest, LockResponse};
 use braid_smb_proto::NtStatus;
 
@@ -16,6 +17,39 @@ const OWNER: LockOwner = LockOwner(0);
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = LockRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let open = req.open(r.file_id)?;
+    // MS-SMB2 3.3.5.14: lock sequence verification, for durable opens and
+    // on 3.x connections that offered multichannel. A LOCK carrying the
+    // number of the last successful one in its bucket is a replay of it,
+    // sent again after a channel failed: it succeeds without taking effect
+    // again (smbtorture smb2.lock.replay_smb3_specification_*). Windows
+    // verifies resilient and persistent opens only (note <314>).
+    let bucket = lock_sequence_bucket(req, &open, r.lock_sequence_index);
+    if let Some(i) = bucket {
+        let mut seqs = open.lock_sequences.lock().unwrap();
+        if seqs[i] == r.lock_sequence_number {
+            return Ok(Reply::of(&LockResponse));
+        }
+        seqs[i] = crate::session::NO_LOCK_SEQUENCES[i];
+    }
+    let result = apply(req, &r, &open).await;
+    if let (Some(i), Ok(_)) = (bucket, &result) {
+        open.lock_sequences.lock().unwrap()[i] = r.lock_sequence_number;
+    }
+    result
+}
+
+/// The Open.LockSequenceArray entry a LOCK is verified against, if any:
+/// LockSequenceIndex 1 to 64 on an open that verifies lock sequences.
+fn lock_sequence_bucket(req: &Request<'_>, open: &Open, index: u32) -> Option<usize> {
+    if !(1..=64).contains(&index) {
+        return None;
+    }
+    let multichannel = req.conn.dialect() >= dialect::SMB300 && req.conn.server.config.multichannel;
+    let durable = open.durable.lock().unwrap().is_some();
+    (multichannel || durable).then_some(index as usize - 1)
+}
+
+async fn apply(req: &mut Request<'_>, r: &LockRequest, open: &Open) -> OpResult {
     if r.locks.is_empty() {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -50,7 +84,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         o.file.break_level2_except(o.key);
     }
     if r.locks.len() > 1 {
-        return lock_all_or_none(&open, &r.locks).map(|_| Reply::of(&LockResponse));
+        return lock_all_or_none(open, &r.locks).map(|_| Reply::of(&LockResponse));
     }
 
     let l = r.locks[0];
