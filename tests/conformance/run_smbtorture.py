@@ -14,6 +14,7 @@ every required test passed. A skip counts as a failure: a required test must run
 from __future__ import annotations
 
 import argparse
+import secrets
 import os
 import re
 import shutil
@@ -204,13 +205,17 @@ def main() -> int:
         (base / "share").mkdir()
         (base / "server").mkdir()
         try:
-            server = servers.start(args.start, base / "share", base / "server")
+            server = servers.start(args.start, base / "share", base / "server",
+                                   user2=("braidtest2", "Pw2-" + secrets.token_hex(8)))
         except RuntimeError as e:
             print(f"run_smbtorture: could not start {args.start}: {e}")
             print(f"smbtorture: 0 passed, {len(required)} failed (server did not start)")
             return 1
         args.host, args.port, args.share = server.host, server.port, server.share
         args.user, args.password = server.user, server.password
+        if server.user2 is not None:
+            args.extra = [f"--option=torture:user2name={server.user2[0]}",
+                          f"--option=torture:user2password={server.user2[1]}", *args.extra]
         print(f"started {args.start} on port {server.port} (pid {server.pid}, log {server.log_path})")
     try:
         with open(args.log, "w") as log:

@@ -95,6 +95,9 @@ class Server:
     proc: subprocess.Popen | None = field(default=None, repr=False)
     # Braid's admin HTTP API ("host:port"), None for Samba.
     admin: str | None = None
+    # A second account (name, password), when asked for: tests that one user
+    # cannot use another's session (smbtorture smb2.session.bind_different_user).
+    user2: tuple[str, str] | None = None
 
     def alive(self) -> bool:
         if self.proc is not None:
@@ -182,7 +185,8 @@ def _spawn(argv: list[str], log_path: Path, cwd: Path) -> subprocess.Popen:
 
 def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 share: str = DEFAULT_SHARE, user: str = DEFAULT_USER,
-                password: str | None = None) -> Server:
+                password: str | None = None,
+                user2: tuple[str, str] | None = None) -> Server:
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
@@ -190,6 +194,8 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     log_path = workdir / "braid.log"
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
             "--share", f"{share}={share_dir}", "--user", f"{user}:{password}"]
+    if user2 is not None:
+        argv += ["--user", f"{user2[0]}:{user2[1]}"]
     # The admin API on a free port of its own (the default 9445 may be taken).
     admin = f"127.0.0.1:{free_port()}"
     argv += ["--admin-listen", admin]
@@ -198,7 +204,7 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     proc = _spawn(argv, log_path, workdir)
     wait_until_accepting("127.0.0.1", port, proc, log_path)
     return Server("braid", "127.0.0.1", port, share, user, password, share_dir, workdir,
-                  proc.pid, log_path, proc, admin=admin)
+                  proc.pid, log_path, proc, admin=admin, user2=user2)
 
 
 SAMBA_CONF = """\
@@ -275,7 +281,8 @@ def give_to_share_owner(share_dir: Path, *paths: Path) -> None:
 
 def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 share: str = DEFAULT_SHARE, user: str = DEFAULT_USER,
-                password: str | None = None) -> Server:
+                password: str | None = None,
+                user2: tuple[str, str] | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -290,16 +297,21 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
     conf = workdir / "smb.conf"
     conf.write_text(SAMBA_CONF.format(port=port, w=workdir, share=share, share_dir=share_dir,
                                         user=user))
-    subprocess.run(["smbpasswd", "-c", str(conf), "-a", "-s", user],
-                   input=f"{password}\n{password}\n", text=True, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    accounts = [(user, password)]
+    if user2 is not None:
+        ensure_unix_user(user2[0])
+        accounts.append(user2)
+    for name, secret in accounts:
+        subprocess.run(["smbpasswd", "-c", str(conf), "-a", "-s", name],
+                       input=f"{secret}\n{secret}\n", text=True, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     log_path = workdir / "smbd.stdout"
     argv = ["smbd", "--foreground", "--no-process-group", "--debug-stdout", "-s", str(conf)]
     proc = _spawn(argv, log_path, workdir)
     wait_until_accepting("127.0.0.1", port, proc, log_path)
     return Server("samba", "127.0.0.1", port, share, user, password, share_dir, workdir,
-                  proc.pid, log_path, proc)
+                  proc.pid, log_path, proc, user2=user2)
 
 
 def start(target: str, share_dir: Path, workdir: Path, **kwargs) -> Server:

@@ -446,12 +446,17 @@ async fn bind(
     let preauth = ex.map(|e| e.preauth).unwrap_or_default();
 
     // MS-SMB2 3.3.5.5.3 (binding): the authenticated user must be the
-    // session's user; Samba answers NOT_SUPPORTED otherwise, and for a
-    // logon without a session key (anonymous).
-    let first_user = session.first_user.lock().unwrap().clone();
-    if outcome.anonymous || !first_user.eq_ignore_ascii_case(&outcome.user) {
-        info!(conn = conn.id, session = session.id, user = %outcome.user, "bind by another user refused");
+    // session's user. Another account's valid credentials are refused with
+    // ACCESS_DENIED, as Windows and Samba answer (smbtorture
+    // smb2.session.bind_different_user); a logon without a session key
+    // (anonymous) with NOT_SUPPORTED, as Samba does.
+    if outcome.anonymous {
         return Err(NtStatus::NOT_SUPPORTED);
+    }
+    let first_user = session.first_user.lock().unwrap().clone();
+    if !first_user.eq_ignore_ascii_case(&outcome.user) {
+        info!(conn = conn.id, session = session.id, user = %outcome.user, "bind by another user refused");
+        return Err(NtStatus::ACCESS_DENIED);
     }
     if outcome.session_key.is_empty() {
         return Err(NtStatus::NOT_SUPPORTED);
