@@ -686,8 +686,6 @@ pub(crate) fn preallocate(fd: i32, size: u64) -> FsResult<()> {
 /// file gets from `pol`, and the maximal access. Every right asked for
 /// (an overwrite also needs FILE_WRITE_DATA) must be granted; with
 /// MAXIMUM_ALLOWED the open gets all granted rights, and at least one.
-/// DELETE is also granted when the parent directory grants
-/// FILE_DELETE_CHILD.
 pub(crate) fn check_existing(
     pol: &dyn AccessPolicy,
     object: &security::ObjectSecurity,
@@ -703,11 +701,21 @@ pub(crate) fn check_existing(
         need |= acc::FILE_WRITE_DATA;
     }
     let mut allowed = pol.maximal_access(object);
-    if allowed & acc::DELETE == 0 && (max || need & acc::DELETE != 0) {
+    // MS-FSA 2.1.5.1.2.1: FILE_DELETE_CHILD on the parent grants DELETE,
+    // FILE_LIST_DIRECTORY there FILE_READ_ATTRIBUTES (as NTFS does).
+    let from_parent = [
+        (acc::DELETE, acc::FILE_DELETE_CHILD),
+        (acc::FILE_READ_ATTRIBUTES, acc::FILE_LIST_DIRECTORY),
+    ];
+    let wanted = |bit: u32| allowed & bit == 0 && (max || need & bit != 0);
+    if from_parent.iter().any(|(bit, _)| wanted(*bit)) {
         if let Some((pfd, is_root)) = parent {
             let parent = security::object(pfd, true, is_root)?;
-            if pol.maximal_access(&parent) & acc::FILE_DELETE_CHILD != 0 {
-                allowed |= acc::DELETE;
+            let pmax = pol.maximal_access(&parent);
+            for (bit, parent_bit) in from_parent {
+                if pmax & parent_bit != 0 {
+                    allowed |= bit;
+                }
             }
         }
     }

@@ -145,7 +145,13 @@ pub fn maximal_access(sd: &SecurityDescriptor, token: &Token) -> u32 {
 /// ComputeInheritedACLFromParent / 2.5.3.4.3 ContainsInheritableACEs),
 /// with CREATOR OWNER / CREATOR GROUP replaced by the new object's owner
 /// and group in the ACE that takes effect.
-fn inherit_ace(ace: &Ace, is_dir: bool, owner: &Sid, group: &Sid, out: &mut Vec<Ace>) {
+fn inherit_ace(
+    ace: &Ace,
+    is_dir: bool,
+    (owner, group): (&Sid, &Sid),
+    inherited: u8,
+    out: &mut Vec<Ace>,
+) {
     let Ace::Standard {
         ace_type,
         flags,
@@ -173,7 +179,7 @@ fn inherit_ace(ace: &Ace, is_dir: bool, owner: &Sid, group: &Sid, out: &mut Vec<
     };
     let effective = |mask: u32| Ace::Standard {
         ace_type: *ace_type,
-        flags: other_flags | INHERITED_ACE,
+        flags: other_flags | inherited,
         mask,
         sid: effective_sid.clone(),
     };
@@ -194,14 +200,14 @@ fn inherit_ace(ace: &Ace, is_dir: bool, owner: &Sid, group: &Sid, out: &mut Vec<
             out.push(effective(map_generic(*mask)));
             out.push(Ace::Standard {
                 ace_type: *ace_type,
-                flags: (flags & !INHERITED_ACE) | INHERIT_ONLY_ACE | INHERITED_ACE,
+                flags: (flags & !INHERITED_ACE) | INHERIT_ONLY_ACE | inherited,
                 mask: *mask,
                 sid: sid.clone(),
             });
         } else {
             out.push(Ace::Standard {
                 ace_type: *ace_type,
-                flags: (flags & !INHERIT_ONLY_ACE) | INHERITED_ACE,
+                flags: (flags & !(INHERIT_ONLY_ACE | INHERITED_ACE)) | inherited,
                 mask: *mask,
                 sid: sid.clone(),
             });
@@ -210,7 +216,7 @@ fn inherit_ace(ace: &Ace, is_dir: bool, owner: &Sid, group: &Sid, out: &mut Vec<
         // Only for files below: inherit-only on the directory.
         out.push(Ace::Standard {
             ace_type: *ace_type,
-            flags: (flags & !INHERITED_ACE) | INHERIT_ONLY_ACE | INHERITED_ACE,
+            flags: (flags & !INHERITED_ACE) | INHERIT_ONLY_ACE | inherited,
             mask: *mask,
             sid: sid.clone(),
         });
@@ -244,17 +250,24 @@ pub fn inherit(
         control |= SE_DACL_PRESENT;
         c.dacl.clone()
     } else {
+        // Inherited ACEs are marked as such (and the DACL as
+        // auto-inherited) when the parent's DACL is auto-inherited, as
+        // Windows does.
+        let auto = parent.control & SE_DACL_AUTO_INHERITED != 0;
+        let inherited = if auto { INHERITED_ACE } else { 0 };
         let mut aces = Vec::new();
         if let Some(pd) = &parent.dacl {
             for a in &pd.aces {
-                inherit_ace(a, is_dir, &owner, &group, &mut aces);
+                inherit_ace(a, is_dir, (&owner, &group), inherited, &mut aces);
             }
         }
         control |= SE_DACL_PRESENT;
         if aces.is_empty() {
             Some(token.default_dacl())
         } else {
-            control |= SE_DACL_AUTO_INHERITED;
+            if auto {
+                control |= SE_DACL_AUTO_INHERITED;
+            }
             Some(Acl::new(aces))
         }
     };
@@ -307,7 +320,7 @@ pub fn apply_set(
         }
         sd.control |= SE_DACL_PRESENT;
         sd.dacl = if new.control & SE_DACL_PRESENT != 0 {
-            new.dacl.clone()
+            new.dacl.clone().map(map_acl_generic)
         } else {
             None
         };
@@ -324,6 +337,20 @@ pub fn apply_set(
     }
     sd.control &= !SE_SELF_RELATIVE;
     sd
+}
+
+/// Generic rights in the ACEs that apply to the object itself become
+/// specific ones (MS-DTYP 2.5.3.4 / Windows SetSecurityInfo: a DACL is
+/// stored mapped); INHERIT_ONLY ACEs keep theirs for the children.
+pub fn map_acl_generic(mut acl: Acl) -> Acl {
+    for a in &mut acl.aces {
+        if let Ace::Standard { flags, mask, .. } = a {
+            if *flags & INHERIT_ONLY_ACE == 0 {
+                *mask = map_generic(*mask);
+            }
+        }
+    }
+    acl
 }
 
 /// Encode `sd`, or an error when an ACL or ACE would not fit its 16-bit
@@ -427,6 +454,8 @@ mod tests {
                 Ace::allowed(Sid::network(), FILE_READ_DATA, 0),
             ]),
         );
+        let mut parent = parent;
+        parent.control |= SE_DACL_AUTO_INHERITED;
         let f = inherit(&parent, None, false, &t);
         assert_eq!(f.owner, Some(user()));
         assert_eq!(
@@ -454,6 +483,14 @@ mod tests {
                 ),
                 Ace::allowed(Sid::builtin_users(), FILE_READ_DATA, INHERITED_ACE),
             ]
+        );
+        // Without auto-inheritance the ACEs are not marked inherited.
+        parent.control = SE_DACL_PRESENT;
+        let f = inherit(&parent, None, false, &t);
+        assert_eq!(f.control & SE_DACL_AUTO_INHERITED, 0);
+        assert_eq!(
+            f.dacl.unwrap().aces[1],
+            Ace::allowed(Sid::everyone(), FILE_READ_DATA, 0)
         );
         // Nothing inheritable: the token's default DACL.
         let empty = sd(user(), Some(vec![]));
