@@ -46,8 +46,7 @@ impl FileService {
         comps: &[String],
         name: &str,
         p: &OpenParams,
-        mut access: u32,
-        max: bool,
+        (mut access, max): (u32, bool),
         pol: Option<&dyn AccessPolicy>,
     ) -> FsResult<Option<Opened>> {
         let x_new = stream::xattr_name(name)?;
