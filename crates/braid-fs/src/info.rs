@@ -224,12 +224,18 @@ pub(crate) fn file_info(
 pub(crate) fn fd_info(fd: RawFd, delete_pending: bool) -> FsResult<FileInfo> {
     let st = sys::fstat(fd)?;
     let meta = read_dos(fd);
-    Ok(file_info(
-        &st,
-        sys::btime(fd),
-        meta.as_ref(),
-        delete_pending,
-    ))
+    let mut info = file_info(&st, sys::btime(fd), meta.as_ref(), delete_pending);
+    // st_blocks counts an xattr block (ext4 keeps xattrs that do not fit
+    // the inode, such as a security descriptor, in a block of their own):
+    // that is no allocation of the file's data. Looked for only when the
+    // blocks exceed the data rounded to a block.
+    let data = (info.end_of_file).next_multiple_of(st.st_blksize.max(512) as u64);
+    if !info.is_directory && info.allocation_size > data {
+        info.allocation_size = info
+            .allocation_size
+            .saturating_sub(sys::xattr_block_len(fd));
+    }
+    Ok(info)
 }
 
 #[cfg(test)]

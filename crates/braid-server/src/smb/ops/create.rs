@@ -100,6 +100,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut allocation_size = None;
     let mut create_eas = Vec::new();
     let mut want_mxac = false;
+    let mut creator_sd = None;
     let mut want_qfid = false;
     let mut lease_data = None;
     for c in &r.contexts {
@@ -124,6 +125,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     return Err(NtStatus::INVALID_PARAMETER);
                 }
                 return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+            }
+            // MS-SMB2 2.2.13.2.2: the security descriptor of a new file.
+            n if n == context_name::SD_BUFFER => {
+                let sd = braid_smb_proto::fscc::security::SecurityDescriptor::decode(&c.data)
+                    .map_err(|e| e.status())?;
+                creator_sd = Some(sd);
             }
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
             n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
@@ -177,15 +184,23 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         attributes: r.file_attributes,
         allocation_size,
     };
-    let ctx = RequestCtx::new(
-        session
-            .identity
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|i| i.user.clone())
-            .unwrap_or_default(),
-    );
+    let (user, token) = {
+        let identity = session.identity.lock().unwrap();
+        (
+            identity
+                .as_ref()
+                .map(|i| i.user.clone())
+                .unwrap_or_default(),
+            crate::smb::acl::token_of(identity.as_ref()),
+        )
+    };
+    let ctx = RequestCtx {
+        access: Some(Arc::new(crate::smb::acl::SmbAccess {
+            token,
+            creator: creator_sd,
+        })),
+        ..RequestCtx::new(user)
+    };
     let oplocks = &req.conn.server.oplocks;
     let overwrite_disposition = matches!(
         r.create_disposition,
@@ -228,6 +243,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let volatile = req.conn.server.new_file_id();
     let info = opened.info.clone();
     let granted = opened.handle.granted_access();
+    let maximal_access = opened.maximal_access;
     let file_id = FileId {
         persistent: volatile,
         volatile,
@@ -352,7 +368,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         // MS-SMB2 2.2.14.2.5: QueryStatus then MaximalAccess.
         let mut data = Vec::with_capacity(8);
         data.put_u32(0);
-        data.put_u32(access_mask::FILE_ALL_ACCESS);
+        data.put_u32(maximal_access);
         contexts.push(CreateContext {
             name: context_name::QUERY_MAXIMAL_ACCESS_REQUEST.to_vec(),
             data,
