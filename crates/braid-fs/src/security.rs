@@ -41,7 +41,9 @@ pub trait AccessPolicy: Send + Sync {
 /// The descriptor stored on `fd`'s file, if any.
 pub(crate) fn read_descriptor(fd: RawFd) -> FsResult<Option<Vec<u8>>> {
     let name = sys::cstr(SD_XATTR)?;
-    match sys::xattr_get(fd, &name) {
+    // One system call where the file has none, also on the O_PATH fd of
+    // a parent directory (every create reads its parent's).
+    match sys::xattr_read(fd, &name) {
         Ok(v) => Ok(Some(v)),
         Err(libc::ENODATA | libc::ENOTSUP) => Ok(None),
         Err(e) => Err(FsError::from_errno(e)),
