@@ -1,7 +1,7 @@
 //! The file service: shares, open/create (MS-FSA 2.1.5.1), statistics.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -217,7 +217,7 @@ impl FileService {
             if p.disposition == Disposition::Create {
                 return Err(FsError::NameCollision);
             }
-            let parent = Some((r.parent_fd.as_raw_fd(), r.parent_rel.is_empty()));
+            let parent = Some(r.parent_fd.as_raw_fd());
             match self.open_existing(share, r.rel(), parent, p, (access, max), pol) {
                 // Vanished between lookup and open: start again.
                 Err(FsError::NotFound) => Ok(None),
@@ -277,12 +277,12 @@ impl FileService {
     }
 
     /// MS-FSA 2.1.5.1.2: open of an existing file. `parent`: the fd of its
-    /// directory and whether that is the share root (`None` for the root).
+    /// directory (`None` for the share root).
     fn open_existing(
         &self,
         share: &ShareRef,
         rel: String,
-        parent: Option<(i32, bool)>,
+        parent: Option<RawFd>,
         p: &OpenParams,
         (mut access, max): (u32, bool),
         pol: Option<&dyn AccessPolicy>,
@@ -313,7 +313,7 @@ impl FileService {
         }
         let mut maximal_access = acc::FILE_ALL_ACCESS;
         if let Some(pol) = pol {
-            let object = security::object(fd.as_raw_fd(), is_dir, parent.is_none())?;
+            let object = security::object(fd.as_raw_fd(), is_dir)?;
             let (granted, maximal) = check_existing(pol, &object, parent, p, overwrite)?;
             access = granted;
             maximal_access = maximal;
@@ -368,6 +368,8 @@ impl FileService {
                     creation: meta.and_then(|m| m.creation),
                     ea_size: meta.map_or(0, |m| m.ea_size),
                     change: None,
+                    // The descriptor, and its xattr block, stay.
+                    xattr_block: meta.is_some_and(|m| m.xattr_block),
                 };
                 info::write_dos(fdr, &m, &st)?;
                 if let Some(a) = p.allocation_size {
@@ -411,24 +413,19 @@ impl FileService {
         }
         let is_dir = p.directory == DirectoryRequirement::MustBeDirectory;
         let descriptor = match pol {
-            Some(pol) => Some(check_create(pol, &r, is_dir)?),
+            Some(pol) => check_create(pol, &r, is_dir)?,
             None => None,
         };
-        let Some(created) = self.create_on_disk(&r, p, is_dir)? else {
+        let Some(created) = self.create_on_disk(&r, p, is_dir, descriptor.as_deref())? else {
             return Ok(None);
         };
-        let mut maximal_access = acc::FILE_ALL_ACCESS;
-        if let (Some(pol), Some(sd)) = (pol, descriptor) {
-            if let Err(e) = security::write_descriptor(created.fd.as_raw_fd(), &sd) {
-                created.cleanup.run();
-                return Err(e);
-            }
-            maximal_access = pol.maximal_access(&security::ObjectSecurity {
-                descriptor: Some(sd),
+        let maximal_access = match pol {
+            Some(pol) => pol.maximal_access(&security::ObjectSecurity {
+                descriptor,
                 is_directory: is_dir,
-                is_root: false,
-            });
-        }
+            }),
+            None => acc::FILE_ALL_ACCESS,
+        };
         let attrs = created.attributes;
         let (fd, st) = (created.fd, created.st);
         let mut access = access;
@@ -462,12 +459,14 @@ impl FileService {
     }
 
     /// Create the file or directory `r` names with the attributes and
-    /// allocation `p` asks for. `Ok(None)`: it exists after all (a race).
+    /// allocation `p` asks for, and the security descriptor `sd` if it is
+    /// to store one. `Ok(None)`: it exists after all (a race).
     pub(crate) fn create_on_disk(
         &self,
         r: &path::Resolved,
         p: &OpenParams,
         is_dir: bool,
+        sd: Option<&[u8]>,
     ) -> FsResult<Option<Created>> {
         let parent = r.parent_fd.as_raw_fd();
         // Nothing may be created in a directory that is being deleted.
@@ -523,14 +522,19 @@ impl FileService {
         }
         let default = if is_dir { 0 } else { attr::ARCHIVE };
         let setup = (|| {
+            if let Some(sd) = sd {
+                security::put_descriptor(fd.as_raw_fd(), sd)?;
+            }
             if attrs != default {
                 let m = DosMeta {
                     attributes: attrs,
-                    creation: None,
-                    ea_size: 0,
-                    change: None,
+                    ..DosMeta::default()
                 };
                 info::write_dos(fd.as_raw_fd(), &m, &st)?;
+            }
+            if sd.is_some() {
+                // Before the allocation: its blocks are no xattrs'.
+                info::note_xattr_blocks(fd.as_raw_fd(), &st)?;
             }
             if let (Some(a), false) = (p.allocation_size, is_dir) {
                 preallocate(fd.as_raw_fd(), a)?;
@@ -683,7 +687,7 @@ pub(crate) fn preallocate(fd: i32, size: u64) -> FsResult<()> {
 pub(crate) fn check_existing(
     pol: &dyn AccessPolicy,
     object: &security::ObjectSecurity,
-    parent: Option<(i32, bool)>,
+    parent: Option<RawFd>,
     p: &OpenParams,
     overwrite: bool,
 ) -> FsResult<(u32, u32)> {
@@ -703,8 +707,8 @@ pub(crate) fn check_existing(
     ];
     let wanted = |bit: u32| allowed & bit == 0 && (max || need & bit != 0);
     if from_parent.iter().any(|(bit, _)| wanted(*bit)) {
-        if let Some((pfd, is_root)) = parent {
-            let parent = security::object(pfd, true, is_root)?;
+        if let Some(pfd) = parent {
+            let parent = security::object(pfd, true)?;
             let pmax = pol.maximal_access(&parent);
             for (bit, parent_bit) in from_parent {
                 if pmax & parent_bit != 0 {
@@ -721,14 +725,15 @@ pub(crate) fn check_existing(
 }
 
 /// MS-FSA 2.1.5.1.1: creating in the directory `r` names needs
-/// FILE_ADD_FILE (or FILE_ADD_SUBDIRECTORY) there; returns the new
-/// object's descriptor.
+/// FILE_ADD_FILE (or FILE_ADD_SUBDIRECTORY) there; returns the descriptor
+/// to store on the new object, if any. Reads the parent's descriptor: the
+/// one system call a create adds.
 pub(crate) fn check_create(
     pol: &dyn AccessPolicy,
     r: &path::Resolved,
     is_dir: bool,
-) -> FsResult<Vec<u8>> {
-    let parent = security::object(r.parent_fd.as_raw_fd(), true, r.parent_rel.is_empty())?;
+) -> FsResult<Option<Vec<u8>>> {
+    let parent = security::object(r.parent_fd.as_raw_fd(), true)?;
     let need = if is_dir {
         acc::FILE_ADD_SUBDIRECTORY
     } else {

@@ -62,7 +62,7 @@ impl FileService {
                     .map_err(FsError::from_errno)?;
             let st = sys::fstat(fd.as_raw_fd())?;
             if let Some(pol) = pol {
-                let object = security::object(fd.as_raw_fd(), true, true)?;
+                let object = security::object(fd.as_raw_fd(), true)?;
                 (access, maximal_access) = check_existing(pol, &object, None, p, overwrite)?;
             }
             Base {
@@ -80,8 +80,8 @@ impl FileService {
                 let st = sys::fstat(fd.as_raw_fd())?;
                 if let Some(pol) = pol {
                     let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-                    let object = security::object(fd.as_raw_fd(), is_dir, false)?;
-                    let parent = Some((r.parent_fd.as_raw_fd(), r.parent_rel.is_empty()));
+                    let object = security::object(fd.as_raw_fd(), is_dir)?;
+                    let parent = Some(r.parent_fd.as_raw_fd());
                     (access, maximal_access) = check_existing(pol, &object, parent, p, overwrite)?;
                 }
                 Base {
@@ -101,18 +101,12 @@ impl FileService {
                     ..p.clone()
                 };
                 let descriptor = match pol {
-                    Some(pol) => Some(check_create(pol, r, false)?),
+                    Some(pol) => check_create(pol, r, false)?,
                     None => None,
                 };
-                let Some(c) = self.create_on_disk(r, &fp, false)? else {
+                let Some(c) = self.create_on_disk(r, &fp, false, descriptor.as_deref())? else {
                     return Ok(None);
                 };
-                if let Some(sd) = descriptor {
-                    if let Err(e) = security::write_descriptor(c.fd.as_raw_fd(), &sd) {
-                        c.cleanup.run();
-                        return Err(e);
-                    }
-                }
                 Base {
                     fd: c.fd,
                     st: c.st,

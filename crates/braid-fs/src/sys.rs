@@ -538,54 +538,6 @@ pub(crate) fn xattr_create(fd: RawFd, name: &CStr, val: &[u8]) -> Result<(), i32
     }
 }
 
-/// The length of the block holding `fd`'s xattrs outside its inode (ext4
-/// FIEMAP_FLAG_XATTR), 0 when there is none or the file system cannot say.
-pub(crate) fn xattr_block_len(fd: RawFd) -> u64 {
-    #[repr(C)]
-    #[derive(Default)]
-    struct Extent {
-        logical: u64,
-        physical: u64,
-        length: u64,
-        reserved64: [u64; 2],
-        flags: u32,
-        reserved: [u32; 3],
-    }
-    #[repr(C)]
-    #[derive(Default)]
-    struct Fiemap {
-        start: u64,
-        length: u64,
-        flags: u32,
-        mapped_extents: u32,
-        extent_count: u32,
-        reserved: u32,
-        extents: [Extent; 2],
-    }
-    const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
-    const FIEMAP_FLAG_XATTR: u32 = 0x2;
-    const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
-    let mut m = Fiemap {
-        length: u64::MAX,
-        flags: FIEMAP_FLAG_XATTR,
-        extent_count: 2,
-        ..Default::default()
-    };
-    // SAFETY: `m` is a valid fiemap with room for two extents.
-    let r = unsafe { libc::ioctl(fd, FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
-    if r < 0 {
-        return 0;
-    }
-    // ext4 reports the xattrs kept in the inode first (DATA_INLINE), then
-    // the external block.
-    let n = (m.mapped_extents as usize).min(m.extents.len());
-    m.extents[..n]
-        .iter()
-        .filter(|e| e.flags & FIEMAP_EXTENT_DATA_INLINE == 0)
-        .map(|e| e.length)
-        .sum()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -184,21 +184,18 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         attributes: r.file_attributes,
         allocation_size,
     };
-    let (user, token) = {
+    let (user, access) = {
         let identity = session.identity.lock().unwrap();
         (
             identity
                 .as_ref()
                 .map(|i| i.user.clone())
                 .unwrap_or_default(),
-            crate::smb::acl::token_of(identity.as_ref()),
+            crate::smb::acl::SmbAccess::new(identity.as_ref(), creator_sd),
         )
     };
     let ctx = RequestCtx {
-        access: Some(Arc::new(crate::smb::acl::SmbAccess {
-            token,
-            creator: creator_sd,
-        })),
+        access: Some(Arc::new(access)),
         ..RequestCtx::new(user)
     };
     let oplocks = &req.conn.server.oplocks;

@@ -134,7 +134,6 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let object = braid_fs::ObjectSecurity {
                 descriptor: stored,
                 is_directory: open.is_directory,
-                is_root: false,
             };
             let sd = crate::smb::acl::effective_descriptor(&object, &token)
                 .filtered(r.additional_information)

@@ -197,7 +197,6 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let object = braid_fs::ObjectSecurity {
                 descriptor: stored,
                 is_directory: open.is_directory,
-                is_root: false,
             };
             let current = crate::smb::acl::effective_descriptor(&object, &token);
             let merged = access::apply_set(&current, &new, ai);
