@@ -29,8 +29,9 @@ pub(crate) struct DosMeta {
     pub ea_size: u32,
     /// A ChangeTime a client set (see [`ChangeTime`]).
     pub change: Option<ChangeTime>,
-    /// Storing the file's security descriptor (`security.rs`) pushed its
-    /// xattrs out of the inode into a block of their own (ext4 keeps what does not fit the inode in one file-system
+    /// Storing the file's security descriptor (`security.rs`) or its EAs
+    /// (`ea.rs`) pushed its xattrs out of the inode into a block of their
+    /// own (ext4 keeps what does not fit the inode in one file-system
     /// block): `st_blocks` counts that block, which holds no data, so
     /// AllocationSize leaves out one `st_blksize`. Recorded when the
     /// xattrs are written ([`note_xattr_blocks`]), so that reading the
@@ -177,8 +178,8 @@ fn xattr_block_change(before: &libc::stat, after: &libc::stat) -> Option<bool> {
     }
 }
 
-/// After Braid changed xattrs of the file `fd` (a security descriptor)
-/// whose stat was `before`, record in its DOS record whether its
+/// After Braid changed xattrs of the file `fd` (a security descriptor,
+/// EAs) whose stat was `before`, record in its DOS record whether its
 /// xattrs now take a block ([`DosMeta::xattr_block`]). One `fstat`; the
 /// record is rewritten only when a block came or went.
 pub(crate) fn note_xattr_blocks(fd: RawFd, before: &libc::stat) -> FsResult<()> {

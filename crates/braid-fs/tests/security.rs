@@ -1,8 +1,8 @@
 //! Stored security descriptors through the file service, with a toy
 //! policy (a descriptor is a 4-byte mask of the rights it grants, padded
 //! to a size that does not fit an ext4 inode): what is stored when, what
-//! an open is granted, and the xattr block a descriptor takes left out
-//! of AllocationSize.
+//! an open is granted, and the xattr block (of a descriptor, of EAs) left
+//! out of AllocationSize.
 
 mod common;
 
@@ -189,4 +189,38 @@ fn allocation_leaves_out_the_xattr_block_of_a_descriptor() {
     assert_eq!(f.info.allocation_size, o.info.allocation_size);
     root.close().unwrap();
     o.handle.close().unwrap();
+}
+
+#[test]
+fn allocation_leaves_out_the_xattr_block_of_eas() {
+    // smbtorture smb2.setinfo: a file made with EAs, truncated to nothing
+    // by FileAllocationInformation 0, reports AllocationSize 0.
+    let e = env();
+    let o = e
+        .open("f", access::FILE_ALL_ACCESS, ALL, Disposition::Create)
+        .unwrap();
+    let h = &o.handle;
+    let ea = ExtendedAttribute {
+        name: "BIG".into(),
+        value: vec![b'x'; 300],
+        flags: 0,
+    };
+    if h.init_eas(std::slice::from_ref(&ea)).is_err() {
+        eprintln!("no user xattrs on the test file system: skipped");
+        return;
+    }
+    h.write(0, b"1234567").unwrap();
+    let data = h.info().unwrap().allocation_size;
+    assert!(data <= 4096, "{data}");
+    h.set_allocation(0).unwrap();
+    assert_eq!(h.info().unwrap().allocation_size, 0);
+    // Removing the EA frees the block: nothing to leave out any more.
+    h.init_eas(&[ExtendedAttribute {
+        value: Vec::new(),
+        ..ea
+    }])
+    .unwrap();
+    h.write(0, b"1234567").unwrap();
+    assert_eq!(h.info().unwrap().allocation_size, data);
+    h.close().unwrap();
 }
