@@ -298,6 +298,10 @@ pub struct Open {
     /// change (NTFS marks a renamed file for archiving when its handle is
     /// cleaned up).
     pub renamed: AtomicBool,
+    /// Open.Mode (MS-FSA 2.1.1.5): the FileModeInformation bits, from the
+    /// create options and FileModeInformation sets. Reported only: the
+    /// I/O path takes write-through from the create.
+    pub mode: AtomicU32,
 }
 
 impl Open {

@@ -323,6 +323,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         create_reply: Mutex::new(None),
         disconnects: Default::default(),
         renamed: Default::default(),
+        // MS-FSA 2.1.5.1: Open.Mode takes these bits of the CreateOptions.
+        mode: (opts
+            & (create_options::WRITE_THROUGH
+                | create_options::SEQUENTIAL_ONLY
+                | create_options::NO_INTERMEDIATE_BUFFERING
+                | create_options::DELETE_ON_CLOSE))
+            .into(),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
     // to the file; streams are not reported).

@@ -83,7 +83,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 short_name: &short,
                 access_mask: open.granted_access,
                 position: open.handle.position(),
-                mode: 0,
+                mode: open.mode.load(std::sync::atomic::Ordering::Relaxed),
                 volume_serial: 0,
                 streams: &streams,
             };

@@ -3,7 +3,8 @@
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::fscc::access;
 use braid_smb_proto::fscc::file_info::{
-    decode_set_file_info, SetFileInfo, FILE_DISPOSITION_DELETE,
+    decode_set_file_info, SetFileInfo, FILE_DISPOSITION_DELETE, FILE_SEQUENTIAL_ONLY,
+    FILE_WRITE_THROUGH,
 };
 use braid_smb_proto::fscc::security::SecurityDescriptor;
 use braid_smb_proto::fscc::{
@@ -160,8 +161,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 } => {
                     handle.set_position(current_byte_offset);
                 }
-                // No mode state affects SMB2 I/O.
-                SetFileInfo::Mode { .. } => {}
+                // MS-FSA 2.1.5.15.x FileModeInformation: the decoder
+                // refused invalid bits; write-through and sequential-only
+                // change, the others stay as the create made them.
+                SetFileInfo::Mode { mode } => {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    const SETTABLE: u32 = FILE_WRITE_THROUGH | FILE_SEQUENTIAL_ONLY;
+                    let _ = open
+                        .mode
+                        .fetch_update(Relaxed, Relaxed, |m| Some(m & !SETTABLE | mode & SETTABLE));
+                }
                 SetFileInfo::FullEa(list) => {
                     need(granted, access_mask::FILE_WRITE_EA)?;
                     let eas = super::convert::eas_of(list)?;
