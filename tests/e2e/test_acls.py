@@ -61,6 +61,14 @@ class Client:
                   disposition, CreateOptions.FILE_NON_DIRECTORY_FILE)
         return op
 
+    def open_dir(self, name: str, access: int, disposition=CreateDisposition.FILE_OPEN) -> Open:
+        op = Open(self.tree, name)
+        op.create(ImpersonationLevel.Impersonation, access, 0x10,
+                  ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
+                  | ShareAccess.FILE_SHARE_DELETE,
+                  disposition, CreateOptions.FILE_DIRECTORY_FILE)
+        return op
+
     def _send(self, op: Open, req):
         request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
         return self.conn.receive(request)
@@ -99,15 +107,28 @@ def owner_sid(sd: bytes) -> bytes:
     return sd[off:off + 8 + 4 * count]
 
 
-def ace(ace_type: int, mask: int, sid: bytes) -> bytes:
-    return struct.pack("<BBHI", ace_type, 0, 8 + len(sid), mask) + sid
+def dacl_of(sd: bytes) -> bytes:
+    """The DACL bytes of a self-relative descriptor."""
+    off = struct.unpack_from("<I", sd, 16)[0]
+    return sd[off:off + struct.unpack_from("<H", sd, off + 2)[0]]
+
+
+def ace(ace_type: int, mask: int, sid: bytes, flags: int = 0) -> bytes:
+    return struct.pack("<BBHI", ace_type, flags, 8 + len(sid), mask) + sid
+
+
+def acl(aces: list[bytes]) -> bytes:
+    body = b"".join(aces)
+    return struct.pack("<BBHHH", 2, 0, 8 + len(body), len(aces), 0) + body
+
+
+SYSTEM = bytes([1, 1, 0, 0, 0, 0, 0, 5]) + struct.pack("<I", 18)  # S-1-5-18
+OI, CI = 0x1, 0x2
 
 
 def descriptor_with_dacl(aces: list[bytes]) -> bytes:
-    body = b"".join(aces)
-    acl = struct.pack("<BBHHH", 2, 0, 8 + len(body), len(aces), 0) + body
     # Revision 1, SE_SELF_RELATIVE | SE_DACL_PRESENT, DACL right after the header.
-    return struct.pack("<BBHIIII", 1, 0, 0x8004, 0, 0, 0, 20) + acl
+    return struct.pack("<BBHIIII", 1, 0, 0x8004, 0, 0, 0, 20) + acl(aces)
 
 
 @pytest.fixture
@@ -166,3 +187,41 @@ def test_a_malformed_descriptor_is_refused(client, remote_dir):
         client.set_sd(op, DACL, bad)
     assert e.value.status == 0xC0000079  # STATUS_INVALID_SECURITY_DESCR
     op.close()
+
+
+def test_nothing_is_stored_where_no_acl_was_set(client, smb_server, remote_dir):
+    """A file under a directory without an ACL of its own stores no
+    descriptor (no xattr block for it) and reads back the default: the
+    asker and SYSTEM with full control, as a new file with nothing to
+    inherit gets on Windows."""
+    d = client.open_dir(f"{remote_dir}\\sub", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
+    f = client.open(f"{remote_dir}\\sub\\f.txt", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
+    for op in (d, f):
+        sd = client.query_sd(op, OWNER | DACL)
+        user = owner_sid(sd)
+        assert dacl_of(sd) == acl([ace(0, FILE_ALL_ACCESS, user), ace(0, FILE_ALL_ACCESS, SYSTEM)])
+    f.close()
+    d.close()
+    host = smb_server.share_dir / remote_dir / "sub"
+    for path in (host, host / "f.txt"):
+        assert "user.braid.sd" not in os.listxattr(path)
+
+
+def test_below_a_directory_with_an_acl_new_files_store_what_they_inherit(
+        client, smb_server, remote_dir):
+    d = client.open_dir(f"{remote_dir}\\acl", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
+    user = owner_sid(client.query_sd(d, OWNER))
+    client.set_sd(d, DACL, descriptor_with_dacl([ace(0, FILE_ALL_ACCESS, user, OI | CI)]))
+    d.close()
+    name = f"{remote_dir}\\acl\\f.txt"
+    f = client.open(name, FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
+    assert dacl_of(client.query_sd(f, DACL)) == acl([ace(0, FILE_ALL_ACCESS, user)])
+    f.write(b"hello", 0)
+    f.close()
+    path = smb_server.share_dir / remote_dir / "acl" / "f.txt"
+    assert "user.braid.sd" in os.listxattr(path)
+    # AllocationSize counts the data's block, never the xattr block the
+    # descriptor took beside it (ext4: st_blocks counts both).
+    again = client.open(name, FILE_READ_DATA)
+    assert again.allocation_size == min(os.stat(path).st_blocks * 512, 4096)
+    again.close()
