@@ -170,10 +170,11 @@ pub(crate) fn write_dos(fd: RawFd, meta: &DosMeta, st: &libc::stat) -> FsResult<
 /// FIEMAP_FLAG_XATTR cannot tell instead: for a file with xattrs both in
 /// the inode and in a block it reports only the inode's.
 fn xattr_block_change(before: &libc::stat, after: &libc::stat) -> Option<bool> {
-    let block = before.st_blksize as i64;
-    match (after.st_blocks - before.st_blocks) * 512 {
-        d if d == block => Some(true),
-        d if d == -block => Some(false),
+    let block = before.st_blksize as u64;
+    let moved = (after.st_blocks - before.st_blocks) * 512;
+    match moved {
+        m if m > 0 && m.unsigned_abs() == block => Some(true),
+        m if m < 0 && m.unsigned_abs() == block => Some(false),
         _ => None,
     }
 }
