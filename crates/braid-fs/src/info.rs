@@ -169,7 +169,7 @@ pub(crate) fn write_dos(fd: RawFd, meta: &DosMeta, st: &libc::stat) -> FsResult<
 /// by another open): a block there before stays what it was. ext4's
 /// FIEMAP_FLAG_XATTR cannot tell instead: for a file with xattrs both in
 /// the inode and in a block it reports only the inode's.
-fn xattr_block_change(before: &libc::stat, after: &libc::stat) -> Option<bool> {
+pub(crate) fn xattr_block_change(before: &libc::stat, after: &libc::stat) -> Option<bool> {
     let block = before.st_blksize as u64;
     let moved = (after.st_blocks - before.st_blocks) * 512;
     match moved {

@@ -525,16 +525,23 @@ impl FileService {
             if let Some(sd) = sd {
                 security::put_descriptor(fd.as_raw_fd(), sd)?;
             }
+            let mut m = DosMeta {
+                attributes: attrs,
+                ..DosMeta::default()
+            };
             if attrs != default {
-                let m = DosMeta {
-                    attributes: attrs,
-                    ..DosMeta::default()
-                };
                 info::write_dos(fd.as_raw_fd(), &m, &st)?;
             }
-            if sd.is_some() {
-                // Before the allocation: its blocks are no xattrs'.
-                info::note_xattr_blocks(fd.as_raw_fd(), &st)?;
+            // Did the descriptor (or the record beside it) take an xattr
+            // block? Asked before the allocation, whose blocks are data.
+            // The record is known, so this is an fstat and, on ext4, one
+            // more write of it (info::note_xattr_blocks without the read).
+            if sd.is_some() && !is_dir {
+                let after = sys::fstat(fd.as_raw_fd())?;
+                if info::xattr_block_change(&st, &after) == Some(true) {
+                    m.xattr_block = true;
+                    info::write_dos(fd.as_raw_fd(), &m, &after)?;
+                }
             }
             if let (Some(a), false) = (p.allocation_size, is_dir) {
                 preallocate(fd.as_raw_fd(), a)?;
