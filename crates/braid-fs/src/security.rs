@@ -16,12 +16,12 @@
 //!
 //! Costs on the request path, for files without a descriptor: an open of
 //! an existing file reads the file's xattr (one `fgetxattr`, ENODATA), a
-//! create reads the parent's (one `getxattrat`); READ, WRITE and info
-//! queries read nothing more. The xattr block a stored descriptor takes is
-//! left out of AllocationSize through a flag in the DOS record
-//! ([`crate::info::DosMeta::xattr_block`]), found (from `st_blocks` on
-//! either side) when the descriptor is written, not when the allocation
-//! is read.
+//! create reads the parent's (one `getxattrat` on its `O_PATH` fd); READ,
+//! WRITE and info queries read nothing more. The xattr block a stored
+//! descriptor takes is left out of AllocationSize through a flag in the
+//! DOS record ([`crate::info::DosMeta::xattr_block`]), found (from
+//! `st_blocks` on either side) when the descriptor is written, not when
+//! the allocation is read.
 
 use std::os::fd::RawFd;
 
@@ -63,11 +63,14 @@ pub trait AccessPolicy: Send + Sync {
     ) -> FsResult<Option<Vec<u8>>>;
 }
 
-/// The descriptor stored on `fd`'s file, if any. One system call when it
-/// has none (`sys::xattr_read`), whether `fd` is open for I/O or an
-/// `O_PATH` directory.
+/// The descriptor stored on `fd`'s file, if any: one `fgetxattr` when it
+/// has none.
 pub(crate) fn read_descriptor(fd: RawFd) -> FsResult<Option<Vec<u8>>> {
-    match sys::xattr_read(fd, SD_XATTR) {
+    descriptor_of(sys::xattr_read(fd, SD_XATTR))
+}
+
+fn descriptor_of(r: Result<Vec<u8>, i32>) -> FsResult<Option<Vec<u8>>> {
+    match r {
         Ok(v) => Ok(Some(v)),
         Err(libc::ENODATA | libc::ENOTSUP) => Ok(None),
         Err(e) => Err(FsError::from_errno(e)),
@@ -92,6 +95,15 @@ pub(crate) fn object(fd: RawFd, is_directory: bool) -> FsResult<ObjectSecurity> 
     Ok(ObjectSecurity {
         descriptor: read_descriptor(fd)?,
         is_directory,
+    })
+}
+
+/// The security of the directory whose `O_PATH` fd path resolution gave
+/// (a parent): one `getxattrat` when it has no descriptor.
+pub(crate) fn parent(pfd: RawFd) -> FsResult<ObjectSecurity> {
+    Ok(ObjectSecurity {
+        descriptor: descriptor_of(sys::xattr_read_dir(pfd, SD_XATTR))?,
+        is_directory: true,
     })
 }
 

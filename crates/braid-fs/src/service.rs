@@ -715,7 +715,7 @@ pub(crate) fn check_existing(
     let wanted = |bit: u32| allowed & bit == 0 && (max || need & bit != 0);
     if from_parent.iter().any(|(bit, _)| wanted(*bit)) {
         if let Some(pfd) = parent {
-            let parent = security::object(pfd, true)?;
+            let parent = security::parent(pfd)?;
             let pmax = pol.maximal_access(&parent);
             for (bit, parent_bit) in from_parent {
                 if pmax & parent_bit != 0 {
@@ -740,7 +740,7 @@ pub(crate) fn check_create(
     r: &path::Resolved,
     is_dir: bool,
 ) -> FsResult<Option<Vec<u8>>> {
-    let parent = security::object(r.parent_fd.as_raw_fd(), true)?;
+    let parent = security::parent(r.parent_fd.as_raw_fd())?;
     let need = if is_dir {
         acc::FILE_ADD_SUBDIRECTORY
     } else {

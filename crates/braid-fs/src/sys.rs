@@ -421,13 +421,9 @@ pub(crate) fn xattr_get(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
 /// architecture.
 const SYS_GETXATTRAT: libc::c_long = 464;
 
-/// Read a whole xattr of `fd`; raw errno on failure (ENODATA when absent).
-/// One system call for a value of up to 256 bytes, or none: `fgetxattr`
-/// for an fd open for I/O, `getxattrat(fd, ".")` for an `O_PATH` directory
-/// (what path resolution gives for a parent), where `/proc/self/fd`
-/// ([`xattr_get`]) costs a path walk through procfs, six times as much.
-/// Anything else, and kernels without getxattrat, go through
-/// [`xattr_get`].
+/// Read a whole xattr of `fd`, an fd open for I/O; raw errno on failure
+/// (ENODATA when absent). One `fgetxattr` for a value of up to 256 bytes;
+/// an `O_PATH` fd (EBADF) is read as [`xattr_read_dir`] reads one.
 pub(crate) fn xattr_read(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     let mut buf = [0u8; 256];
     // SAFETY: buffer pointer and length are valid.
@@ -436,16 +432,26 @@ pub(crate) fn xattr_read(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
         return Ok(buf[..r as usize].to_vec());
     }
     match last_errno() {
-        libc::EBADF => {}
-        libc::ERANGE => return xattr_get(fd, name),
-        e => return Err(e),
+        libc::EBADF => xattr_read_dir(fd, name),
+        libc::ERANGE => xattr_get(fd, name),
+        e => Err(e),
     }
+}
+
+/// Read a whole xattr of the directory `fd`, an `O_PATH` fd (what path
+/// resolution gives for a parent, which `fgetxattr` refuses); raw errno on
+/// failure. One `getxattrat(fd, ".")` for a value of up to 256 bytes,
+/// where `/proc/self/fd` ([`xattr_get`]) costs a path walk through procfs,
+/// five times as much. Kernels without getxattrat, larger values and
+/// anything that is not a directory go through [`xattr_get`].
+pub(crate) fn xattr_read_dir(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     #[repr(C)]
     struct XattrArgs {
         value: u64,
         size: u32,
         flags: u32,
     }
+    let mut buf = [0u8; 256];
     let mut args = XattrArgs {
         value: buf.as_mut_ptr() as u64,
         size: buf.len() as u32,
@@ -469,7 +475,7 @@ pub(crate) fn xattr_read(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     }
     match last_errno() {
         e @ (libc::ENODATA | libc::ENOTSUP) => Err(e),
-        // ENOSYS, ENOTDIR (an O_PATH file), ERANGE, a sandbox's EPERM.
+        // ENOSYS, ENOTDIR (not a directory), ERANGE, a sandbox's EPERM.
         _ => xattr_get(fd, name),
     }
 }
@@ -558,6 +564,10 @@ mod tests {
         let (path_fd, ro_fd) =
             unsafe { (OwnedFd::from_raw_fd(path_fd), OwnedFd::from_raw_fd(ro_fd)) };
         for fd in [path_fd.as_raw_fd(), ro_fd.as_raw_fd()] {
+            assert_eq!(
+                xattr_read_dir(path_fd.as_raw_fd(), name),
+                Err(libc::ENODATA)
+            );
             match xattr_read(fd, name) {
                 Err(libc::ENODATA) => {}
                 Err(libc::ENOTSUP) => {
@@ -571,6 +581,8 @@ mod tests {
             xattr_put(ro_fd.as_raw_fd(), name, Some(v)).unwrap();
             assert_eq!(xattr_read(path_fd.as_raw_fd(), name).as_ref(), Ok(v));
             assert_eq!(xattr_read(ro_fd.as_raw_fd(), name).as_ref(), Ok(v));
+            assert_eq!(xattr_read_dir(path_fd.as_raw_fd(), name).as_ref(), Ok(v));
+            assert_eq!(xattr_read_dir(ro_fd.as_raw_fd(), name).as_ref(), Ok(v));
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
