@@ -12,6 +12,10 @@ use crate::types::{attr, FileInfo};
 
 pub(crate) const DOS_XATTR: &CStr = c"user.braid.dos";
 const VERSION: u8 = 1;
+/// Braid's own flag in the top bit of the record's attribute word (no
+/// FILE_ATTRIBUTE_* uses it; readers mask the word with [`attr::STORED`],
+/// so older ones ignore it): see [`DosMeta::xattr_block`].
+const XATTR_BLOCK: u32 = 0x8000_0000;
 
 /// What we persist beyond POSIX metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -25,6 +29,16 @@ pub(crate) struct DosMeta {
     pub ea_size: u32,
     /// A ChangeTime a client set (see [`ChangeTime`]).
     pub change: Option<ChangeTime>,
+    /// Storing the file's security descriptor (`security.rs`) or its EAs
+    /// (`ea.rs`) pushed its xattrs out of the inode into a block of their
+    /// own (ext4 keeps what does not fit the inode in one file-system
+    /// block): `st_blocks` counts that block, which holds no data, so
+    /// AllocationSize leaves out one `st_blksize`. Recorded when the
+    /// xattrs are written ([`note_xattr_blocks`]), so that reading the
+    /// allocation needs no system call beyond the `fstat` and this record,
+    /// which every info query reads anyway. A block that named streams
+    /// brought stays counted, as it always was.
+    pub xattr_block: bool,
 }
 
 /// A ChangeTime set through FileBasicInformation (MS-FSA 2.1.5.14.2 sets
@@ -57,7 +71,8 @@ fn get_time(b: &[u8]) -> Option<SystemTime> {
 }
 
 impl DosMeta {
-    /// Layout (little-endian): version 1, attributes (4), creation flag
+    /// Layout (little-endian): version 1, attributes (4; the top bit is
+    /// [`DosMeta::xattr_block`]), creation flag
     /// (1) and creation time (12: seconds i64, nanoseconds u32) when the
     /// flag is 1, then the optional tail: EaSize (4), present when nonzero
     /// or when a ChangeTime follows, and the ChangeTime (12) with the mtime
@@ -66,7 +81,8 @@ impl DosMeta {
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(46);
         v.push(VERSION);
-        v.extend_from_slice(&self.attributes.to_le_bytes());
+        let flags = if self.xattr_block { XATTR_BLOCK } else { 0 };
+        v.extend_from_slice(&(self.attributes | flags).to_le_bytes());
         match self.creation {
             Some(t) => {
                 v.push(1);
@@ -88,7 +104,8 @@ impl DosMeta {
         if b.len() < 6 || b[0] != VERSION {
             return None;
         }
-        let attributes = u32::from_le_bytes(b[1..5].try_into().ok()?) & attr::STORED;
+        let word = u32::from_le_bytes(b[1..5].try_into().ok()?);
+        let attributes = word & attr::STORED;
         let (creation, rest) = if b[5] == 1 && b.len() >= 18 {
             (Some(get_time(&b[6..18])?), &b[18..])
         } else {
@@ -110,6 +127,7 @@ impl DosMeta {
             creation,
             ea_size,
             change,
+            xattr_block: word & XATTR_BLOCK != 0,
         })
     }
 }
@@ -141,6 +159,46 @@ pub(crate) fn write_dos(fd: RawFd, meta: &DosMeta, st: &libc::stat) -> FsResult<
         }
         Err(e) => Err(FsError::from_errno(e)),
     }
+}
+
+/// How a change of a file's xattrs moved its blocks, from its stat on
+/// either side of the change: `Some(true)` when they went from the inode
+/// into a block of their own (ext4 keeps what does not fit the inode in
+/// one file-system block), `Some(false)` when that block was freed, `None`
+/// when nothing moved or more than one block did (data written meanwhile
+/// by another open): a block there before stays what it was. ext4's
+/// FIEMAP_FLAG_XATTR cannot tell instead: for a file with xattrs both in
+/// the inode and in a block it reports only the inode's.
+pub(crate) fn xattr_block_change(before: &libc::stat, after: &libc::stat) -> Option<bool> {
+    let block = before.st_blksize as u64;
+    let moved = (after.st_blocks - before.st_blocks) * 512;
+    match moved {
+        m if m > 0 && m.unsigned_abs() == block => Some(true),
+        m if m < 0 && m.unsigned_abs() == block => Some(false),
+        _ => None,
+    }
+}
+
+/// After Braid changed xattrs of the file `fd` (a security descriptor,
+/// EAs) whose stat was `before`, record in its DOS record whether its
+/// xattrs now take a block ([`DosMeta::xattr_block`]). One `fstat`; the
+/// record is rewritten only when a block came or went.
+pub(crate) fn note_xattr_blocks(fd: RawFd, before: &libc::stat) -> FsResult<()> {
+    if is_dir(before) {
+        // A directory's allocation is reported as 0 whatever its blocks.
+        return Ok(());
+    }
+    let after = sys::fstat(fd)?;
+    let Some(block) = xattr_block_change(before, &after) else {
+        return Ok(());
+    };
+    let old = read_dos(fd);
+    if old.is_some_and(|m| m.xattr_block) == block {
+        return Ok(());
+    }
+    let mut m = dos_meta_or_default(old, &after);
+    m.xattr_block = block;
+    write_dos(fd, &m, &after)
 }
 
 pub(crate) fn is_dir(st: &libc::stat) -> bool {
@@ -178,9 +236,7 @@ pub(crate) fn dos_meta_or_default(stored: Option<DosMeta>, st: &libc::stat) -> D
         Some(m) => DosMeta { change: None, ..m },
         None => DosMeta {
             attributes: attributes(st, None) & attr::SETTABLE,
-            creation: None,
-            ea_size: 0,
-            change: None,
+            ..DosMeta::default()
         },
     }
 }
@@ -209,7 +265,7 @@ pub(crate) fn file_info(
         last_access_time: atime,
         last_write_time: mtime,
         change_time: change,
-        allocation_size: if dir { 0 } else { st.st_blocks as u64 * 512 },
+        allocation_size: if dir { 0 } else { allocation(st, meta) },
         end_of_file: if dir { 0 } else { st.st_size as u64 },
         attributes: attributes(st, meta),
         number_of_links: st.st_nlink as u32,
@@ -232,6 +288,17 @@ pub(crate) fn fd_info(fd: RawFd, delete_pending: bool) -> FsResult<FileInfo> {
     ))
 }
 
+/// AllocationSize of a file: its blocks, less the xattr block its stored
+/// security descriptor took ([`DosMeta::xattr_block`]).
+fn allocation(st: &libc::stat, meta: Option<&DosMeta>) -> u64 {
+    let blocks = st.st_blocks as u64 * 512;
+    if meta.is_some_and(|m| m.xattr_block) {
+        blocks.saturating_sub(st.st_blksize as u64)
+    } else {
+        blocks
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +310,7 @@ mod tests {
             creation,
             ea_size,
             change,
+            xattr_block: false,
         }
     }
 
@@ -253,6 +321,7 @@ mod tests {
             creation: Some(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
             ea_size: 44,
             change: None,
+            xattr_block: true,
         };
         assert_eq!(DosMeta::decode(&m.encode()), Some(m));
         let m2 = meta(None, 0, None);
@@ -262,11 +331,17 @@ mod tests {
             creation: Some(UNIX_EPOCH - Duration::from_secs(86_400 * 365)),
             ea_size: 0,
             change: None,
+            xattr_block: false,
         };
         assert_eq!(DosMeta::decode(&old.encode()), Some(old));
         let eas = meta(None, 20, None);
         assert_eq!(DosMeta::decode(&eas.encode()), Some(eas));
         assert_eq!(DosMeta::decode(&[9, 0, 0]), None);
+        // The flag is no attribute: a reader that knows only attributes
+        // (masking with STORED) sees the same ones.
+        let b = m.encode();
+        let word = u32::from_le_bytes(b[1..5].try_into().unwrap());
+        assert_eq!(word & attr::STORED, attr::HIDDEN | attr::READONLY);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The file service: shares, open/create (MS-FSA 2.1.5.1), statistics.
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -15,6 +15,7 @@ use crate::open_table::{
     check_share_access, check_stream_opens, FileKey, Node, NodeTable, OpenEntry,
 };
 use crate::path;
+use crate::security::{self, AccessPolicy};
 use crate::share::{Share, ShareRef};
 use crate::stream::{self, StreamSpec};
 use crate::sys;
@@ -109,8 +110,8 @@ impl FileService {
 
     /// Open or create a file or directory (MS-FSA 2.1.5.1).
     pub fn open(&self, ctx: &RequestCtx, share: &ShareRef, p: OpenParams) -> FsResult<Opened> {
-        let _ = &ctx.identity; // no ACLs yet: the share's host permissions apply.
-                               // MS-FSA 2.1.5.1: `file:stream:$DATA` names a stream of the file.
+        let pol = ctx.access.as_deref();
+        // MS-FSA 2.1.5.1: `file:stream:$DATA` names a stream of the file.
         let (base_path, spec) = stream::split(&p.path)?;
         let comps = path::parse(base_path)?;
         // MS-FSA 2.1.5.1 parameter validation.
@@ -150,7 +151,9 @@ impl FileService {
             StreamSpec::Default => p.directory = DirectoryRequirement::MustNotBeDirectory,
             StreamSpec::Named(name) => {
                 for _ in 0..4 {
-                    if let Some(o) = self.try_open_stream(share, &comps, &name, &p, access, max)? {
+                    if let Some(o) =
+                        self.try_open_stream(share, &comps, &name, &p, (access, max), pol)?
+                    {
                         return Ok(o);
                     }
                 }
@@ -159,7 +162,7 @@ impl FileService {
         }
         // A create can race with another create or a delete; retry a little.
         for _ in 0..4 {
-            if let Some(o) = self.try_open(share, &comps, &p, access, max)? {
+            if let Some(o) = self.try_open(share, &comps, &p, access, max, pol)? {
                 return Ok(o);
             }
         }
@@ -198,6 +201,7 @@ impl FileService {
         p: &OpenParams,
         access: u32,
         max: bool,
+        pol: Option<&dyn AccessPolicy>,
     ) -> FsResult<Option<Opened>> {
         let root = share.0.root_fd();
         if comps.is_empty() {
@@ -205,7 +209,7 @@ impl FileService {
                 return Err(FsError::CannotDelete);
             }
             return self
-                .open_existing(share, String::new(), p, access, max)
+                .open_existing(share, String::new(), None, p, (access, max), pol)
                 .map(Some);
         }
         let r = path::resolve(root, comps)?;
@@ -213,7 +217,8 @@ impl FileService {
             if p.disposition == Disposition::Create {
                 return Err(FsError::NameCollision);
             }
-            match self.open_existing(share, r.rel(), p, access, max) {
+            let parent = Some(r.parent_fd.as_raw_fd());
+            match self.open_existing(share, r.rel(), parent, p, (access, max), pol) {
                 // Vanished between lookup and open: start again.
                 Err(FsError::NotFound) => Ok(None),
                 other => other.map(Some),
@@ -221,7 +226,7 @@ impl FileService {
         } else {
             match p.disposition {
                 Disposition::Open | Disposition::Overwrite => Err(FsError::NotFound),
-                _ => self.create(share, r, p, access, max),
+                _ => self.create(share, r, p, access, max, pol),
             }
         }
     }
@@ -271,14 +276,16 @@ impl FileService {
         }
     }
 
-    /// MS-FSA 2.1.5.1.2: open of an existing file.
+    /// MS-FSA 2.1.5.1.2: open of an existing file. `parent`: the fd of its
+    /// directory (`None` for the share root).
     fn open_existing(
         &self,
         share: &ShareRef,
         rel: String,
+        parent: Option<RawFd>,
         p: &OpenParams,
-        mut access: u32,
-        max: bool,
+        (mut access, max): (u32, bool),
+        pol: Option<&dyn AccessPolicy>,
     ) -> FsResult<Opened> {
         let overwrite = matches!(
             p.disposition,
@@ -303,6 +310,13 @@ impl FileService {
         }
         if is_dir && overwrite {
             return Err(FsError::InvalidParameter);
+        }
+        let mut maximal_access = acc::FILE_ALL_ACCESS;
+        if let Some(pol) = pol {
+            let object = security::object(fd.as_raw_fd(), is_dir)?;
+            let (granted, maximal) = check_existing(pol, &object, parent, p, overwrite)?;
+            access = granted;
+            maximal_access = maximal;
         }
         let meta = info::read_dos(fd.as_raw_fd());
         let attrs = info::attributes(&st, meta.as_ref());
@@ -354,6 +368,8 @@ impl FileService {
                     creation: meta.and_then(|m| m.creation),
                     ea_size: meta.map_or(0, |m| m.ea_size),
                     change: None,
+                    // The descriptor, and its xattr block, stay.
+                    xattr_block: meta.is_some_and(|m| m.xattr_block),
                 };
                 info::write_dos(fdr, &m, &st)?;
                 if let Some(a) = p.allocation_size {
@@ -378,6 +394,7 @@ impl FileService {
             handle,
             action,
             info,
+            maximal_access,
         })
     }
 
@@ -389,13 +406,25 @@ impl FileService {
         p: &OpenParams,
         access: u32,
         max: bool,
+        pol: Option<&dyn AccessPolicy>,
     ) -> FsResult<Option<Opened>> {
         if p.delete_on_close && p.attributes & attr::READONLY != 0 {
             return Err(FsError::CannotDelete);
         }
         let is_dir = p.directory == DirectoryRequirement::MustBeDirectory;
-        let Some(created) = self.create_on_disk(&r, p, is_dir)? else {
+        let descriptor = match pol {
+            Some(pol) => check_create(pol, &r, is_dir)?,
+            None => None,
+        };
+        let Some(created) = self.create_on_disk(&r, p, is_dir, descriptor.as_deref())? else {
             return Ok(None);
+        };
+        let maximal_access = match pol {
+            Some(pol) => pol.maximal_access(&security::ObjectSecurity {
+                descriptor,
+                is_directory: is_dir,
+            }),
+            None => acc::FILE_ALL_ACCESS,
         };
         let attrs = created.attributes;
         let (fd, st) = (created.fd, created.st);
@@ -425,16 +454,19 @@ impl FileService {
             handle,
             action: CreateAction::Created,
             info,
+            maximal_access,
         }))
     }
 
     /// Create the file or directory `r` names with the attributes and
-    /// allocation `p` asks for. `Ok(None)`: it exists after all (a race).
+    /// allocation `p` asks for, and the security descriptor `sd` if it is
+    /// to store one. `Ok(None)`: it exists after all (a race).
     pub(crate) fn create_on_disk(
         &self,
         r: &path::Resolved,
         p: &OpenParams,
         is_dir: bool,
+        sd: Option<&[u8]>,
     ) -> FsResult<Option<Created>> {
         let parent = r.parent_fd.as_raw_fd();
         // Nothing may be created in a directory that is being deleted.
@@ -490,14 +522,26 @@ impl FileService {
         }
         let default = if is_dir { 0 } else { attr::ARCHIVE };
         let setup = (|| {
+            if let Some(sd) = sd {
+                security::put_descriptor(fd.as_raw_fd(), sd)?;
+            }
+            let mut m = DosMeta {
+                attributes: attrs,
+                ..DosMeta::default()
+            };
             if attrs != default {
-                let m = DosMeta {
-                    attributes: attrs,
-                    creation: None,
-                    ea_size: 0,
-                    change: None,
-                };
                 info::write_dos(fd.as_raw_fd(), &m, &st)?;
+            }
+            // Did the descriptor (or the record beside it) take an xattr
+            // block? Asked before the allocation, whose blocks are data.
+            // The record is known, so this is an fstat and, on ext4, one
+            // more write of it (info::note_xattr_blocks without the read).
+            if sd.is_some() && !is_dir {
+                let after = sys::fstat(fd.as_raw_fd())?;
+                if info::xattr_block_change(&st, &after) == Some(true) {
+                    m.xattr_block = true;
+                    info::write_dos(fd.as_raw_fd(), &m, &after)?;
+                }
             }
             if let (Some(a), false) = (p.allocation_size, is_dir) {
                 preallocate(fd.as_raw_fd(), a)?;
@@ -641,4 +685,69 @@ pub(crate) fn preallocate(fd: i32, size: u64) -> FsResult<()> {
         };
     }
     Ok(())
+}
+
+/// MS-FSA 2.1.5.1.2.1 (MS-DTYP 2.5.3.2): the access an open of an existing
+/// file gets from `pol`, and the maximal access. Every right asked for
+/// (an overwrite also needs FILE_WRITE_DATA) must be granted; with
+/// MAXIMUM_ALLOWED the open gets all granted rights, and at least one.
+pub(crate) fn check_existing(
+    pol: &dyn AccessPolicy,
+    object: &security::ObjectSecurity,
+    parent: Option<RawFd>,
+    p: &OpenParams,
+    overwrite: bool,
+) -> FsResult<(u32, u32)> {
+    let mapped = map_generic(p.access);
+    let max = mapped & acc::MAXIMUM_ALLOWED != 0;
+    let requested = mapped & !acc::MAXIMUM_ALLOWED;
+    let mut need = requested;
+    if overwrite {
+        need |= acc::FILE_WRITE_DATA;
+    }
+    let mut allowed = pol.maximal_access(object);
+    // MS-FSA 2.1.5.1.2.1: FILE_DELETE_CHILD on the parent grants DELETE,
+    // FILE_LIST_DIRECTORY there FILE_READ_ATTRIBUTES (as NTFS does).
+    let from_parent = [
+        (acc::DELETE, acc::FILE_DELETE_CHILD),
+        (acc::FILE_READ_ATTRIBUTES, acc::FILE_LIST_DIRECTORY),
+    ];
+    let wanted = |bit: u32| allowed & bit == 0 && (max || need & bit != 0);
+    if from_parent.iter().any(|(bit, _)| wanted(*bit)) {
+        if let Some(pfd) = parent {
+            let parent = security::parent(pfd)?;
+            let pmax = pol.maximal_access(&parent);
+            for (bit, parent_bit) in from_parent {
+                if pmax & parent_bit != 0 {
+                    allowed |= bit;
+                }
+            }
+        }
+    }
+    if need & !allowed != 0 || (max && allowed == 0) {
+        return Err(FsError::AccessDenied);
+    }
+    let granted = if max { requested | allowed } else { requested };
+    Ok((granted, allowed))
+}
+
+/// MS-FSA 2.1.5.1.1: creating in the directory `r` names needs
+/// FILE_ADD_FILE (or FILE_ADD_SUBDIRECTORY) there; returns the descriptor
+/// to store on the new object, if any. Reads the parent's descriptor: the
+/// one system call a create adds.
+pub(crate) fn check_create(
+    pol: &dyn AccessPolicy,
+    r: &path::Resolved,
+    is_dir: bool,
+) -> FsResult<Option<Vec<u8>>> {
+    let parent = security::parent(r.parent_fd.as_raw_fd())?;
+    let need = if is_dir {
+        acc::FILE_ADD_SUBDIRECTORY
+    } else {
+        acc::FILE_ADD_FILE
+    };
+    if pol.maximal_access(&parent) & need == 0 {
+        return Err(FsError::AccessDenied);
+    }
+    pol.new_descriptor(&parent, is_dir)
 }

@@ -19,12 +19,13 @@ use crate::error::{FsError, FsResult};
 use crate::info;
 use crate::open_table::{FileKey, OpenEntry};
 use crate::path;
-use crate::service::{FileService, RO_DENIED};
+use crate::security::{self, AccessPolicy};
+use crate::service::{check_create, check_existing, FileService, RO_DENIED};
 use crate::share::ShareRef;
 use crate::stream;
 use crate::stream_handle::StreamOpen;
 use crate::sys;
-use crate::types::{attr, CreateAction, Disposition, OpenParams, Opened};
+use crate::types::{access as acc, attr, CreateAction, Disposition, OpenParams, Opened};
 
 /// The file a stream open belongs to, opened.
 struct Base {
@@ -45,16 +46,25 @@ impl FileService {
         comps: &[String],
         name: &str,
         p: &OpenParams,
-        access: u32,
-        max: bool,
+        (mut access, max): (u32, bool),
+        pol: Option<&dyn AccessPolicy>,
     ) -> FsResult<Option<Opened>> {
         let x_new = stream::xattr_name(name)?;
+        let overwrite = matches!(
+            p.disposition,
+            Disposition::Supersede | Disposition::Overwrite | Disposition::OverwriteIf
+        );
+        let mut maximal_access = acc::FILE_ALL_ACCESS;
         let resolved;
         let base = if comps.is_empty() {
             let fd =
                 path::open_beneath(share.0.root_fd(), "", libc::O_RDONLY | libc::O_DIRECTORY, 0)
                     .map_err(FsError::from_errno)?;
             let st = sys::fstat(fd.as_raw_fd())?;
+            if let Some(pol) = pol {
+                let object = security::object(fd.as_raw_fd(), true)?;
+                (access, maximal_access) = check_existing(pol, &object, None, p, overwrite)?;
+            }
             Base {
                 fd,
                 st,
@@ -68,6 +78,12 @@ impl FileService {
                 let rel = r.rel();
                 let fd = open_base(share.0.root_fd(), &rel)?;
                 let st = sys::fstat(fd.as_raw_fd())?;
+                if let Some(pol) = pol {
+                    let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
+                    let object = security::object(fd.as_raw_fd(), is_dir)?;
+                    let parent = Some(r.parent_fd.as_raw_fd());
+                    (access, maximal_access) = check_existing(pol, &object, parent, p, overwrite)?;
+                }
                 Base {
                     fd,
                     st,
@@ -84,7 +100,11 @@ impl FileService {
                     allocation_size: None,
                     ..p.clone()
                 };
-                let Some(c) = self.create_on_disk(r, &fp, false)? else {
+                let descriptor = match pol {
+                    Some(pol) => check_create(pol, r, false)?,
+                    None => None,
+                };
+                let Some(c) = self.create_on_disk(r, &fp, false, descriptor.as_deref())? else {
                     return Ok(None);
                 };
                 Base {
@@ -96,7 +116,14 @@ impl FileService {
             }
         };
         let cleanup = base.created.as_ref().map(|c| c.clone_handle());
-        let r = self.open_stream_of(share, base, name, &x_new, p, access, max);
+        let r = self
+            .open_stream_of(share, base, name, &x_new, p, access, max)
+            .map(|o| {
+                o.map(|o| Opened {
+                    maximal_access,
+                    ..o
+                })
+            });
         if r.is_err() {
             if let Some(c) = cleanup {
                 c.run();
@@ -225,6 +252,7 @@ impl FileService {
             handle,
             action,
             info,
+            maximal_access: acc::FILE_ALL_ACCESS,
         }))
     }
 }

@@ -417,6 +417,69 @@ pub(crate) fn xattr_get(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     }
 }
 
+/// getxattrat(2) (Linux 6.13); new system calls have one number on every
+/// architecture.
+const SYS_GETXATTRAT: libc::c_long = 464;
+
+/// Read a whole xattr of `fd`, an fd open for I/O; raw errno on failure
+/// (ENODATA when absent). One `fgetxattr` for a value of up to 256 bytes;
+/// an `O_PATH` fd (EBADF) is read as [`xattr_read_dir`] reads one.
+pub(crate) fn xattr_read(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
+    let mut buf = [0u8; 256];
+    // SAFETY: buffer pointer and length are valid.
+    let r = unsafe { libc::fgetxattr(fd, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if r >= 0 {
+        return Ok(buf[..r as usize].to_vec());
+    }
+    match last_errno() {
+        libc::EBADF => xattr_read_dir(fd, name),
+        libc::ERANGE => xattr_get(fd, name),
+        e => Err(e),
+    }
+}
+
+/// Read a whole xattr of the directory `fd`, an `O_PATH` fd (what path
+/// resolution gives for a parent, which `fgetxattr` refuses); raw errno on
+/// failure. One `getxattrat(fd, ".")` for a value of up to 256 bytes,
+/// where `/proc/self/fd` ([`xattr_get`]) costs a path walk through procfs,
+/// five times as much. Kernels without getxattrat, larger values and
+/// anything that is not a directory go through [`xattr_get`].
+pub(crate) fn xattr_read_dir(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
+    #[repr(C)]
+    struct XattrArgs {
+        value: u64,
+        size: u32,
+        flags: u32,
+    }
+    let mut buf = [0u8; 256];
+    let mut args = XattrArgs {
+        value: buf.as_mut_ptr() as u64,
+        size: buf.len() as u32,
+        flags: 0,
+    };
+    // SAFETY: valid C strings and an xattr_args of the size passed; "."
+    // names the directory `fd` itself.
+    let r = unsafe {
+        libc::syscall(
+            SYS_GETXATTRAT,
+            fd,
+            c".".as_ptr(),
+            0,
+            name.as_ptr(),
+            &mut args as *mut XattrArgs,
+            std::mem::size_of::<XattrArgs>(),
+        )
+    };
+    if r >= 0 {
+        return Ok(buf[..r as usize].to_vec());
+    }
+    match last_errno() {
+        e @ (libc::ENODATA | libc::ENOTSUP) => Err(e),
+        // ENOSYS, ENOTDIR (not a directory), ERANGE, a sandbox's EPERM.
+        _ => xattr_get(fd, name),
+    }
+}
+
 /// Names of an fd's xattrs; raw errno on failure.
 pub(crate) fn xattr_list(fd: RawFd) -> Result<Vec<Vec<u8>>, i32> {
     let p = proc_fd_path(fd);
@@ -478,5 +541,49 @@ pub(crate) fn xattr_create(fd: RawFd, name: &CStr, val: &[u8]) -> Result<(), i32
         Err(last_errno())
     } else {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xattr_read_through_every_kind_of_fd() {
+        let dir = std::env::temp_dir().join(format!("braid-sys-xattr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c = CString::new(dir.as_os_str().as_bytes()).unwrap();
+        let name = c"user.braid.test";
+        let small = vec![7u8; 40];
+        let large = vec![9u8; 1000];
+        // SAFETY: plain syscalls with valid C strings.
+        let path_fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY) };
+        let ro_fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) };
+        assert!(path_fd >= 0 && ro_fd >= 0);
+        // SAFETY: fresh fds.
+        let (path_fd, ro_fd) =
+            unsafe { (OwnedFd::from_raw_fd(path_fd), OwnedFd::from_raw_fd(ro_fd)) };
+        for fd in [path_fd.as_raw_fd(), ro_fd.as_raw_fd()] {
+            assert_eq!(
+                xattr_read_dir(path_fd.as_raw_fd(), name),
+                Err(libc::ENODATA)
+            );
+            match xattr_read(fd, name) {
+                Err(libc::ENODATA) => {}
+                Err(libc::ENOTSUP) => {
+                    eprintln!("no user xattrs on the test file system: skipped");
+                    return;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        for v in [&small, &large] {
+            xattr_put(ro_fd.as_raw_fd(), name, Some(v)).unwrap();
+            assert_eq!(xattr_read(path_fd.as_raw_fd(), name).as_ref(), Ok(v));
+            assert_eq!(xattr_read(ro_fd.as_raw_fd(), name).as_ref(), Ok(v));
+            assert_eq!(xattr_read_dir(path_fd.as_raw_fd(), name).as_ref(), Ok(v));
+            assert_eq!(xattr_read_dir(ro_fd.as_raw_fd(), name).as_ref(), Ok(v));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

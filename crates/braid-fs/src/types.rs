@@ -83,16 +83,29 @@ pub mod attr {
 }
 
 /// Per-request context (architecture principle 5): passed explicitly.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct RequestCtx {
-    /// Authenticated identity (e.g. `DOMAIN\user`), for logging and, later, access checks.
+    /// Authenticated identity (e.g. `DOMAIN\user`), for logging.
     pub identity: String,
+    /// The requester's access rules over stored security descriptors
+    /// (`security.rs`); `None`: only the host's permissions apply.
+    pub access: Option<std::sync::Arc<dyn crate::security::AccessPolicy>>,
+}
+
+impl std::fmt::Debug for RequestCtx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestCtx")
+            .field("identity", &self.identity)
+            .field("access", &self.access.is_some())
+            .finish()
+    }
 }
 
 impl RequestCtx {
     pub fn new(identity: impl Into<String>) -> Self {
         RequestCtx {
             identity: identity.into(),
+            access: None,
         }
     }
 }
@@ -221,6 +234,9 @@ pub struct Opened {
     pub handle: crate::OpenHandle,
     pub action: CreateAction,
     pub info: FileInfo,
+    /// The rights the requester's access policy grants on the file
+    /// (MS-SMB2 2.2.14.2.5 MaximalAccess); FILE_ALL_ACCESS without a policy.
+    pub maximal_access: u32,
 }
 
 /// File-system statistics of a share (statvfs).

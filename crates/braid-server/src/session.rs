@@ -306,6 +306,10 @@ pub struct Open {
     /// MS-SMB2 3.3.1.10 Open.LockSequenceArray: the LockSequenceNumber of
     /// the last successful LOCK in each of the 64 buckets (0xFF: none).
     pub lock_sequences: Mutex<[u8; 64]>,
+    /// Open.Mode (MS-FSA 2.1.1.5): the FileModeInformation bits, from the
+    /// create options and FileModeInformation sets. Reported only: the
+    /// I/O path takes write-through from the create.
+    pub mode: AtomicU32,
 }
 
 /// An empty Open.LockSequenceArray.

@@ -1,6 +1,7 @@
 //! SMB2 request handling: frames and compounds (`frame`), the dispatch
 //! table (`dispatch`), and one file per command under `ops/`.
 
+pub mod acl;
 pub mod dispatch;
 pub mod frame;
 pub mod ops;

@@ -19,6 +19,7 @@
 //! Errors are [`FsccError`]; [`FsccError::status`] gives the NTSTATUS the
 //! server answers with.
 
+pub mod access;
 pub mod dir_info;
 pub mod file_info;
 pub mod fs_info;

@@ -104,6 +104,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut allocation_size = None;
     let mut create_eas = Vec::new();
     let mut want_mxac = false;
+    let mut creator_sd = None;
     let mut want_qfid = false;
     let mut lease_data = None;
     for c in &r.contexts {
@@ -128,6 +129,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     return Err(NtStatus::INVALID_PARAMETER);
                 }
                 return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+            }
+            // MS-SMB2 2.2.13.2.2: the security descriptor of a new file.
+            n if n == context_name::SD_BUFFER => {
+                let sd = braid_smb_proto::fscc::security::SecurityDescriptor::decode(&c.data)
+                    .map_err(|e| e.status())?;
+                creator_sd = Some(sd);
             }
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
             n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
@@ -187,15 +194,20 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         attributes: r.file_attributes,
         allocation_size,
     };
-    let ctx = RequestCtx::new(
-        session
-            .identity
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|i| i.user.clone())
-            .unwrap_or_default(),
-    );
+    let (user, access) = {
+        let identity = session.identity.lock().unwrap();
+        (
+            identity
+                .as_ref()
+                .map(|i| i.user.clone())
+                .unwrap_or_default(),
+            crate::smb::acl::SmbAccess::new(identity.as_ref(), creator_sd),
+        )
+    };
+    let ctx = RequestCtx {
+        access: Some(Arc::new(access)),
+        ..RequestCtx::new(user)
+    };
     let oplocks = &req.conn.server.oplocks;
     let overwrite_disposition = matches!(
         r.create_disposition,
@@ -238,6 +250,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let volatile = req.conn.server.new_file_id();
     let info = opened.info.clone();
     let granted = opened.handle.granted_access();
+    let maximal_access = opened.maximal_access;
     let file_id = FileId {
         persistent: volatile,
         volatile,
@@ -322,6 +335,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         disconnects: Default::default(),
         renamed: Default::default(),
         lock_sequences: std::sync::Mutex::new(crate::session::NO_LOCK_SEQUENCES),
+        // MS-FSA 2.1.5.1: Open.Mode takes these bits of the CreateOptions.
+        mode: (opts
+            & (create_options::WRITE_THROUGH
+                | create_options::SEQUENTIAL_ONLY
+                | create_options::NO_INTERMEDIATE_BUFFERING
+                | create_options::DELETE_ON_CLOSE))
+            .into(),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
     // to the file; streams are not reported).
@@ -364,7 +384,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         // MS-SMB2 2.2.14.2.5: QueryStatus then MaximalAccess.
         let mut data = Vec::with_capacity(8);
         data.put_u32(0);
-        data.put_u32(access_mask::FILE_ALL_ACCESS);
+        data.put_u32(maximal_access);
         contexts.push(CreateContext {
             name: context_name::QUERY_MAXIMAL_ACCESS_REQUEST.to_vec(),
             data,

@@ -90,7 +90,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 short_name: &short,
                 access_mask: open.granted_access,
                 position: open.handle.position(),
-                mode: 0,
+                mode: open.mode.load(std::sync::atomic::Ordering::Relaxed),
                 volume_serial: 0,
                 streams: &streams,
             };
@@ -133,18 +133,18 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             {
                 return Err(NtStatus::ACCESS_DENIED);
             }
-            // The POSIX backend runs as one user: its uid/gid stand for
-            // every file's owner and group.
-            let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-            let mode = if open.is_directory { 0o755 } else { 0o644 };
-            let sd = security::build_file_security_descriptor(
-                &security::Sid::unix_user(uid),
-                &security::Sid::unix_group(gid),
-                mode,
-                open.is_directory,
-                r.additional_information,
-            )
-            .encode();
+            // The stored descriptor, or the one a file without any has
+            // (smb/acl.rs), with the parts asked for.
+            let token = crate::smb::acl::token_of(req.session()?.identity.lock().unwrap().as_ref());
+            let handle = open.handle.clone();
+            let stored = blocking(move || handle.security_descriptor()).await?;
+            let object = braid_fs::ObjectSecurity {
+                descriptor: stored,
+                is_directory: open.is_directory,
+            };
+            let sd = crate::smb::acl::effective_descriptor(&object, &token)
+                .filtered(r.additional_information)
+                .encode();
             let out = security::query_security_output(sd, r.output_buffer_length);
             if out.status == NtStatus::BUFFER_TOO_SMALL {
                 // 3.3.5.20.3: an ERROR response carrying the size needed.

@@ -1,9 +1,12 @@
 //! SET_INFO: MS-SMB2 3.3.5.21.
 
 use braid_smb_proto::codec::Message;
+use braid_smb_proto::fscc::access;
 use braid_smb_proto::fscc::file_info::{
-    decode_set_file_info, SetFileInfo, FILE_DISPOSITION_DELETE,
+    decode_set_file_info, SetFileInfo, FILE_DISPOSITION_DELETE, FILE_SEQUENTIAL_ONLY,
+    FILE_WRITE_THROUGH,
 };
+use braid_smb_proto::fscc::security::SecurityDescriptor;
 use braid_smb_proto::fscc::{
     SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY,
 };
@@ -158,8 +161,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 } => {
                     handle.set_position(current_byte_offset);
                 }
-                // No mode state affects SMB2 I/O.
-                SetFileInfo::Mode { .. } => {}
+                // MS-FSA 2.1.5.15.x FileModeInformation: the decoder
+                // refused invalid bits; write-through and sequential-only
+                // change, the others stay as the create made them.
+                SetFileInfo::Mode { mode } => {
+                    use std::sync::atomic::Ordering::Relaxed;
+                    const SETTABLE: u32 = FILE_WRITE_THROUGH | FILE_SEQUENTIAL_ONLY;
+                    let _ = open
+                        .mode
+                        .fetch_update(Relaxed, Relaxed, |m| Some(m & !SETTABLE | mode & SETTABLE));
+                }
                 SetFileInfo::FullEa(list) => {
                     need(granted, access_mask::FILE_WRITE_EA)?;
                     let eas = super::convert::eas_of(list)?;
@@ -168,8 +179,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             }
         }
         SMB2_0_INFO_SECURITY => {
-            // Descriptors are accepted when the caller may write them; the
-            // POSIX backend keeps its own permissions.
+            // MS-SMB2 3.3.5.21.3: the rights each part needs, then the
+            // parts given replace the stored ones (smb/acl.rs).
             const OWNER: u32 = 0x1;
             const GROUP: u32 = 0x2;
             const DACL: u32 = 0x4;
@@ -184,6 +195,22 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             if ai & SACL != 0 {
                 need(granted, access_mask::ACCESS_SYSTEM_SECURITY)?;
             }
+            // MS-DTYP 2.4.6: a self-relative descriptor, every offset checked.
+            let new = SecurityDescriptor::decode(&r.buffer).map_err(|e| e.status())?;
+            if ai & (OWNER | GROUP | DACL | SACL) == 0 {
+                return Ok(Reply::of(&SetInfoResponse));
+            }
+            let token = crate::smb::acl::token_of(req.session()?.identity.lock().unwrap().as_ref());
+            let h = handle.clone();
+            let stored = blocking(move || h.security_descriptor()).await?;
+            let object = braid_fs::ObjectSecurity {
+                descriptor: stored,
+                is_directory: open.is_directory,
+            };
+            let current = crate::smb::acl::effective_descriptor(&object, &token);
+            let merged = access::apply_set(&current, &new, ai);
+            let bytes = access::encode_checked(&merged).map_err(|e| e.status())?;
+            blocking(move || handle.set_security_descriptor(&bytes)).await?;
         }
         SMB2_0_INFO_FILESYSTEM => return Err(NtStatus::ACCESS_DENIED),
         SMB2_0_INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
