@@ -3,6 +3,7 @@
 //! durable create (3.3.5.9.10, SMB2_FLAGS_REPLAY_OPERATION).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use braid_smb_proto::codec::FileId;
 use braid_smb_proto::header::flags;
@@ -19,6 +20,7 @@ use crate::durable::{v2_timeout_ms, Durability, V1_TIMEOUT};
 use crate::lease::H;
 use crate::session::{Open, Session, Tree};
 use crate::smb::{blocking, OpResult, Reply, Request};
+use crate::state::ServerState;
 
 /// What the create asks for, durability-wise.
 #[derive(Default)]
@@ -273,6 +275,43 @@ pub fn replay(
     Ok(reply)
 }
 
+/// How long a reconnect waits for an open its client has left but whose
+/// old connection still looks alive here (its reader has not yet seen the
+/// end of the stream), and for one between its session and the table.
+const LOSS_NOT_SEEN_WAIT: Duration = Duration::from_millis(250);
+const IN_TRANSIT_WAIT: Duration = Duration::from_millis(50);
+
+/// The disconnected durable open `persistent`. A client that drops a
+/// connection and reconnects at once (smbtorture's durable tests do, in a
+/// few milliseconds) can send its DHnC/DH2C before this server has torn
+/// the old connection down: the open is still in its session then, and a
+/// moment later in the preserved table. Wait that moment out rather than
+/// answer OBJECT_NAME_NOT_FOUND for an open about to be reconnectable; an
+/// open still held by a live connection is refused after the wait, as
+/// MS-SMB2 3.3.5.9.7 requires.
+async fn preserved_or_lost(server: &ServerState, persistent: u64) -> Option<Arc<Open>> {
+    let start = tokio::time::Instant::now();
+    loop {
+        if let Some(open) = server.preserved.get(persistent) {
+            return Some(open);
+        }
+        let held = server
+            .sessions
+            .values()
+            .into_iter()
+            .any(|s| s.opens.contains(&persistent));
+        let limit = if held {
+            LOSS_NOT_SEEN_WAIT
+        } else {
+            IN_TRANSIT_WAIT
+        };
+        if start.elapsed() >= limit {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// MS-SMB2 3.3.5.9.7 / 3.3.5.9.12: reestablish a disconnected durable open
 /// on this session and tree connect.
 pub async fn reconnect(
@@ -286,7 +325,9 @@ pub async fn reconnect(
     let not_found = NtStatus::OBJECT_NAME_NOT_FOUND;
     let server = &req.conn.server;
     let id = rc.file_id();
-    let open = server.preserved.get(id.persistent).ok_or(not_found)?;
+    let open = preserved_or_lost(server, id.persistent)
+        .await
+        .ok_or(not_found)?;
     let d = open.durable.lock().unwrap().clone().ok_or(not_found)?;
     let lease = open.oplock.as_ref().and_then(|o| o.file.lease_of(o.key));
     match (&lease, lease_ctx) {
