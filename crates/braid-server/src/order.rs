@@ -194,6 +194,11 @@ mod tests {
         m
     }
 
+    /// The reader saw `command` naming volatile id `v`: its ticket.
+    fn arrive(order: &FileRequestOrder, command: Command, v: u64) -> u64 {
+        order.arrived(command as u16, &msg(command, v)).unwrap()
+    }
+
     #[test]
     fn only_requests_on_opens_and_creates_get_tickets() {
         let order = FileRequestOrder::default();
@@ -224,18 +229,12 @@ mod tests {
     #[tokio::test]
     async fn create_waits_for_earlier_set_info_only() {
         let order = Arc::new(FileRequestOrder::default());
-        let read = order
-            .arrived(Command::Read as u16, &msg(Command::Read, 4))
-            .unwrap();
-        let rename = order
-            .arrived(Command::SetInfo as u16, &msg(Command::SetInfo, 4))
-            .unwrap();
+        let read = arrive(&order, Command::Read, 4);
+        let rename = arrive(&order, Command::SetInfo, 4);
         let create = order
             .arrived(Command::Create as u16, &[0; HEADER_LEN + 64])
             .unwrap();
-        let later = order
-            .arrived(Command::SetInfo as u16, &msg(Command::SetInfo, 8))
-            .unwrap();
+        let later = arrive(&order, Command::SetInfo, 8);
         let waiter = {
             let order = order.clone();
             tokio::spawn(async move { order.wait_for_set_info_before(create).await })
@@ -259,18 +258,9 @@ mod tests {
     #[tokio::test]
     async fn close_waits_for_earlier_requests_on_its_open_only() {
         let order = Arc::new(FileRequestOrder::default());
-        let find = order
-            .arrived(
-                Command::QueryDirectory as u16,
-                &msg(Command::QueryDirectory, 5),
-            )
-            .unwrap();
-        let other = order
-            .arrived(Command::Read as u16, &msg(Command::Read, 6))
-            .unwrap();
-        let close = order
-            .arrived(Command::Close as u16, &msg(Command::Close, 5))
-            .unwrap();
+        let find = arrive(&order, Command::QueryDirectory, 5);
+        let other = arrive(&order, Command::Read, 6);
+        let close = arrive(&order, Command::Close, 5);
         // A request on another open does not hold the CLOSE back.
         order.release(find);
         tokio::time::timeout(Duration::from_secs(1), order.wait_before(close, 5))
@@ -278,12 +268,8 @@ mod tests {
             .expect("nothing earlier on open 5");
         let _ = other;
 
-        let write = order
-            .arrived(Command::Write as u16, &msg(Command::Write, 9))
-            .unwrap();
-        let close = order
-            .arrived(Command::Close as u16, &msg(Command::Close, 9))
-            .unwrap();
+        let write = arrive(&order, Command::Write, 9);
+        let close = arrive(&order, Command::Close, 9);
         let waiter = {
             let order = order.clone();
             tokio::spawn(async move { order.wait_before(close, 9).await })
@@ -300,12 +286,8 @@ mod tests {
     #[tokio::test]
     async fn related_requests_hold_back_any_close() {
         let order = FileRequestOrder::default();
-        let related = order
-            .arrived(Command::Read as u16, &msg(Command::Read, u64::MAX))
-            .unwrap();
-        let close = order
-            .arrived(Command::Close as u16, &msg(Command::Close, 3))
-            .unwrap();
+        let related = arrive(&order, Command::Read, u64::MAX);
+        let close = arrive(&order, Command::Close, 3);
         assert!(
             tokio::time::timeout(Duration::from_millis(50), order.wait_before(close, 3))
                 .await
