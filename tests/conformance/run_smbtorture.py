@@ -204,9 +204,14 @@ def main() -> int:
         base = Path(tempfile.mkdtemp(prefix=f"smbtorture-{args.start}-"))
         (base / "share").mkdir()
         (base / "server").mkdir()
+        (base / "hideunread").mkdir()
         try:
+            # smb2.dosmode expects "hidefile" hidden by the share's rules;
+            # smb2.acls.ACCESSBASED needs an access-based share "hideunread".
             server = servers.start(args.start, base / "share", base / "server",
-                                   user2=("braidtest2", "Pw2-" + secrets.token_hex(8)))
+                                   user2=("braidtest2", "Pw2-" + secrets.token_hex(8)),
+                                   hide_files=("hidefile",),
+                                   abe_share=("hideunread", base / "hideunread"))
         except RuntimeError as e:
             print(f"run_smbtorture: could not start {args.start}: {e}")
             print(f"smbtorture: 0 passed, {len(required)} failed (server did not start)")

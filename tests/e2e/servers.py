@@ -15,6 +15,7 @@ user (created with useradd if missing) whose password is set with smbpasswd.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pwd
 import secrets
@@ -186,14 +187,29 @@ def _spawn(argv: list[str], log_path: Path, cwd: Path) -> subprocess.Popen:
 def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 share: str = DEFAULT_SHARE, user: str = DEFAULT_USER,
                 password: str | None = None,
-                user2: tuple[str, str] | None = None) -> Server:
+                user2: tuple[str, str] | None = None,
+                hide_files: tuple[str, ...] = (),
+                abe_share: tuple[str, Path] | None = None) -> Server:
+    """hide_files: name patterns the share reports hidden; abe_share: a
+    second share (name, directory) with access-based enumeration."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
     password = password or "Pw-" + secrets.token_hex(8)
     log_path = workdir / "braid.log"
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
-            "--share", f"{share}={share_dir}", "--user", f"{user}:{password}"]
+            "--user", f"{user}:{password}"]
+    if hide_files or abe_share is not None:
+        config = workdir / "braid.toml"
+        text = f"[[share]]\nname = {json.dumps(share)}\npath = {json.dumps(str(share_dir))}\n"
+        text += f"hide_files = {json.dumps(list(hide_files))}\n"
+        if abe_share is not None:
+            text += (f"[[share]]\nname = {json.dumps(abe_share[0])}\n"
+                     f"path = {json.dumps(str(abe_share[1]))}\naccess_based_enumeration = true\n")
+        config.write_text(text)
+        argv += ["--config", str(config)]
+    else:
+        argv += ["--share", f"{share}={share_dir}"]
     if user2 is not None:
         argv += ["--user", f"{user2[0]}:{user2[1]}"]
     # The admin API on a free port of its own (the default 9445 may be taken).
@@ -251,6 +267,17 @@ SAMBA_CONF = """\
 """
 
 
+SAMBA_ABE_SHARE = """
+[{name}]
+    path = {path}
+    read only = no
+    guest ok = no
+    hide unreadable = yes
+    vfs objects = acl_xattr
+    acl_xattr:ignore system acls = yes
+"""
+
+
 def ensure_unix_user(name: str) -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(name)
@@ -282,7 +309,9 @@ def give_to_share_owner(share_dir: Path, *paths: Path) -> None:
 def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 share: str = DEFAULT_SHARE, user: str = DEFAULT_USER,
                 password: str | None = None,
-                user2: tuple[str, str] | None = None) -> Server:
+                user2: tuple[str, str] | None = None,
+                hide_files: tuple[str, ...] = (),
+                abe_share: tuple[str, Path] | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -295,8 +324,14 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
     for sub in ("run", "lock", "state", "cache", "private", "ncalrpc", "usershares"):
         (workdir / sub).mkdir(parents=True, exist_ok=True)
     conf = workdir / "smb.conf"
-    conf.write_text(SAMBA_CONF.format(port=port, w=workdir, share=share, share_dir=share_dir,
-                                        user=user))
+    text = SAMBA_CONF.format(port=port, w=workdir, share=share, share_dir=share_dir, user=user)
+    if hide_files:
+        text += "    hide files = /" + "/".join(hide_files) + "/\n"
+    if abe_share is not None:
+        os.chown(abe_share[1], account.pw_uid, account.pw_gid)
+        make_reachable(abe_share[1])
+        text += SAMBA_ABE_SHARE.format(name=abe_share[0], path=abe_share[1])
+    conf.write_text(text)
     accounts = [(user, password)]
     if user2 is not None:
         ensure_unix_user(user2[0])

@@ -59,6 +59,13 @@ impl HandleInner {
         self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether the share shows this file as hidden by its name.
+    fn hidden_by_name(&self) -> bool {
+        self.share
+            .0
+            .hides(&self.path.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     fn set_rel(&self, p: String) {
         *self.path.lock().unwrap_or_else(|p| p.into_inner()) = p;
     }
@@ -424,6 +431,9 @@ impl OpenHandle {
         self.live()?;
         let mut info = info::fd_info(self.fd(), false)?;
         self.stream_adjust_info(&mut info)?;
+        if self.0.hidden_by_name() {
+            info::show_hidden(&mut info);
+        }
         let now = self.0.clock.now();
         let mut s = self.0.node.lock();
         s.settle_write_times(now);
@@ -797,16 +807,17 @@ impl OpenHandle {
             return None;
         }
         let mut info = info::file_info(&st, btime, meta.as_ref(), false);
+        let name = String::from_utf8_lossy(name).into_owned();
+        if self.0.share.0.hides(&name) {
+            info::show_hidden(&mut info);
+        }
         if let Some(n) = self.0.nodes.get(&FileKey::of(&st)) {
             let mut s = n.lock();
             s.settle_write_times(self.0.clock.now());
             info.delete_pending = s.delete_pending;
             info.last_write_time = s.last_write_time(info.last_write_time);
         }
-        Some(DirEntry {
-            name: String::from_utf8_lossy(name).into_owned(),
-            info,
-        })
+        Some(DirEntry { name, info })
     }
 
     /// Fresh metadata for names of an earlier [`OpenHandle::read_dir`]

@@ -227,6 +227,12 @@ pub(crate) fn attributes(st: &libc::stat, meta: Option<&DosMeta>) -> u32 {
     a
 }
 
+/// Report `info` as hidden (a name the share hides, `share.rs`
+/// HiddenNames); NORMAL is only ever reported alone.
+pub(crate) fn show_hidden(info: &mut FileInfo) {
+    info.attributes = (info.attributes & !attr::NORMAL) | attr::HIDDEN;
+}
+
 /// The stored metadata, or what a file without any has (its attributes as
 /// derived from stat), ready to be changed and written back. A ChangeTime
 /// set before is left out: rewriting the record is a metadata change of its

@@ -40,7 +40,7 @@ pub use error::{FsError, FsResult};
 pub use handle::OpenHandle;
 pub use security::{AccessPolicy, ObjectSecurity};
 pub use service::FileService;
-pub use share::ShareRef;
+pub use share::{HiddenNames, ShareRef};
 pub use stream_handle::StreamEntry;
 pub use types::{
     access, attr, map_generic, share as share_access, BasicTimes, CreateAction, DirEntry,

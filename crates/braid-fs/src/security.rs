@@ -116,6 +116,26 @@ impl OpenHandle {
         read_descriptor(self.fd())
     }
 
+    /// The stored descriptors of entries of this directory, by name, in
+    /// order (`None`: none stored, or the entry is gone): what
+    /// access-based enumeration looks at. One `getxattrat` per name.
+    pub fn child_descriptors(&self, names: &[&str]) -> FsResult<Vec<Option<Vec<u8>>>> {
+        self.live()?;
+        let dfd = self.fd();
+        names
+            .iter()
+            .map(|n| {
+                let Ok(c) = std::ffi::CString::new(*n) else {
+                    return Ok(None);
+                };
+                match sys::xattr_read_child(dfd, &c, SD_XATTR) {
+                    Err(libc::ENOENT | libc::ELOOP) => Ok(None),
+                    r => descriptor_of(r),
+                }
+            })
+            .collect()
+    }
+
     /// Replace the file's stored descriptor (the protocol layer checked
     /// WRITE_DAC / WRITE_OWNER and merged the parts). At most
     /// [`MAX_DESCRIPTOR_LEN`] bytes, else `InvalidParameter`.

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::handle::HandleInner;
 
@@ -18,6 +18,60 @@ pub(crate) struct Share {
     opens: Vec<Mutex<HashMap<u64, Weak<HandleInner>>>>,
     /// Large aligned writes bypass the page cache (`direct.rs`).
     direct_writes: AtomicBool,
+    /// Names shown as hidden; unset: none.
+    hidden: OnceLock<HiddenNames>,
+}
+
+/// Names a share shows with FILE_ATTRIBUTE_HIDDEN whatever their stored
+/// attributes, as Samba's `hide dot files` and `hide files` do: Unix
+/// dot files, and names matching a pattern. Only what is reported
+/// changes; the stored attributes (which decide, for one, whether an
+/// overwrite must name HIDDEN, MS-FSA 2.1.5.1.2) stay as they are.
+#[derive(Debug, Clone, Default)]
+pub struct HiddenNames {
+    pub dot_files: bool,
+    /// `*` and `?` wildcards, matched case-insensitively against the last
+    /// component of a name.
+    pub patterns: Vec<String>,
+}
+
+impl HiddenNames {
+    /// Whether `name` (a file name, or a share-relative path whose last
+    /// component is taken, with any `:stream` suffix left off) is hidden.
+    pub fn hides(&self, name: &str) -> bool {
+        let last = name.rsplit(['/', '\\']).next().unwrap_or(name);
+        let last = last.split(':').next().unwrap_or(last);
+        if last.is_empty() || last == "." || last == ".." {
+            return false;
+        }
+        (self.dot_files && last.starts_with('.'))
+            || self.patterns.iter().any(|p| glob_match(p, last))
+    }
+}
+
+/// `*` (any run) and `?` (one character) wildcards, case-insensitive.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().flat_map(char::to_lowercase).collect();
+    let n: Vec<char> = name.chars().flat_map(char::to_lowercase).collect();
+    let (mut pi, mut ni) = (0, 0);
+    // Where the last `*` was, and the name position it now covers up to.
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ni));
+            pi += 1;
+        } else if let Some((sp, sn)) = star {
+            pi = sp + 1;
+            ni = sn + 1;
+            star = Some((sp, sn + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
 }
 
 impl Share {
@@ -28,7 +82,13 @@ impl Share {
             root,
             opens: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             direct_writes: AtomicBool::new(false),
+            hidden: OnceLock::new(),
         }
+    }
+
+    /// Whether the share shows `name` as hidden ([`HiddenNames::hides`]).
+    pub(crate) fn hides(&self, name: &str) -> bool {
+        self.hidden.get().is_some_and(|h| h.hides(name))
     }
 
     pub(crate) fn direct_writes(&self) -> bool {
@@ -76,6 +136,11 @@ impl ShareRef {
     pub fn set_direct_writes(&self, on: bool) {
         self.0.direct_writes.store(on, Ordering::Relaxed);
     }
+    /// Names to show as hidden. Set once, before the share is served; a
+    /// second call is ignored.
+    pub fn set_hidden_names(&self, hidden: HiddenNames) {
+        let _ = self.0.hidden.set(hidden);
+    }
     /// The host directory (for display and logging only; never used to build paths).
     pub fn root_path(&self) -> &Path {
         &self.0.root_path
@@ -88,5 +153,46 @@ impl std::fmt::Debug for ShareRef {
             .field("name", &self.0.name)
             .field("root", &self.0.root_path)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_names_match_dot_files_and_patterns() {
+        let h = HiddenNames {
+            dot_files: true,
+            patterns: vec!["hidefile".into(), "*.TMP".into(), "a?c".into()],
+        };
+        for name in [
+            ".bashrc",
+            "dir/.git",
+            "x/HideFile",
+            "t.tmp",
+            "sub/b.Tmp",
+            "abc",
+            ".x:s",
+        ] {
+            assert!(h.hides(name), "{name}");
+        }
+        for name in [
+            "",
+            ".",
+            "..",
+            "file",
+            "hidefile2",
+            "tmp",
+            "ac",
+            "abbc",
+            "dir.x/file",
+        ] {
+            assert!(!h.hides(name), "{name}");
+        }
+        assert!(!HiddenNames::default().hides(".bashrc"));
+        assert!(glob_match("*a*b*", "xxaYYbzz"));
+        assert!(!glob_match("*a*b", "xxaYYbzz"));
+        assert!(glob_match("**", ""));
     }
 }

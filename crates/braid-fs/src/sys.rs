@@ -480,6 +480,49 @@ pub(crate) fn xattr_read_dir(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     }
 }
 
+/// Read a whole xattr of `name` in the directory `dfd` without following
+/// a symlink; raw errno on failure (ENODATA when absent). One
+/// `getxattrat` for a value of up to 4 KiB; kernels without it (and
+/// larger values) open the name `O_PATH` and go through [`xattr_get`].
+pub(crate) fn xattr_read_child(dfd: RawFd, name: &CStr, attr: &CStr) -> Result<Vec<u8>, i32> {
+    #[repr(C)]
+    struct XattrArgs {
+        value: u64,
+        size: u32,
+        flags: u32,
+    }
+    let mut buf = vec![0u8; 4096];
+    let mut args = XattrArgs {
+        value: buf.as_mut_ptr() as u64,
+        size: buf.len() as u32,
+        flags: 0,
+    };
+    // SAFETY: valid C strings and an xattr_args of the size passed,
+    // pointing at a buffer of `size` bytes that outlives the call.
+    let r = unsafe {
+        libc::syscall(
+            SYS_GETXATTRAT,
+            dfd,
+            name.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            attr.as_ptr(),
+            &mut args as *mut XattrArgs,
+            std::mem::size_of::<XattrArgs>(),
+        )
+    };
+    if r >= 0 {
+        buf.truncate(r as usize);
+        return Ok(buf);
+    }
+    match last_errno() {
+        e @ (libc::ENODATA | libc::ENOTSUP | libc::ENOENT) => Err(e),
+        _ => {
+            let fd = openat(dfd, name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+            xattr_get(fd.as_raw_fd(), attr)
+        }
+    }
+}
+
 /// Names of an fd's xattrs; raw errno on failure.
 pub(crate) fn xattr_list(fd: RawFd) -> Result<Vec<Vec<u8>>, i32> {
     let p = proc_fd_path(fd);

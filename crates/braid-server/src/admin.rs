@@ -378,6 +378,9 @@ mod tests {
                 path: dir.to_path_buf(),
                 encrypt: true,
                 direct_writes: false,
+                access_based_enumeration: false,
+                hide_dot_files: true,
+                hide_files: Vec::new(),
             }],
             ..ServerConfig::default()
         };

@@ -12,6 +12,13 @@ pub struct ShareConfig {
     pub encrypt: bool,
     /// Large aligned WRITEs bypass the page cache (braid-fs `direct.rs`).
     pub direct_writes: bool,
+    /// Directory listings leave out what the user may not read (MS-SMB2
+    /// 2.2.10 SMB2_SHAREFLAG_ACCESS_BASED_DIRECTORY_ENUM).
+    pub access_based_enumeration: bool,
+    /// Report Unix dot files as hidden (Samba's `hide dot files`).
+    pub hide_dot_files: bool,
+    /// Name patterns (`*`, `?`) reported as hidden (Samba's `hide files`).
+    pub hide_files: Vec<String>,
 }
 
 /// The admin API's default address: loopback only, port 9445 (SMB's 445

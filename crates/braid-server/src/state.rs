@@ -16,6 +16,8 @@ pub struct Share {
     pub name: String,
     pub fs: ShareRef,
     pub encrypt: bool,
+    /// Access-based directory enumeration (`smb/ops/query_directory.rs`).
+    pub access_based_enumeration: bool,
 }
 
 pub struct ServerState {
@@ -57,12 +59,17 @@ impl ServerState {
                 format!("share '{}': cannot serve {}: {e}", s.name, s.path.display())
             })?;
             fs.set_direct_writes(s.direct_writes);
+            fs.set_hidden_names(braid_fs::HiddenNames {
+                dot_files: s.hide_dot_files,
+                patterns: s.hide_files.clone(),
+            });
             shares.insert(
                 s.name.to_lowercase(),
                 Arc::new(Share {
                     name: s.name.clone(),
                     fs,
                     encrypt: s.encrypt,
+                    access_based_enumeration: s.access_based_enumeration,
                 }),
             );
         }

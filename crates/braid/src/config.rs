@@ -54,6 +54,14 @@ pub struct ShareEntry {
     pub encrypt: bool,
     /// Large aligned writes bypass the page cache (default true).
     pub direct_writes: Option<bool>,
+    /// Listings leave out what the user may not read (default false).
+    #[serde(default)]
+    pub access_based_enumeration: bool,
+    /// Report Unix dot files as hidden (default true, as Samba).
+    pub hide_dot_files: Option<bool>,
+    /// Name patterns reported as hidden (default none).
+    #[serde(default)]
+    pub hide_files: Vec<String>,
 }
 
 /// `[[interface]]`: one address reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO.
@@ -141,6 +149,9 @@ pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
             path: PathBuf::from(p),
             encrypt: false,
             direct_writes: None,
+            access_based_enumeration: false,
+            hide_dot_files: None,
+            hide_files: Vec::new(),
         }),
         _ => Err(format!(
             "--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data"

@@ -204,6 +204,9 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             path: dir,
             encrypt: false,
             direct_writes: None,
+            access_based_enumeration: false,
+            hide_dot_files: None,
+            hide_files: Vec::new(),
         });
     }
     if shares.is_empty() {
@@ -229,11 +232,23 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
                 s.path.display()
             ));
         }
+        for p in &s.hide_files {
+            if p.is_empty() || p.contains(['/', '\\']) {
+                return Err(format!(
+                    "share '{}': hide_files: '{p}' is not a file name pattern; \
+                     give one name with * and ? wildcards, e.g. \"*.tmp\"",
+                    s.name
+                ));
+            }
+        }
         cfg.shares.push(ShareConfig {
             name: s.name.clone(),
             path: s.path.clone(),
             encrypt: s.encrypt,
             direct_writes: s.direct_writes.unwrap_or(true),
+            access_based_enumeration: s.access_based_enumeration,
+            hide_dot_files: s.hide_dot_files.unwrap_or(true),
+            hide_files: s.hide_files.clone(),
         });
     }
 

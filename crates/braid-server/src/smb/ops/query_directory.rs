@@ -8,8 +8,11 @@ use braid_smb_proto::NtStatus;
 
 use braid_fs::shortname::{is_8_3, short_name};
 
+use braid_fs::AccessPolicy;
+
 use super::convert::{view_of, wildcard_match};
 use crate::session::Open;
+use crate::smb::acl::SmbAccess;
 use crate::smb::{blocking, OpResult, Reply, Request};
 
 const RESTART_SCANS: u8 = 0x01;
@@ -53,10 +56,34 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let first_query = needs_listing;
     if needs_listing {
         let handle = open.handle.clone();
-        let mut entries = blocking(move || handle.read_dir()).await?;
+        let pattern = open
+            .dir
+            .lock()
+            .unwrap()
+            .pattern
+            .clone()
+            .unwrap_or_else(|| "*".into());
+        let access_based = req
+            .tree()?
+            .share
+            .as_ref()
+            .is_some_and(|s| s.access_based_enumeration);
+        let readable = if access_based {
+            let identity = req.session()?.identity.lock().unwrap().clone();
+            Some(SmbAccess::new(identity.as_ref(), None))
+        } else {
+            None
+        };
+        let entries = blocking(move || {
+            let mut entries = handle.read_dir()?;
+            entries.retain(|e| wildcard_match(&pattern, &e.name));
+            if let Some(policy) = readable {
+                leave_out_unreadable(&handle, &policy, &mut entries)?;
+            }
+            Ok(entries)
+        })
+        .await?;
         let mut cur = open.dir.lock().unwrap();
-        let pattern = cur.pattern.clone().unwrap_or_else(|| "*".into());
-        entries.retain(|e| wildcard_match(&pattern, &e.name));
         cur.entries = Some(entries);
         cur.position = 0;
     }
@@ -102,6 +129,43 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     Ok(Reply::of(&QueryDirectoryResponse {
         output: enc.finish(),
     }))
+}
+
+/// What a user must be granted on an entry to see it in an access-based
+/// listing: read its data (list it, for a directory), its attributes and
+/// its EAs, as Windows' and Samba's access-based enumeration ask
+/// (smbtorture smb2.acls.ACCESSBASED).
+const READ_TO_SEE: u32 =
+    access_mask::FILE_READ_DATA | access_mask::FILE_READ_ATTRIBUTES | access_mask::FILE_READ_EA;
+
+/// MS-SMB2 3.3.5.18 with Share.DoAccessBasedDirectoryEnumeration: leave
+/// out the entries the user may not read. Only entries with a stored
+/// descriptor can refuse anything (the default grants its asker full
+/// control); `.` and `..` always stay.
+fn leave_out_unreadable(
+    dir: &braid_fs::OpenHandle,
+    policy: &SmbAccess,
+    entries: &mut Vec<braid_fs::DirEntry>,
+) -> braid_fs::FsResult<()> {
+    let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    let descriptors = dir.child_descriptors(&names)?;
+    let visible: Vec<bool> = descriptors
+        .into_iter()
+        .zip(entries.iter())
+        .map(|(sd, e)| {
+            let dot = e.name == "." || e.name == "..";
+            dot || sd.is_none_or(|sd| {
+                let object = braid_fs::ObjectSecurity {
+                    descriptor: Some(sd),
+                    is_directory: e.info.is_directory,
+                };
+                policy.maximal_access(&object) & READ_TO_SEE == READ_TO_SEE
+            })
+        })
+        .collect();
+    let mut visible = visible.into_iter();
+    entries.retain(|_| visible.next().unwrap_or(true));
+    Ok(())
 }
 
 /// Smallest directory entry any information class encodes (FileNamesInformation

@@ -9,6 +9,8 @@ use crate::smb::{OpResult, Reply, Request};
 
 /// MS-SMB2 2.2.10 SMB2_SHAREFLAG_ENCRYPT_DATA.
 const SHI1005_FLAGS_ENCRYPT_DATA: u32 = 0x0000_8000;
+/// MS-SMB2 2.2.10 SMB2_SHAREFLAG_ACCESS_BASED_DIRECTORY_ENUM.
+const SHI1005_FLAGS_ACCESS_BASED_DIRECTORY_ENUM: u32 = 0x0000_0800;
 
 /// FILE_ALL_ACCESS: what a share grants an authenticated user.
 const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
@@ -39,14 +41,17 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if encrypt && session.encryption().is_none() {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    let mut share_flags = 0;
+    if encrypt {
+        share_flags |= SHI1005_FLAGS_ENCRYPT_DATA;
+    }
+    if share.as_ref().is_some_and(|s| s.access_based_enumeration) {
+        share_flags |= SHI1005_FLAGS_ACCESS_BASED_DIRECTORY_ENUM;
+    }
     let tree = session.add_tree(share, FILE_ALL_ACCESS, encrypt);
     let mut reply = Reply::of(&TreeConnectResponse {
         share_type: kind,
-        share_flags: if encrypt {
-            SHI1005_FLAGS_ENCRYPT_DATA
-        } else {
-            0
-        },
+        share_flags,
         capabilities: 0,
         maximal_access: tree.maximal_access,
     });

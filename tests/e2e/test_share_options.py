@@ -1,0 +1,138 @@
+"""Per-share options a Samba or Windows file server user expects, seen from
+real clients (smbclient's listing, smbprotocol for the ACL):
+
+- `access_based_enumeration = true`: a listing leaves out what the user
+  may not read (Windows' access-based enumeration, Samba's `hide
+  unreadable`); the owner of a file still sees it.
+- `hide_dot_files` (default on, as Samba's `hide dot files`) and
+  `hide_files` patterns: the names are reported with the HIDDEN attribute.
+
+Braid only: the config format is Braid's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import types
+
+import pytest
+from smbprotocol.open import CreateDisposition
+
+import servers
+from test_acls import (
+    DACL,
+    FILE_ALL_ACCESS,
+    OWNER,
+    SYSTEM,
+    Client,
+    ace,
+    descriptor_with_dacl,
+    owner_sid,
+)
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
+    reason="Braid's config format (per-share options)")
+
+ACCESS_ALLOWED = 0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("shareopts-")
+    abe_dir, plain_dir = base / "abe", base / "plain"
+    abe_dir.mkdir()
+    plain_dir.mkdir()
+    port = servers.free_port()
+    passwords = {u: "Pw-" + secrets.token_hex(8) for u in ("alice", "bob")}
+    config = base / "braid.toml"
+    config.write_text(
+        f'listen = ["127.0.0.1:{port}"]\n'
+        f'admin_listen = "off"\n'
+        f'[[share]]\nname = "abe"\npath = "{abe_dir}"\n'
+        f'access_based_enumeration = true\nhide_files = ["*.secret", "Thumbs.db"]\n'
+        f'[[share]]\nname = "plain"\npath = "{plain_dir}"\nhide_dot_files = false\n')
+    argv = [str(servers.BRAID_BIN), "serve", "--config", str(config)]
+    for user, password in passwords.items():
+        argv += ["--user", f"{user}:{password}"]
+    log = base / "braid.log"
+    proc = servers._spawn(argv, log, base)
+    servers.wait_until_accepting("127.0.0.1", port, proc, log)
+    yield types.SimpleNamespace(port=port, passwords=passwords, abe_dir=abe_dir,
+                                plain_dir=plain_dir)
+    servers.stop_pid(proc.pid)
+
+
+def listing(srv, share: str, user: str, directory: str = "") -> dict[str, str]:
+    """smbclient's `ls` of a directory: name -> attribute letters."""
+    mask = f"{directory}\\*" if directory else "*"
+    r = subprocess.run(
+        ["smbclient", f"//127.0.0.1/{share}", "-p", str(srv.port),
+         "-U", f"{user}%{srv.passwords[user]}", "-m", "SMB3", "-c", f'ls "{mask}"'],
+        capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = {}
+    for line in r.stdout.splitlines():
+        # "  name      AH        0  Sun Nov 22 13:00:00 2026"
+        m = re.match(r"^  (.+?)\s+([A-Z]*)\s+(\d+)\s+\w{3} \w{3}\s+\d+ [\d:]+ \d{4}$", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def client_for(srv, share: str, user: str) -> Client:
+    return Client(types.SimpleNamespace(host="127.0.0.1", port=srv.port, user=user,
+                                        password=srv.passwords[user], share=share))
+
+
+def test_access_based_enumeration_lists_only_what_the_user_may_read(server):
+    (server.abe_dir / "docs").mkdir()
+    alice = client_for(server, "abe", "alice")
+    try:
+        for name in ("docs\\shared.txt", "docs\\private.txt"):
+            alice.open(name, FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE).close(False)
+        op = alice.open("docs\\private.txt", FILE_ALL_ACCESS)
+        me = owner_sid(alice.query_sd(op, OWNER))
+        # Only alice (and SYSTEM) may do anything with private.txt.
+        alice.set_sd(op, DACL, descriptor_with_dacl([
+            ace(ACCESS_ALLOWED, FILE_ALL_ACCESS, me),
+            ace(ACCESS_ALLOWED, FILE_ALL_ACCESS, SYSTEM),
+        ]))
+        op.close(False)
+    finally:
+        alice.close()
+    assert {"shared.txt", "private.txt"} <= set(listing(server, "abe", "alice", "docs"))
+    seen_by_bob = listing(server, "abe", "bob", "docs")
+    assert "shared.txt" in seen_by_bob
+    assert "private.txt" not in seen_by_bob
+    assert {".", ".."} <= set(seen_by_bob)
+
+
+def test_dot_files_and_hide_files_patterns_are_reported_hidden(server):
+    for d in (server.abe_dir, server.plain_dir):
+        for name in (".profile", "notes.secret", "THUMBS.DB", "plain.txt"):
+            (d / name).write_bytes(b"x")
+    abe = listing(server, "abe", "bob")
+    assert "H" in abe[".profile"]
+    assert "H" in abe["notes.secret"]
+    assert "H" in abe["THUMBS.DB"], "patterns match case-insensitively"
+    assert "H" not in abe["plain.txt"]
+    # The other share hides no dot files and has no patterns.
+    plain = listing(server, "plain", "bob")
+    assert all("H" not in plain[n] for n in (".profile", "notes.secret", "plain.txt"))
+
+
+def test_a_file_hidden_by_its_name_can_be_overwritten_without_naming_hidden(server):
+    """Only the reported attributes change: an overwrite that does not ask
+    for HIDDEN is refused for a file whose stored attributes are hidden
+    (MS-FSA 2.1.5.1.2), not for one hidden by the share's name rules."""
+    (server.abe_dir / ".overwrite-me").write_bytes(b"old contents")
+    bob = client_for(server, "abe", "bob")
+    try:
+        bob.open(".overwrite-me", FILE_ALL_ACCESS, CreateDisposition.FILE_OVERWRITE).close(False)
+    finally:
+        bob.close()
+    assert (server.abe_dir / ".overwrite-me").read_bytes() == b""
