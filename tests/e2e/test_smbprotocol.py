@@ -207,3 +207,29 @@ def test_rmdir_of_non_empty_directory_fails(remote):
         smbclient.rmdir(remote.path("full"), **remote.kw)
     assert ntstatus_of(e) == NtStatus.STATUS_DIRECTORY_NOT_EMPTY
     assert remote.read("full\\file") == b"x"
+
+
+def test_a_write_ending_beyond_maxfilesize_is_invalid(smb_server, remote_dir):
+    """MS-FSA 2.1.5.3: no byte may be written at or beyond MAXFILESIZE
+    (0xFFFFFFF0000, 16 TiB - 64 KiB), whatever the host file system allows;
+    an empty write there is fine (as Windows and Samba answer)."""
+    from smbprotocol.exceptions import SMBResponseException
+    from smbprotocol.open import CreateDisposition
+
+    from test_acls import FILE_ALL_ACCESS, Client
+
+    maxfilesize = 0xFFFFFFF0000
+    c = Client(smb_server)
+    try:
+        op = c.open(f"{remote_dir}\\huge", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
+        with pytest.raises(SMBResponseException) as e:
+            op.write(b"x", maxfilesize)
+        assert e.value.status == NtStatus.STATUS_INVALID_PARAMETER
+        with pytest.raises(SMBResponseException) as e:
+            op.write(b"xy", maxfilesize - 1)
+        assert e.value.status == NtStatus.STATUS_INVALID_PARAMETER
+        assert op.write(b"", maxfilesize) == 0
+        assert op.write(b"end", 4096) == 3
+        op.close(False)
+    finally:
+        c.close()

@@ -13,6 +13,9 @@ use crate::smb::{blocking, status_map, OpResult, Reply, Request};
 /// SMB2_WRITEFLAG_WRITE_THROUGH.
 const WRITE_THROUGH: u32 = 0x0000_0001;
 
+/// MS-FSA 2.1.5.3 MAXFILESIZE: no byte may be written at or beyond it.
+const MAX_FILE_SIZE: u64 = 0xFFF_FFFF_0000;
+
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let (w, data_range) =
         decode_write_request_ref(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
@@ -30,12 +33,18 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     // 0xFFFFFFFF_FFFFFFFF means "append" only for opens that may append
     // but not write (MS-FSA 2.1.5.3 FILE_WRITE_TO_END_OF_FILE); other
-    // offsets, and writes ending beyond the 63-bit range, are invalid
-    // (smbtorture smb2.rw.invalid).
+    // offsets, and writes ending beyond the 63-bit range, are invalid, as
+    // is a non-empty write ending beyond MS-FSA 2.1.5.3's MAXFILESIZE
+    // (smbtorture smb2.rw.invalid; Samba's vfs_valid_pwrite_range).
     let append_only = open.granted_access & access_mask::FILE_WRITE_DATA == 0;
     let end = w.offset.checked_add(len as u64);
+    let limit = if len == 0 {
+        i64::MAX as u64
+    } else {
+        MAX_FILE_SIZE
+    };
     if (w.offset == u64::MAX && !append_only)
-        || (w.offset != u64::MAX && end.is_none_or(|e| e > i64::MAX as u64))
+        || (w.offset != u64::MAX && end.is_none_or(|e| e > limit))
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
