@@ -1,9 +1,35 @@
-"""One `smbprotocol` session (its `smbclient` module) in one test directory,
-shared by the e2e tests that use that client."""
+"""smbprotocol helpers shared by the e2e tests: `Remote`, one session of
+its high-level `smbclient` module in one test directory; `RawClient`, one
+connection, session and tree connect of its low-level API, for requests
+the high-level module cannot make (security descriptors, durable handles,
+offsets of one's choosing); and builders of security descriptors."""
 
 from __future__ import annotations
 
+import struct
+import uuid
+
 import smbclient
+from smbprotocol.connection import Connection
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    ImpersonationLevel,
+    Open,
+    ShareAccess,
+    SMB2QueryInfoRequest,
+    SMB2QueryInfoResponse,
+    SMB2SetInfoRequest,
+)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+SMB2_0_INFO_SECURITY = 3
+OWNER, GROUP, DACL = 1, 2, 4
+FILE_ALL_ACCESS = 0x1F01FF
+NORMAL, DIRECTORY = 0x80, 0x10
+SHARE_ALL = (ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
+             | ShareAccess.FILE_SHARE_DELETE)
 
 
 class Remote:
@@ -35,3 +61,95 @@ class Remote:
 
     def close(self) -> None:
         smbclient.reset_connection_cache(connection_cache=self.cache)
+
+
+class RawClient:
+    """One signed connection, session and tree connect to the share."""
+
+    def __init__(self, target):
+        self.conn = Connection(uuid.uuid4(), target.host, port=target.port, require_signing=True)
+        self.conn.connect()
+        self.session = Session(self.conn, target.user, target.password, require_encryption=False)
+        self.session.connect()
+        self.tree = TreeConnect(self.session, rf"\\{target.host}\{target.share}")
+        self.tree.connect()
+
+    def open(self, name: str, access: int, disposition=CreateDisposition.FILE_OPEN) -> Open:
+        op = Open(self.tree, name)
+        op.create(ImpersonationLevel.Impersonation, access, NORMAL, SHARE_ALL,
+                  disposition, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        return op
+
+    def open_dir(self, name: str, access: int, disposition=CreateDisposition.FILE_OPEN) -> Open:
+        op = Open(self.tree, name)
+        op.create(ImpersonationLevel.Impersonation, access, DIRECTORY, SHARE_ALL,
+                  disposition, CreateOptions.FILE_DIRECTORY_FILE)
+        return op
+
+    def _send(self, req):
+        request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
+        return self.conn.receive(request)
+
+    def query_sd(self, op: Open, info: int) -> bytes:
+        req = SMB2QueryInfoRequest()
+        req["info_type"] = SMB2_0_INFO_SECURITY
+        req["file_info_class"] = 0
+        req["output_buffer_length"] = 65536
+        req["additional_information"] = info
+        req["file_id"] = op.file_id
+        resp = SMB2QueryInfoResponse()
+        resp.unpack(self._send(req)["data"].get_value())
+        return resp["buffer"].get_value()
+
+    def set_sd(self, op: Open, info: int, sd: bytes) -> None:
+        req = SMB2SetInfoRequest()
+        req["info_type"] = SMB2_0_INFO_SECURITY
+        req["file_info_class"] = 0
+        req["additional_information"] = info
+        req["file_id"] = op.file_id
+        req["buffer"] = sd
+        self._send(req)
+
+    def drop(self) -> None:
+        """Lose the TCP connection without LOGOFF or TREE_DISCONNECT."""
+        self.conn.transport.close()
+
+    def close(self) -> None:
+        try:
+            self.conn.disconnect(close=True)
+        except Exception:
+            pass
+
+
+# Security descriptors (MS-DTYP 2.4.6, self-relative).
+
+SYSTEM = bytes([1, 1, 0, 0, 0, 0, 0, 5]) + struct.pack("<I", 18)  # S-1-5-18
+ACCESS_ALLOWED, ACCESS_DENIED = 0, 1
+OI, CI = 0x1, 0x2
+
+
+def owner_sid(sd: bytes) -> bytes:
+    """The owner SID bytes of a self-relative descriptor."""
+    off = struct.unpack_from("<I", sd, 4)[0]
+    count = sd[off + 1]
+    return sd[off:off + 8 + 4 * count]
+
+
+def dacl_of(sd: bytes) -> bytes:
+    """The DACL bytes of a self-relative descriptor."""
+    off = struct.unpack_from("<I", sd, 16)[0]
+    return sd[off:off + struct.unpack_from("<H", sd, off + 2)[0]]
+
+
+def ace(ace_type: int, mask: int, sid: bytes, flags: int = 0) -> bytes:
+    return struct.pack("<BBHI", ace_type, flags, 8 + len(sid), mask) + sid
+
+
+def acl(aces: list[bytes]) -> bytes:
+    body = b"".join(aces)
+    return struct.pack("<BBHHH", 2, 0, 8 + len(body), len(aces), 0) + body
+
+
+def descriptor_with_dacl(aces: list[bytes]) -> bytes:
+    # Revision 1, SE_SELF_RELATIVE | SE_DACL_PRESENT, DACL right after the header.
+    return struct.pack("<BBHIIII", 1, 0, 0x8004, 0, 0, 0, 20) + acl(aces)

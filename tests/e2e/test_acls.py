@@ -13,127 +13,37 @@ of its own (no acl_xattr module).
 from __future__ import annotations
 
 import os
-import struct
-import uuid
 
 import pytest
-from smbprotocol.connection import Connection
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.header import NtStatus
-from smbprotocol.open import (
-    CreateDisposition,
-    CreateOptions,
-    ImpersonationLevel,
-    Open,
-    ShareAccess,
-    SMB2QueryInfoRequest,
-    SMB2QueryInfoResponse,
-    SMB2SetInfoRequest,
+from smbprotocol.open import CreateDisposition
+
+from smbremote import (
+    CI,
+    DACL,
+    FILE_ALL_ACCESS,
+    OI,
+    OWNER,
+    SYSTEM,
+    RawClient,
+    ace,
+    acl,
+    dacl_of,
+    descriptor_with_dacl,
+    owner_sid,
 )
-from smbprotocol.session import Session
-from smbprotocol.tree import TreeConnect
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid", reason="Samba's test config stores no NT ACLs")
 
-SMB2_0_INFO_SECURITY = 3
-OWNER, GROUP, DACL = 1, 2, 4
 FILE_READ_DATA, FILE_WRITE_DATA, FILE_APPEND_DATA = 0x1, 0x2, 0x4
 READ_CONTROL, WRITE_DAC = 0x20000, 0x40000
-FILE_ALL_ACCESS = 0x1F01FF
-NORMAL = 0x80
-
-
-class Client:
-    def __init__(self, target):
-        self.conn = Connection(uuid.uuid4(), target.host, port=target.port, require_signing=True)
-        self.conn.connect()
-        self.session = Session(self.conn, target.user, target.password, require_encryption=False)
-        self.session.connect()
-        self.tree = TreeConnect(self.session, rf"\\{target.host}\{target.share}")
-        self.tree.connect()
-
-    def open(self, name: str, access: int, disposition=CreateDisposition.FILE_OPEN) -> Open:
-        op = Open(self.tree, name)
-        op.create(ImpersonationLevel.Impersonation, access, NORMAL,
-                  ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
-                  | ShareAccess.FILE_SHARE_DELETE,
-                  disposition, CreateOptions.FILE_NON_DIRECTORY_FILE)
-        return op
-
-    def open_dir(self, name: str, access: int, disposition=CreateDisposition.FILE_OPEN) -> Open:
-        op = Open(self.tree, name)
-        op.create(ImpersonationLevel.Impersonation, access, 0x10,
-                  ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
-                  | ShareAccess.FILE_SHARE_DELETE,
-                  disposition, CreateOptions.FILE_DIRECTORY_FILE)
-        return op
-
-    def _send(self, op: Open, req):
-        request = self.conn.send(req, sid=self.session.session_id, tid=self.tree.tree_connect_id)
-        return self.conn.receive(request)
-
-    def query_sd(self, op: Open, info: int) -> bytes:
-        req = SMB2QueryInfoRequest()
-        req["info_type"] = SMB2_0_INFO_SECURITY
-        req["file_info_class"] = 0
-        req["output_buffer_length"] = 65536
-        req["additional_information"] = info
-        req["file_id"] = op.file_id
-        resp = SMB2QueryInfoResponse()
-        resp.unpack(self._send(op, req)["data"].get_value())
-        return resp["buffer"].get_value()
-
-    def set_sd(self, op: Open, info: int, sd: bytes) -> None:
-        req = SMB2SetInfoRequest()
-        req["info_type"] = SMB2_0_INFO_SECURITY
-        req["file_info_class"] = 0
-        req["additional_information"] = info
-        req["file_id"] = op.file_id
-        req["buffer"] = sd
-        self._send(op, req)
-
-    def close(self) -> None:
-        try:
-            self.conn.disconnect(close=True)
-        except Exception:
-            pass
-
-
-def owner_sid(sd: bytes) -> bytes:
-    """The owner SID bytes of a self-relative descriptor (MS-DTYP 2.4.6)."""
-    off = struct.unpack_from("<I", sd, 4)[0]
-    count = sd[off + 1]
-    return sd[off:off + 8 + 4 * count]
-
-
-def dacl_of(sd: bytes) -> bytes:
-    """The DACL bytes of a self-relative descriptor."""
-    off = struct.unpack_from("<I", sd, 16)[0]
-    return sd[off:off + struct.unpack_from("<H", sd, off + 2)[0]]
-
-
-def ace(ace_type: int, mask: int, sid: bytes, flags: int = 0) -> bytes:
-    return struct.pack("<BBHI", ace_type, flags, 8 + len(sid), mask) + sid
-
-
-def acl(aces: list[bytes]) -> bytes:
-    body = b"".join(aces)
-    return struct.pack("<BBHHH", 2, 0, 8 + len(body), len(aces), 0) + body
-
-
-SYSTEM = bytes([1, 1, 0, 0, 0, 0, 0, 5]) + struct.pack("<I", 18)  # S-1-5-18
-OI, CI = 0x1, 0x2
-
-
-def descriptor_with_dacl(aces: list[bytes]) -> bytes:
-    # Revision 1, SE_SELF_RELATIVE | SE_DACL_PRESENT, DACL right after the header.
-    return struct.pack("<BBHIIII", 1, 0, 0x8004, 0, 0, 0, 20) + acl(aces)
 
 
 @pytest.fixture
 def client(smb_server):
-    c = Client(smb_server)
+    c = RawClient(smb_server)
     yield c
     c.close()
 

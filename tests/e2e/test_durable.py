@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 
 import pytest
-from smbprotocol.connection import Connection
 from smbprotocol.create_contexts import (
     CreateContextName,
     SMB2CreateContextRequest,
@@ -33,34 +31,12 @@ from smbprotocol.open import (
     RequestedOplockLevel,
     ShareAccess,
 )
-from smbprotocol.session import Session
-from smbprotocol.tree import TreeConnect
+
+from smbremote import RawClient as Client
 
 ALL_ACCESS = (FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE
               | FilePipePrinterAccessMask.DELETE)
 NORMAL = 0x80
-
-
-class Client:
-    """One connection, session and tree connect to the share."""
-
-    def __init__(self, target):
-        self.conn = Connection(uuid.uuid4(), target.host, port=target.port, require_signing=True)
-        self.conn.connect()
-        self.session = Session(self.conn, target.user, target.password, require_encryption=False)
-        self.session.connect()
-        self.tree = TreeConnect(self.session, rf"\\{target.host}\{target.share}")
-        self.tree.connect()
-
-    def drop(self) -> None:
-        """Lose the TCP connection without LOGOFF or TREE_DISCONNECT."""
-        self.conn.transport.close()
-
-    def close(self) -> None:
-        try:
-            self.conn.disconnect(close=True)
-        except Exception:
-            pass
 
 
 def context(name, data) -> SMB2CreateContextRequest:

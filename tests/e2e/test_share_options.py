@@ -22,12 +22,13 @@ import pytest
 from smbprotocol.open import CreateDisposition
 
 import servers
-from test_acls import (
+from smbremote import (
+    ACCESS_ALLOWED,
     DACL,
     FILE_ALL_ACCESS,
     OWNER,
     SYSTEM,
-    Client,
+    RawClient,
     ace,
     descriptor_with_dacl,
     owner_sid,
@@ -36,8 +37,6 @@ from test_acls import (
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
     reason="Braid's config format (per-share options)")
-
-ACCESS_ALLOWED = 0
 
 
 @pytest.fixture(scope="module")
@@ -83,8 +82,8 @@ def listing(srv, share: str, user: str, directory: str = "") -> dict[str, str]:
     return out
 
 
-def client_for(srv, share: str, user: str) -> Client:
-    return Client(types.SimpleNamespace(host="127.0.0.1", port=srv.port, user=user,
+def client_for(srv, share: str, user: str) -> RawClient:
+    return RawClient(types.SimpleNamespace(host="127.0.0.1", port=srv.port, user=user,
                                         password=srv.passwords[user], share=share))
 
 

@@ -216,10 +216,10 @@ def test_a_write_ending_beyond_maxfilesize_is_invalid(smb_server, remote_dir):
     from smbprotocol.exceptions import SMBResponseException
     from smbprotocol.open import CreateDisposition
 
-    from test_acls import FILE_ALL_ACCESS, Client
+    from smbremote import FILE_ALL_ACCESS, RawClient
 
     maxfilesize = 0xFFFFFFF0000
-    c = Client(smb_server)
+    c = RawClient(smb_server)
     try:
         op = c.open(f"{remote_dir}\\huge", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
         with pytest.raises(SMBResponseException) as e:
