@@ -69,14 +69,28 @@ def owner(result_name: str, names: list[str]) -> str | None:
     return None
 
 
+# Tests that need a share configured their own way, as Samba's selftest
+# runs them (run with --start, the server has these shares):
+# smb2.acls_non_canonical expects DACL inheritance bits kept as sent.
+TEST_SHARES = {"smb2.acls_non_canonical": "noncanon"}
+
+
+def share_for(args, name: str) -> str:
+    for prefix, share in TEST_SHARES.items():
+        if name == prefix or name.startswith(prefix + "."):
+            return share
+    return args.share
+
+
 def run_batch(args, names: list[str], timeout: float, log):
-    """Run names in one smbtorture call.
+    """Run names (all on one share) in one smbtorture call.
 
     Returns ({listed name: [(status, detail)]}, listed name of the test that was
     running when smbtorture stopped without finishing it, or None)."""
-    cmd = ["smbtorture", f"//{args.host}/{args.share}", "-p", str(args.port),
+    share = share_for(args, names[0])
+    cmd = ["smbtorture", f"//{args.host}/{share}", "-p", str(args.port),
            "-U", f"{args.user}%{args.password}", "--fullname", *args.extra, *names]
-    log.write(f"\n===== smbtorture //{args.host}/{args.share} -p {args.port} "
+    log.write(f"\n===== smbtorture //{args.host}/{share} -p {args.port} "
               f"{' '.join(args.extra + names)}\n")
     log.flush()
     try:
@@ -124,8 +138,14 @@ def run_all(args, tests: list[str], log) -> dict[str, list[tuple[str, str]]]:
     after the test that was running."""
     deadline = time.monotonic() + args.total_timeout
     results: dict[str, list[tuple[str, str]]] = {}
-    for i in range(0, len(tests), args.batch_size):
-        queue = tests[i:i + args.batch_size]
+    # Each batch runs on one share: the tests are grouped by share, in the
+    # order each share first appears in the list.
+    groups: dict[str, list[str]] = {}
+    for t in tests:
+        groups.setdefault(share_for(args, t), []).append(t)
+    batches = [g[i:i + args.batch_size] for g in groups.values()
+               for i in range(0, len(g), args.batch_size)]
+    for queue in batches:
         while queue:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -205,13 +225,15 @@ def main() -> int:
         (base / "share").mkdir()
         (base / "server").mkdir()
         (base / "hideunread").mkdir()
+        (base / "noncanon").mkdir()
         try:
             # smb2.dosmode expects "hidefile" hidden by the share's rules;
             # smb2.acls.ACCESSBASED needs an access-based share "hideunread".
             server = servers.start(args.start, base / "share", base / "server",
                                    user2=("braidtest2", "Pw2-" + secrets.token_hex(8)),
                                    hide_files=("hidefile",),
-                                   abe_share=("hideunread", base / "hideunread"))
+                                   abe_share=("hideunread", base / "hideunread"),
+                                   noncanonical_share=("noncanon", base / "noncanon"))
         except RuntimeError as e:
             print(f"run_smbtorture: could not start {args.start}: {e}")
             print(f"smbtorture: 0 passed, {len(required)} failed (server did not start)")

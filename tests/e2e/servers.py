@@ -189,9 +189,11 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 password: str | None = None,
                 user2: tuple[str, str] | None = None,
                 hide_files: tuple[str, ...] = (),
-                abe_share: tuple[str, Path] | None = None) -> Server:
+                abe_share: tuple[str, Path] | None = None,
+                noncanonical_share: tuple[str, Path] | None = None) -> Server:
     """hide_files: name patterns the share reports hidden; abe_share: a
-    second share (name, directory) with access-based enumeration."""
+    second share (name, directory) with access-based enumeration;
+    noncanonical_share: one that keeps DACL inheritance bits as sent."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
@@ -199,13 +201,17 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     log_path = workdir / "braid.log"
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
             "--user", f"{user}:{password}"]
-    if hide_files or abe_share is not None:
+    if hide_files or abe_share is not None or noncanonical_share is not None:
         config = workdir / "braid.toml"
         text = f"[[share]]\nname = {json.dumps(share)}\npath = {json.dumps(str(share_dir))}\n"
         text += f"hide_files = {json.dumps(list(hide_files))}\n"
         if abe_share is not None:
             text += (f"[[share]]\nname = {json.dumps(abe_share[0])}\n"
                      f"path = {json.dumps(str(abe_share[1]))}\naccess_based_enumeration = true\n")
+        if noncanonical_share is not None:
+            text += (f"[[share]]\nname = {json.dumps(noncanonical_share[0])}\n"
+                     f"path = {json.dumps(str(noncanonical_share[1]))}\n"
+                     "canonicalize_acl_flags = false\n")
         config.write_text(text)
         argv += ["--config", str(config)]
     else:
@@ -277,6 +283,16 @@ SAMBA_ABE_SHARE = """
     acl_xattr:ignore system acls = yes
 """
 
+SAMBA_NONCANONICAL_SHARE = """
+[{name}]
+    path = {path}
+    read only = no
+    guest ok = no
+    acl flag inherited canonicalization = no
+    vfs objects = acl_xattr
+    acl_xattr:ignore system acls = yes
+"""
+
 
 def ensure_unix_user(name: str) -> pwd.struct_passwd:
     try:
@@ -311,7 +327,8 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 password: str | None = None,
                 user2: tuple[str, str] | None = None,
                 hide_files: tuple[str, ...] = (),
-                abe_share: tuple[str, Path] | None = None) -> Server:
+                abe_share: tuple[str, Path] | None = None,
+                noncanonical_share: tuple[str, Path] | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -331,6 +348,11 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
         os.chown(abe_share[1], account.pw_uid, account.pw_gid)
         make_reachable(abe_share[1])
         text += SAMBA_ABE_SHARE.format(name=abe_share[0], path=abe_share[1])
+    if noncanonical_share is not None:
+        os.chown(noncanonical_share[1], account.pw_uid, account.pw_gid)
+        make_reachable(noncanonical_share[1])
+        text += SAMBA_NONCANONICAL_SHARE.format(name=noncanonical_share[0],
+                                                path=noncanonical_share[1])
     conf.write_text(text)
     accounts = [(user, password)]
     if user2 is not None:

@@ -381,6 +381,7 @@ mod tests {
                 access_based_enumeration: false,
                 hide_dot_files: true,
                 hide_files: Vec::new(),
+                canonicalize_acl_flags: true,
             }],
             ..ServerConfig::default()
         };

@@ -19,6 +19,9 @@ pub struct ShareConfig {
     pub hide_dot_files: bool,
     /// Name patterns (`*`, `?`) reported as hidden (Samba's `hide files`).
     pub hide_files: Vec<String>,
+    /// DACL inheritance bits canonicalised on set, as Windows does
+    /// (Samba's `acl flag inherited canonicalization`).
+    pub canonicalize_acl_flags: bool,
 }
 
 /// The admin API's default address: loopback only, port 9445 (SMB's 445

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod config;
 pub mod conn;
 pub mod credits;
+pub mod dir_lease;
 pub mod durable;
 pub mod interfaces;
 pub mod lease;

@@ -356,6 +356,19 @@ impl FileOplocks {
             purge: None,
         };
         let granted = match g.lease {
+            // MS-SMB2 3.3.5.9.11: a directory gets Read and Handle caching,
+            // never Write, and only through a version 2 lease context
+            // (SMB 3.x, which advertises CAP_DIRECTORY_LEASING).
+            Some(ctx) if g.is_directory && ctx.version >= 2 => {
+                let requested = ctx.state & (R | H);
+                let state = if requested & R == 0 { 0 } else { requested };
+                let lease = self.lease_for(table, &holders, g.client_guid, ctx, state, requested);
+                holder.lease = Some(lease.clone());
+                Granted {
+                    oplock_level: oplock_level::LEASE,
+                    lease: Some(lease),
+                }
+            }
             Some(_) if g.is_directory => Granted {
                 oplock_level: oplock_level::NONE,
                 lease: None,
@@ -501,6 +514,35 @@ impl FileOplocks {
                 None if h.level == oplock_level::LEVEL_II => {
                     send_break(h, oplock_level::NONE);
                     h.level = oplock_level::NONE;
+                }
+                None => {}
+            }
+        }
+        drop(holders);
+        for (h, n) in lease_breaks {
+            send_lease_notification(&h, &n);
+        }
+    }
+
+    /// An entry of this directory changed (`dir_lease.rs`): break every
+    /// lease on it to none but `except`, without waiting for
+    /// acknowledgments. A lease already breaking goes to none next.
+    pub fn break_dir_leases(&self, except: Option<LeaseId>) {
+        let holders = self.holders.lock().unwrap();
+        let mut seen: Vec<LeaseId> = Vec::new();
+        let mut lease_breaks = Vec::new();
+        for h in holders.iter() {
+            let Some(lease) = &h.lease else { continue };
+            if Some(lease.id) == except || seen.contains(&lease.id) {
+                continue;
+            }
+            seen.push(lease.id);
+            let mut st = lease.st.lock().unwrap();
+            match st.breaking_to {
+                Some(_) => st.required = 0,
+                None if st.state != 0 => {
+                    let n = lease.begin_break(&mut st, 0);
+                    lease_breaks.push((h.clone(), n));
                 }
                 None => {}
             }

@@ -18,6 +18,8 @@ pub struct Share {
     pub encrypt: bool,
     /// Access-based directory enumeration (`smb/ops/query_directory.rs`).
     pub access_based_enumeration: bool,
+    /// `access::canonicalize_dacl_flags` on descriptors clients supply.
+    pub canonicalize_acl_flags: bool,
 }
 
 pub struct ServerState {
@@ -32,6 +34,8 @@ pub struct ServerState {
     pub oplocks: crate::oplock::OplockTable,
     /// CHANGE_NOTIFY watches, fed by the handlers that change things.
     pub notify: crate::notify::NotifyHub,
+    /// Directory opens holding a directory lease (`dir_lease.rs`).
+    pub dir_leases: crate::dir_lease::DirLeases,
     /// Request metrics and counters for the admin API (`admin`, `metrics`).
     pub metrics: crate::metrics::Metrics,
     pub server_guid: [u8; 16],
@@ -70,6 +74,7 @@ impl ServerState {
                     fs,
                     encrypt: s.encrypt,
                     access_based_enumeration: s.access_based_enumeration,
+                    canonicalize_acl_flags: s.canonicalize_acl_flags,
                 }),
             );
         }
@@ -83,6 +88,7 @@ impl ServerState {
             connections: ShardedMap::new(),
             oplocks: Default::default(),
             notify: Default::default(),
+            dir_leases: Default::default(),
             metrics,
             server_guid: rand::random(),
             resume_key_secret: std::hash::RandomState::new(),

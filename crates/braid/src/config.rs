@@ -62,6 +62,8 @@ pub struct ShareEntry {
     /// Name patterns reported as hidden (default none).
     #[serde(default)]
     pub hide_files: Vec<String>,
+    /// Canonicalise DACL inheritance bits as Windows does (default true).
+    pub canonicalize_acl_flags: Option<bool>,
 }
 
 /// `[[interface]]`: one address reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO.
@@ -152,6 +154,7 @@ pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
             access_based_enumeration: false,
             hide_dot_files: None,
             hide_files: Vec::new(),
+            canonicalize_acl_flags: None,
         }),
         _ => Err(format!(
             "--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data"

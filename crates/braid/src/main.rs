@@ -207,6 +207,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             access_based_enumeration: false,
             hide_dot_files: None,
             hide_files: Vec::new(),
+            canonicalize_acl_flags: None,
         });
     }
     if shares.is_empty() {
@@ -249,6 +250,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             access_based_enumeration: s.access_based_enumeration,
             hide_dot_files: s.hide_dot_files.unwrap_or(true),
             hide_files: s.hide_files.clone(),
+            canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
         });
     }
 

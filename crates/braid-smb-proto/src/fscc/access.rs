@@ -246,8 +246,7 @@ pub fn inherit(
     let mut control = 0u16;
     let creator_dacl = creator.filter(|c| c.control & SE_DACL_PRESENT != 0 || c.dacl.is_some());
     let dacl = if let Some(c) = creator_dacl {
-        control |= c.control & SE_DACL_PROTECTED;
-        control |= canonical_auto_inherited(c.control);
+        control |= c.control & (SE_DACL_PROTECTED | SE_DACL_AUTO_INHERITED);
         control |= SE_DACL_PRESENT;
         c.dacl.clone()
     } else {
@@ -285,17 +284,19 @@ pub fn inherit(
     }
 }
 
-/// SE_DACL_AUTO_INHERITED if a setter sent it together with
-/// SE_DACL_AUTO_INHERIT_REQ, else nothing: Windows canonicalises these
-/// bits on every set (Samba's canonicalize_inheritance_bits; checked by
-/// smb2.acls.INHERITFLAGS).
-fn canonical_auto_inherited(sent: u16) -> u16 {
+/// The DACL inheritance bits of a descriptor a client supplies (a set, or
+/// a create's SD_BUFFER), before it is applied. `canonical` (the default,
+/// as Windows does, and Samba's `acl flag inherited canonicalization =
+/// yes`): SE_DACL_AUTO_INHERITED is kept only when sent together with
+/// SE_DACL_AUTO_INHERIT_REQ (smbtorture smb2.acls.INHERITFLAGS). Not
+/// canonical: kept as sent (smb2.acls_non_canonical). The request bit is
+/// never kept.
+pub fn canonicalize_dacl_flags(sd: &mut SecurityDescriptor, canonical: bool) {
     let both = SE_DACL_AUTO_INHERITED | SE_DACL_AUTO_INHERIT_REQ;
-    if sent & both == both {
-        SE_DACL_AUTO_INHERITED
-    } else {
-        0
+    if canonical && sd.control & both != both {
+        sd.control &= !SE_DACL_AUTO_INHERITED;
     }
+    sd.control &= !SE_DACL_AUTO_INHERIT_REQ;
 }
 
 /// MS-SMB2 2.2.39 AdditionalInformation bits that change the DACL's
@@ -306,8 +307,8 @@ pub const UNPROTECTED_DACL_SECURITY_INFORMATION: u32 = 0x2000_0000;
 /// MS-SMB2 3.3.5.21.3 / MS-FSA 2.1.5.16: the descriptor after a SET_INFO
 /// that supplies `new` for the parts `info` names (OWNER, GROUP, DACL,
 /// SACL). A part `new` lacks leaves the stored one; a DACL part without
-/// SE_DACL_PRESENT sets a NULL DACL. SE_DACL_AUTO_INHERITED is kept only
-/// when sent together with SE_DACL_AUTO_INHERIT_REQ.
+/// SE_DACL_PRESENT sets a NULL DACL. `new` has been through
+/// [`canonicalize_dacl_flags`].
 pub fn apply_set(
     stored: &SecurityDescriptor,
     new: &SecurityDescriptor,
@@ -328,8 +329,7 @@ pub fn apply_set(
         const DACL_BITS: u16 =
             SE_DACL_PRESENT | SE_DACL_DEFAULTED | SE_DACL_PROTECTED | SE_DACL_AUTO_INHERITED;
         sd.control &= !(DACL_BITS | SE_DACL_AUTO_INHERIT_REQ);
-        sd.control |= new.control & (DACL_BITS & !SE_DACL_AUTO_INHERITED);
-        sd.control |= canonical_auto_inherited(new.control);
+        sd.control |= new.control & DACL_BITS;
         sd.control |= SE_DACL_PRESENT;
         sd.dacl = if new.control & SE_DACL_PRESENT != 0 {
             new.dacl.clone().map(map_acl_generic)
@@ -532,25 +532,32 @@ mod tests {
     }
 
     #[test]
-    fn set_keeps_auto_inherited_only_with_its_request_bit() {
+    fn dacl_flags_are_canonicalised_as_windows_does_unless_asked_not_to() {
         let stored = sd(user(), Some(vec![Ace::allowed(user(), FILE_ALL_ACCESS, 0)]));
-        for (sent, kept) in [
-            (SE_DACL_AUTO_INHERITED, 0),
-            (SE_DACL_AUTO_INHERIT_REQ, 0),
+        let bits = SE_DACL_AUTO_INHERITED | SE_DACL_AUTO_INHERIT_REQ | SE_DACL_PROTECTED;
+        for (sent, canonical, non_canonical) in [
+            (SE_DACL_AUTO_INHERITED, 0, SE_DACL_AUTO_INHERITED),
+            (SE_DACL_AUTO_INHERIT_REQ, 0, 0),
             (
                 SE_DACL_AUTO_INHERITED | SE_DACL_AUTO_INHERIT_REQ,
+                SE_DACL_AUTO_INHERITED,
                 SE_DACL_AUTO_INHERITED,
             ),
             (
                 SE_DACL_PROTECTED | SE_DACL_AUTO_INHERITED,
                 SE_DACL_PROTECTED,
+                SE_DACL_PROTECTED | SE_DACL_AUTO_INHERITED,
             ),
         ] {
-            let mut new = stored.clone();
-            new.control = SE_DACL_PRESENT | sent;
-            let s = apply_set(&stored, &new, DACL_SECURITY_INFORMATION);
-            let bits = SE_DACL_AUTO_INHERITED | SE_DACL_AUTO_INHERIT_REQ | SE_DACL_PROTECTED;
-            assert_eq!(s.control & bits, kept, "sent {sent:#x}");
+            for (canon, kept) in [(true, canonical), (false, non_canonical)] {
+                let mut new = stored.clone();
+                new.control = SE_DACL_PRESENT | sent;
+                canonicalize_dacl_flags(&mut new, canon);
+                let s = apply_set(&stored, &new, DACL_SECURITY_INFORMATION);
+                assert_eq!(s.control & bits, kept, "sent {sent:#x}, canonical {canon}");
+                let created = inherit(&stored, Some(&new), false, &token());
+                assert_eq!(created.control & bits, kept, "create, sent {sent:#x}");
+            }
         }
     }
 

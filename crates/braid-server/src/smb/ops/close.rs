@@ -33,7 +33,19 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let handle = open.handle.clone();
     let path = open.handle.path();
     let wrote = !open.is_directory && open.handle.has_written();
+    let spared = crate::dir_lease::spared_by(&open);
     let info = blocking(move || handle.close()).await?;
+    let renamed = open.renamed.load(std::sync::atomic::Ordering::Relaxed);
+    if (wrote || renamed || info.number_of_links == 0) && open.handle.stream_key() == 0 {
+        // The entry's size, times or attributes changed, or it is gone:
+        // leases on its directory break (dir_lease.rs).
+        if let Ok(share) = req.share() {
+            req.conn
+                .server
+                .dir_leases
+                .break_parent(&share.name, &path, spared);
+        }
+    }
     if wrote && info.number_of_links != 0 {
         // The data changed: watchers see it when the writer closes, as
         // the LastWriteTime settles then (Samba reports it the same way).

@@ -132,8 +132,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             }
             // MS-SMB2 2.2.13.2.2: the security descriptor of a new file.
             n if n == context_name::SD_BUFFER => {
-                let sd = braid_smb_proto::fscc::security::SecurityDescriptor::decode(&c.data)
+                let mut sd = braid_smb_proto::fscc::security::SecurityDescriptor::decode(&c.data)
                     .map_err(|e| e.status())?;
+                let canonical = req.share().is_ok_and(|s| s.canonicalize_acl_flags);
+                braid_smb_proto::fscc::access::canonicalize_dacl_flags(&mut sd, canonical);
                 creator_sd = Some(sd);
             }
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
@@ -346,6 +348,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
     // to the file; streams are not reported).
     let is_stream = open.handle.stream_key() != 0;
+    if info.is_directory && granted_caching.lease.is_some() {
+        req.conn.server.dir_leases.register(&share.name, &open);
+    }
+    if !is_stream && opened.action != CreateAction::Opened {
+        req.conn.server.dir_leases.break_parent(
+            &share.name,
+            &open.handle.path(),
+            crate::dir_lease::spared_by(&open),
+        );
+    }
     match opened.action {
         _ if is_stream => {}
         CreateAction::Created => {

@@ -49,6 +49,10 @@ fn server_capabilities(conn: &Connection, dialect: u16) -> u32 {
     if dialect >= dialect::SMB300 && conn.server.config.multichannel {
         caps |= capabilities::MULTI_CHANNEL;
     }
+    // MS-SMB2 3.3.5.4: CAP_DIRECTORY_LEASING on 3.x (dir_lease.rs).
+    if dialect >= dialect::SMB300 && conn.server.config.leases {
+        caps |= capabilities::DIRECTORY_LEASING;
+    }
     caps
 }
 

@@ -15,16 +15,25 @@ use braid_smb_proto::messages::{SetInfoRequest, SetInfoResponse};
 use braid_smb_proto::NtStatus;
 
 use crate::notify;
+use crate::session::Open;
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::from_filetime;
 
-/// Tell CHANGE_NOTIFY watchers of the parent directory (MS-FSA 2.1.4.17).
-fn report(req: &Request<'_>, path: &str, action: u32, filter: u32) {
+/// Tell CHANGE_NOTIFY watchers of the parent directory (MS-FSA 2.1.4.17),
+/// and break the leases on it (`dir_lease.rs`) but the one `open` spares.
+fn report(req: &Request<'_>, open: &Open, path: &str, action: u32, filter: u32) {
     if let Ok(share) = req.share() {
         req.conn
             .server
             .notify
             .report(&share.name, path, action, filter);
+        if open.handle.stream_key() == 0 {
+            req.conn.server.dir_leases.break_parent(
+                &share.name,
+                path,
+                crate::dir_lease::spared_by(open),
+            );
+        }
     }
 }
 
@@ -65,7 +74,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     let attrs = (b.file_attributes != 0).then_some(b.file_attributes);
                     blocking(move || handle.set_basic(times, attrs)).await?;
                     let f = notify::filter::ATTRIBUTES | notify::filter::LAST_WRITE;
-                    report(req, &open.handle.path(), notify::action::MODIFIED, f);
+                    report(req, &open, &open.handle.path(), notify::action::MODIFIED, f);
                 }
                 SetFileInfo::Rename(l) => {
                     need(granted, access_mask::DELETE)?;
@@ -113,8 +122,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                         } else {
                             (notify::action::REMOVED, notify::action::ADDED)
                         };
-                    report(req, &old_path, old_action, f);
-                    report(req, &new_path, new_action, f);
+                    report(req, &open, &old_path, old_action, f);
+                    report(req, &open, &new_path, new_action, f);
                     open.renamed
                         .store(true, std::sync::atomic::Ordering::Relaxed);
                 }
@@ -139,6 +148,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     blocking(move || handle.set_end_of_file(end_of_file)).await?;
                     report(
                         req,
+                        &open,
                         &open.handle.path(),
                         notify::action::MODIFIED,
                         notify::filter::SIZE,
@@ -196,7 +206,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 need(granted, access_mask::ACCESS_SYSTEM_SECURITY)?;
             }
             // MS-DTYP 2.4.6: a self-relative descriptor, every offset checked.
-            let new = SecurityDescriptor::decode(&r.buffer).map_err(|e| e.status())?;
+            let mut new = SecurityDescriptor::decode(&r.buffer).map_err(|e| e.status())?;
+            let canonical = req.share().is_ok_and(|s| s.canonicalize_acl_flags);
+            access::canonicalize_dacl_flags(&mut new, canonical);
             if ai & (OWNER | GROUP | DACL | SACL) == 0 {
                 return Ok(Reply::of(&SetInfoResponse));
             }
