@@ -273,22 +273,12 @@ SAMBA_CONF = """\
 """
 
 
-SAMBA_ABE_SHARE = """
+SAMBA_EXTRA_SHARE = """
 [{name}]
     path = {path}
     read only = no
     guest ok = no
-    hide unreadable = yes
-    vfs objects = acl_xattr
-    acl_xattr:ignore system acls = yes
-"""
-
-SAMBA_NONCANONICAL_SHARE = """
-[{name}]
-    path = {path}
-    read only = no
-    guest ok = no
-    acl flag inherited canonicalization = no
+    {option}
     vfs objects = acl_xattr
     acl_xattr:ignore system acls = yes
 """
@@ -344,15 +334,12 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
     text = SAMBA_CONF.format(port=port, w=workdir, share=share, share_dir=share_dir, user=user)
     if hide_files:
         text += "    hide files = /" + "/".join(hide_files) + "/\n"
-    if abe_share is not None:
-        os.chown(abe_share[1], account.pw_uid, account.pw_gid)
-        make_reachable(abe_share[1])
-        text += SAMBA_ABE_SHARE.format(name=abe_share[0], path=abe_share[1])
-    if noncanonical_share is not None:
-        os.chown(noncanonical_share[1], account.pw_uid, account.pw_gid)
-        make_reachable(noncanonical_share[1])
-        text += SAMBA_NONCANONICAL_SHARE.format(name=noncanonical_share[0],
-                                                path=noncanonical_share[1])
+    for extra, option in ((abe_share, "hide unreadable = yes"),
+                          (noncanonical_share, "acl flag inherited canonicalization = no")):
+        if extra is not None:
+            os.chown(extra[1], account.pw_uid, account.pw_gid)
+            make_reachable(extra[1])
+            text += SAMBA_EXTRA_SHARE.format(name=extra[0], path=extra[1], option=option)
     conf.write_text(text)
     accounts = [(user, password)]
     if user2 is not None:

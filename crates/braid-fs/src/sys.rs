@@ -438,6 +438,46 @@ pub(crate) fn xattr_read(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     }
 }
 
+/// getxattrat(2) of `attr` on `path` relative to `dfd` into `buf`: the
+/// value's length, or the raw errno.
+fn getxattrat(
+    dfd: RawFd,
+    path: &CStr,
+    at_flags: libc::c_int,
+    attr: &CStr,
+    buf: &mut [u8],
+) -> Result<usize, i32> {
+    #[repr(C)]
+    struct XattrArgs {
+        value: u64,
+        size: u32,
+        flags: u32,
+    }
+    let mut args = XattrArgs {
+        value: buf.as_mut_ptr() as u64,
+        size: buf.len() as u32,
+        flags: 0,
+    };
+    // SAFETY: valid C strings and an xattr_args of the size passed,
+    // pointing at `buf`, which outlives the call.
+    let r = unsafe {
+        libc::syscall(
+            SYS_GETXATTRAT,
+            dfd,
+            path.as_ptr(),
+            at_flags,
+            attr.as_ptr(),
+            &mut args as *mut XattrArgs,
+            std::mem::size_of::<XattrArgs>(),
+        )
+    };
+    if r >= 0 {
+        Ok(r as usize)
+    } else {
+        Err(last_errno())
+    }
+}
+
 /// Read a whole xattr of the directory `fd`, an `O_PATH` fd (what path
 /// resolution gives for a parent, which `fgetxattr` refuses); raw errno on
 /// failure. One `getxattrat(fd, ".")` for a value of up to 256 bytes,
@@ -445,38 +485,13 @@ pub(crate) fn xattr_read(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
 /// five times as much. Kernels without getxattrat, larger values and
 /// anything that is not a directory go through [`xattr_get`].
 pub(crate) fn xattr_read_dir(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
-    #[repr(C)]
-    struct XattrArgs {
-        value: u64,
-        size: u32,
-        flags: u32,
-    }
     let mut buf = [0u8; 256];
-    let mut args = XattrArgs {
-        value: buf.as_mut_ptr() as u64,
-        size: buf.len() as u32,
-        flags: 0,
-    };
-    // SAFETY: valid C strings and an xattr_args of the size passed; "."
-    // names the directory `fd` itself.
-    let r = unsafe {
-        libc::syscall(
-            SYS_GETXATTRAT,
-            fd,
-            c".".as_ptr(),
-            0,
-            name.as_ptr(),
-            &mut args as *mut XattrArgs,
-            std::mem::size_of::<XattrArgs>(),
-        )
-    };
-    if r >= 0 {
-        return Ok(buf[..r as usize].to_vec());
-    }
-    match last_errno() {
-        e @ (libc::ENODATA | libc::ENOTSUP) => Err(e),
+    // "." names the directory `fd` itself.
+    match getxattrat(fd, c".", 0, name, &mut buf) {
+        Ok(n) => Ok(buf[..n].to_vec()),
+        Err(e @ (libc::ENODATA | libc::ENOTSUP)) => Err(e),
         // ENOSYS, ENOTDIR (not a directory), ERANGE, a sandbox's EPERM.
-        _ => xattr_get(fd, name),
+        Err(_) => xattr_get(fd, name),
     }
 }
 
@@ -485,38 +500,14 @@ pub(crate) fn xattr_read_dir(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
 /// `getxattrat` for a value of up to 4 KiB; kernels without it (and
 /// larger values) open the name `O_PATH` and go through [`xattr_get`].
 pub(crate) fn xattr_read_child(dfd: RawFd, name: &CStr, attr: &CStr) -> Result<Vec<u8>, i32> {
-    #[repr(C)]
-    struct XattrArgs {
-        value: u64,
-        size: u32,
-        flags: u32,
-    }
     let mut buf = vec![0u8; 4096];
-    let mut args = XattrArgs {
-        value: buf.as_mut_ptr() as u64,
-        size: buf.len() as u32,
-        flags: 0,
-    };
-    // SAFETY: valid C strings and an xattr_args of the size passed,
-    // pointing at a buffer of `size` bytes that outlives the call.
-    let r = unsafe {
-        libc::syscall(
-            SYS_GETXATTRAT,
-            dfd,
-            name.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-            attr.as_ptr(),
-            &mut args as *mut XattrArgs,
-            std::mem::size_of::<XattrArgs>(),
-        )
-    };
-    if r >= 0 {
-        buf.truncate(r as usize);
-        return Ok(buf);
-    }
-    match last_errno() {
-        e @ (libc::ENODATA | libc::ENOTSUP | libc::ENOENT) => Err(e),
-        _ => {
+    match getxattrat(dfd, name, libc::AT_SYMLINK_NOFOLLOW, attr, &mut buf) {
+        Ok(n) => {
+            buf.truncate(n);
+            Ok(buf)
+        }
+        Err(e @ (libc::ENODATA | libc::ENOTSUP | libc::ENOENT)) => Err(e),
+        Err(_) => {
             let fd = openat(dfd, name, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
             xattr_get(fd.as_raw_fd(), attr)
         }
