@@ -141,6 +141,19 @@ impl ShareRef {
     pub fn set_hidden_names(&self, hidden: HiddenNames) {
         let _ = self.0.hidden.set(hidden);
     }
+    /// The file id (as `FileInfo::file_id`) of the directory at `path`, a
+    /// share-relative path in the form `OpenHandle::path` gives (`\\`
+    /// separators, on-disk case); `None` if it is not a directory beneath
+    /// the share now. One `openat2` and one `fstat`.
+    pub fn dir_id(&self, path: &str) -> Option<u64> {
+        let rel = path.replace('\\', "/");
+        let fd =
+            crate::path::open_beneath(self.0.root_fd(), &rel, libc::O_PATH | libc::O_DIRECTORY, 0)
+                .ok()?;
+        crate::sys::fstat(std::os::fd::AsRawFd::as_raw_fd(&fd))
+            .ok()
+            .map(|st| st.st_ino)
+    }
     /// The host directory (for display and logging only; never used to build paths).
     pub fn root_path(&self) -> &Path {
         &self.0.root_path

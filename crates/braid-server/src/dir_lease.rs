@@ -10,59 +10,85 @@
 //! ParentLeaseKey: that client made the change and keeps its cache. The
 //! break does not wait for the acknowledgment.
 //!
-//! The leased directory opens are found by their current paths (braid-fs
-//! keeps an open's path current across renames of it or of a directory
-//! above it), so the change sites, which already report each change by
-//! path to CHANGE_NOTIFY, need no extra system call; with no directory
-//! lease granted on a share they cost one uncontended lock.
+//! The leased directory opens are kept by share and by the directory's
+//! file id, which a rename does not change. A change looks up its
+//! parent's id (one `openat2` and `fstat`) only on a share where some
+//! directory lease is held; elsewhere it costs one uncontended lock.
 //!
 //! Changes made on the host outside Braid are not seen, as they are not
 //! seen by file leases either (docs/ARCHITECTURE.md).
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::lease::LeaseId;
 use crate::session::Open;
+use crate::state::Share;
 
-/// The directory opens that hold a directory lease, by share.
+/// Leased directory opens: by lower-cased share name, then by the
+/// directory's file id.
+type ByDirectory = HashMap<u64, Vec<Weak<Open>>>;
+
+/// The directory opens that hold a directory lease.
 #[derive(Default)]
 pub struct DirLeases {
-    opens: Mutex<Vec<(String, Weak<Open>)>>,
+    shares: Mutex<HashMap<String, ByDirectory>>,
+}
+
+fn live(open: &Weak<Open>) -> Option<Arc<Open>> {
+    open.upgrade()
+        .filter(|o| !o.closed.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 impl DirLeases {
-    /// A directory open of `share` was granted a lease.
-    pub fn register(&self, share: &str, open: &Arc<Open>) {
-        let mut opens = self.opens.lock().unwrap();
-        opens.retain(|(_, o)| o.strong_count() > 0);
-        opens.push((share.to_lowercase(), Arc::downgrade(open)));
+    /// A directory open of `share` (the directory's file id `dir_id`) was
+    /// granted a lease.
+    pub fn register(&self, share: &str, dir_id: u64, open: &Arc<Open>) {
+        let mut shares = self.shares.lock().unwrap();
+        let dirs = shares.entry(share.to_lowercase()).or_default();
+        dirs.retain(|_, opens| {
+            opens.retain(|o| live(o).is_some());
+            !opens.is_empty()
+        });
+        dirs.entry(dir_id).or_default().push(Arc::downgrade(open));
     }
 
-    /// The entry `child_path` (share-relative, `\`-separated) of `share`
-    /// changed: break the leases on its parent directory, except
-    /// `except` (the changing open's parent lease).
-    pub fn break_parent(&self, share: &str, child_path: &str, except: Option<LeaseId>) {
+    /// The entry `child_path` (share-relative, `\`-separated, as
+    /// `OpenHandle::path` gives it) of `share` changed: break the leases
+    /// on its parent directory, except `except` (the changing open's
+    /// parent lease).
+    pub fn break_parent(&self, share: &Share, child_path: &str, except: Option<LeaseId>) {
+        let key = share.name.to_lowercase();
+        if self
+            .shares
+            .lock()
+            .unwrap()
+            .get(&key)
+            .is_none_or(|dirs| dirs.is_empty())
+        {
+            return;
+        }
         let parent = match child_path.trim_end_matches('\\').rsplit_once('\\') {
             Some((p, _)) => p,
             None => "",
         };
+        let Some(dir_id) = share.fs.dir_id(parent) else {
+            return;
+        };
         let targets: Vec<Arc<Open>> = {
-            let mut opens = self.opens.lock().unwrap();
-            if opens.is_empty() {
+            let mut shares = self.shares.lock().unwrap();
+            let Some(dirs) = shares.get_mut(&key) else {
                 return;
+            };
+            let Some(opens) = dirs.get_mut(&dir_id) else {
+                return;
+            };
+            let targets: Vec<Arc<Open>> = opens.iter().filter_map(live).collect();
+            opens.retain(|o| live(o).is_some());
+            if opens.is_empty() {
+                dirs.remove(&dir_id);
             }
-            opens.retain(|(_, o)| o.strong_count() > 0);
-            let share = share.to_lowercase();
-            let parent = parent.to_lowercase();
-            opens
-                .iter()
-                .filter(|(s, _)| *s == share)
-                .filter_map(|(_, o)| o.upgrade())
-                .filter(|o| {
-                    !o.closed.load(std::sync::atomic::Ordering::Relaxed)
-                        && o.handle.path().to_lowercase() == parent
-                })
-                .collect()
+            targets
         };
         for open in targets {
             if let Some(oplock) = &open.oplock {

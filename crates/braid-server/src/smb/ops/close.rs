@@ -43,7 +43,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             req.conn
                 .server
                 .dir_leases
-                .break_parent(&share.name, &path, spared);
+                .break_parent(share, &path, spared);
         }
     }
     if wrote && info.number_of_links != 0 {

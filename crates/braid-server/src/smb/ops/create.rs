@@ -349,11 +349,14 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // to the file; streams are not reported).
     let is_stream = open.handle.stream_key() != 0;
     if info.is_directory && granted_caching.lease.is_some() {
-        req.conn.server.dir_leases.register(&share.name, &open);
+        req.conn
+            .server
+            .dir_leases
+            .register(&share.name, info.file_id, &open);
     }
     if !is_stream && opened.action != CreateAction::Opened {
         req.conn.server.dir_leases.break_parent(
-            &share.name,
+            &share,
             &open.handle.path(),
             crate::dir_lease::spared_by(&open),
         );

@@ -28,11 +28,10 @@ fn report(req: &Request<'_>, open: &Open, path: &str, action: u32, filter: u32) 
             .notify
             .report(&share.name, path, action, filter);
         if open.handle.stream_key() == 0 {
-            req.conn.server.dir_leases.break_parent(
-                &share.name,
-                path,
-                crate::dir_lease::spared_by(open),
-            );
+            req.conn
+                .server
+                .dir_leases
+                .break_parent(share, path, crate::dir_lease::spared_by(open));
         }
     }
 }
