@@ -496,21 +496,8 @@ impl FileOplocks {
             .filter(|h| h.open_key != key || h.lease.is_none())
         {
             match &h.lease {
-                Some(lease) => {
-                    if Some(lease.id) == own_lease || seen.contains(&lease.id) {
-                        continue;
-                    }
-                    seen.push(lease.id);
-                    let mut st = lease.st.lock().unwrap();
-                    match st.breaking_to {
-                        Some(_) => st.required = 0,
-                        None if st.state & R != 0 => {
-                            let n = lease.begin_break(&mut st, 0);
-                            lease_breaks.push((h.clone(), n));
-                        }
-                        None => {}
-                    }
-                }
+                Some(lease) if Some(lease.id) == own_lease => {}
+                Some(lease) => break_to_none(h, lease, R, &mut seen, &mut lease_breaks),
                 None if h.level == oplock_level::LEVEL_II => {
                     send_break(h, oplock_level::NONE);
                     h.level = oplock_level::NONE;
@@ -532,19 +519,11 @@ impl FileOplocks {
         let mut seen: Vec<LeaseId> = Vec::new();
         let mut lease_breaks = Vec::new();
         for h in holders.iter() {
-            let Some(lease) = &h.lease else { continue };
-            if Some(lease.id) == except || seen.contains(&lease.id) {
-                continue;
-            }
-            seen.push(lease.id);
-            let mut st = lease.st.lock().unwrap();
-            match st.breaking_to {
-                Some(_) => st.required = 0,
-                None if st.state != 0 => {
-                    let n = lease.begin_break(&mut st, 0);
-                    lease_breaks.push((h.clone(), n));
+            match &h.lease {
+                Some(lease) if Some(lease.id) != except => {
+                    break_to_none(h, lease, R | H | W, &mut seen, &mut lease_breaks)
                 }
-                None => {}
+                _ => {}
             }
         }
         drop(holders);
@@ -653,6 +632,32 @@ impl FileOplocks {
             .find(|h| h.open_key == key)
             .map(|h| h.level)
             .unwrap_or(0)
+    }
+}
+
+/// Break `lease` (held by `h`) to none without waiting, once per lease
+/// (`seen`), if it caches any of `caching`; a lease already breaking is
+/// broken to none after its acknowledgment. The notification is queued
+/// in `out`, to be sent once the holders' lock is released.
+fn break_to_none(
+    h: &Holder,
+    lease: &Arc<Lease>,
+    caching: u32,
+    seen: &mut Vec<LeaseId>,
+    out: &mut Vec<(Holder, LeaseBreakNotification)>,
+) {
+    if seen.contains(&lease.id) {
+        return;
+    }
+    seen.push(lease.id);
+    let mut st = lease.st.lock().unwrap();
+    match st.breaking_to {
+        Some(_) => st.required = 0,
+        None if st.state & caching != 0 => {
+            let n = lease.begin_break(&mut st, 0);
+            out.push((h.clone(), n));
+        }
+        None => {}
     }
 }
 
