@@ -229,6 +229,23 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                   proc.pid, log_path, proc, admin=admin, user2=user2)
 
 
+def start_braid_with_config(workdir: Path, config: str,
+                            users: dict[str, str]) -> tuple[subprocess.Popen, int]:
+    """Braid serving what the TOML `config` (shares and options, no
+    `listen`) says, on a free loopback port, with `users` (name: password).
+    Returns the process and the port; stop it with stop_pid."""
+    port = free_port()
+    path = workdir / "braid.toml"
+    path.write_text(f'listen = ["127.0.0.1:{port}"]\nadmin_listen = "off"\n' + config)
+    argv = [str(BRAID_BIN), "serve", "--config", str(path)]
+    for user, password in users.items():
+        argv += ["--user", f"{user}:{password}"]
+    log = workdir / "braid.log"
+    proc = _spawn(argv, log, workdir)
+    wait_until_accepting("127.0.0.1", port, proc, log)
+    return proc, port
+
+
 SAMBA_CONF = """\
 [global]
     server role = standalone server

@@ -27,17 +27,10 @@ def encrypted_server(tmp_path_factory):
     base = tmp_path_factory.mktemp("enc-")
     share_dir = base / "secret"
     share_dir.mkdir()
-    port = servers.free_port()
     password = "Pw-" + secrets.token_hex(8)
-    config = base / "braid.toml"
-    config.write_text(
-        f'listen = ["127.0.0.1:{port}"]\n'
-        f'[[share]]\nname = "secret"\npath = "{share_dir}"\nencrypt = true\n')
-    argv = [str(servers.BRAID_BIN), "serve", "--config", str(config),
-            "--user", f"alice:{password}"]
-    log = base / "braid.log"
-    proc = servers._spawn(argv, log, base)
-    servers.wait_until_accepting("127.0.0.1", port, proc, log)
+    proc, port = servers.start_braid_with_config(
+        base, f'[[share]]\nname = "secret"\npath = "{share_dir}"\nencrypt = true\n',
+        {"alice": password})
     yield port, password, share_dir
     servers.stop_pid(proc.pid)
 

@@ -45,21 +45,13 @@ def server(tmp_path_factory):
     abe_dir, plain_dir = base / "abe", base / "plain"
     abe_dir.mkdir()
     plain_dir.mkdir()
-    port = servers.free_port()
     passwords = {u: "Pw-" + secrets.token_hex(8) for u in ("alice", "bob")}
-    config = base / "braid.toml"
-    config.write_text(
-        f'listen = ["127.0.0.1:{port}"]\n'
-        f'admin_listen = "off"\n'
+    proc, port = servers.start_braid_with_config(
+        base,
         f'[[share]]\nname = "abe"\npath = "{abe_dir}"\n'
         f'access_based_enumeration = true\nhide_files = ["*.secret", "Thumbs.db"]\n'
-        f'[[share]]\nname = "plain"\npath = "{plain_dir}"\nhide_dot_files = false\n')
-    argv = [str(servers.BRAID_BIN), "serve", "--config", str(config)]
-    for user, password in passwords.items():
-        argv += ["--user", f"{user}:{password}"]
-    log = base / "braid.log"
-    proc = servers._spawn(argv, log, base)
-    servers.wait_until_accepting("127.0.0.1", port, proc, log)
+        f'[[share]]\nname = "plain"\npath = "{plain_dir}"\nhide_dot_files = false\n',
+        passwords)
     yield types.SimpleNamespace(port=port, passwords=passwords, abe_dir=abe_dir,
                                 plain_dir=plain_dir)
     servers.stop_pid(proc.pid)
