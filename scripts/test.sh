@@ -76,6 +76,12 @@ install_dependencies() {
     if ! python3 -m pip --version >/dev/null 2>&1; then
         missing+=(python3-pip)
     fi
+    # The Samba peer's shares load vfs_acl_xattr (tests/e2e/servers.py); it is
+    # in samba-vfs-modules, only a Recommends of samba, which
+    # --no-install-recommends leaves out.
+    if ! compgen -G '/usr/lib/*/samba/vfs/acl_xattr.so' >/dev/null; then
+        missing+=(samba-vfs-modules)
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         say "installing Debian packages: ${missing[*]}"
         if [ "$(id -u)" -ne 0 ]; then
