@@ -75,11 +75,42 @@ def owner(result_name: str, names: list[str]) -> str | None:
 TEST_SHARES = {"smb2.acls_non_canonical": "noncanon"}
 
 
+# Tests that take a channel down: smbtorture drops the client's packets on
+# one connection with iptables (as root; scripts/test.sh installs it), and
+# the server must notice that its break was not acknowledged and send it on
+# another channel. Without iptables smbtorture would ask for a Samba-only
+# test FSCTL instead.
+IPTABLES = ["--option=torture:use_iptables=yes"]
+TEST_OPTIONS = {name: IPTABLES for name in (
+    "smb2.multichannel.oplocks.test2",
+    "smb2.multichannel.oplocks.test3_specification",
+    "smb2.multichannel.leases.test4",
+    "smb2.oplock.batch22b",
+    "smb2.replay.dhv2-pending3n-vs-oplock-sane",
+    "smb2.replay.dhv2-pending3n-vs-lease-sane",
+    "smb2.replay.dhv2-pending3l-vs-oplock-sane",
+    "smb2.replay.dhv2-pending3l-vs-lease-sane",
+    "smb2.replay.dhv2-pending3o-vs-oplock-sane",
+    "smb2.replay.dhv2-pending3o-vs-lease-sane",
+)}
+
+
+def matches(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
 def share_for(args, name: str) -> str:
     for prefix, share in TEST_SHARES.items():
-        if name == prefix or name.startswith(prefix + "."):
+        if matches(name, prefix):
             return share
     return args.share
+
+
+def options_for(name: str) -> list[str]:
+    for prefix, options in TEST_OPTIONS.items():
+        if matches(name, prefix):
+            return options
+    return []
 
 
 def run_batch(args, names: list[str], timeout: float, log):
@@ -88,10 +119,11 @@ def run_batch(args, names: list[str], timeout: float, log):
     Returns ({listed name: [(status, detail)]}, listed name of the test that was
     running when smbtorture stopped without finishing it, or None)."""
     share = share_for(args, names[0])
+    extra = args.extra + options_for(names[0])
     cmd = ["smbtorture", f"//{args.host}/{share}", "-p", str(args.port),
-           "-U", f"{args.user}%{args.password}", "--fullname", *args.extra, *names]
+           "-U", f"{args.user}%{args.password}", "--fullname", *extra, *names]
     log.write(f"\n===== smbtorture //{args.host}/{share} -p {args.port} "
-              f"{' '.join(args.extra + names)}\n")
+              f"{' '.join(extra + names)}\n")
     log.flush()
     try:
         out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -138,11 +170,11 @@ def run_all(args, tests: list[str], log) -> dict[str, list[tuple[str, str]]]:
     after the test that was running."""
     deadline = time.monotonic() + args.total_timeout
     results: dict[str, list[tuple[str, str]]] = {}
-    # Each batch runs on one share: the tests are grouped by share, in the
-    # order each share first appears in the list.
-    groups: dict[str, list[str]] = {}
+    # Each batch runs on one share with one set of options: the tests are
+    # grouped by both, in the order each group first appears in the list.
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for t in tests:
-        groups.setdefault(share_for(args, t), []).append(t)
+        groups.setdefault((share_for(args, t), tuple(options_for(t))), []).append(t)
     batches = [g[i:i + args.batch_size] for g in groups.values()
                for i in range(0, len(g), args.batch_size)]
     for queue in batches:

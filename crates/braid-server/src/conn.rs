@@ -11,7 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
@@ -24,6 +24,7 @@ use crate::credits::CreditWindow;
 pub use crate::order::{FileRequestOrder, NotifyOrder};
 use crate::smb::frame;
 use crate::state::ServerState;
+use crate::tcp_ack::{AckCheck, AckTracker};
 
 /// What NEGOTIATE settled (MS-SMB2 3.3.1.7 Connection.*).
 #[derive(Debug, Clone)]
@@ -63,12 +64,18 @@ const EARLY_CANCELS: usize = 64;
 /// One frame to send: parts written with one vectored write.
 pub type OutFrame = Vec<Bytes>;
 
+/// A frame for the writer, and who waits for the peer to acknowledge it.
+struct Outgoing {
+    parts: OutFrame,
+    acked: Option<oneshot::Sender<bool>>,
+}
+
 pub struct Connection {
     pub id: u64,
     pub peer: SocketAddr,
     pub local: SocketAddr,
     pub server: Arc<ServerState>,
-    out: mpsc::UnboundedSender<OutFrame>,
+    out: mpsc::UnboundedSender<Outgoing>,
     pub negotiated: OnceLock<Negotiated>,
     /// MS-SMB2 3.3.1.7 Connection.PreauthIntegrityHashValue (3.1.1 only).
     pub preauth: Mutex<Option<PreauthHash>>,
@@ -94,10 +101,23 @@ pub struct Connection {
 
 impl Connection {
     pub fn send(&self, frame: OutFrame) {
-        let n: usize = frame.iter().map(|b| b.len()).sum();
+        self.queue(frame, None);
+    }
+
+    /// Send `frame` and learn whether the peer's TCP acknowledged it in
+    /// time (false: the channel is gone, and has been closed).
+    pub fn send_tracked(&self, frame: OutFrame) -> oneshot::Receiver<bool> {
+        let (tx, rx) = oneshot::channel();
+        self.queue(frame, Some(tx));
+        rx
+    }
+
+    fn queue(&self, parts: OutFrame, acked: Option<oneshot::Sender<bool>>) {
+        let n: usize = parts.iter().map(|b| b.len()).sum();
         self.bytes_out.fetch_add(n as u64 + 4, Ordering::Relaxed);
-        // A closed writer means the connection is going away; nothing to do.
-        let _ = self.out.send(frame);
+        // A closed writer means the connection is going away; a tracked
+        // frame's waiter then learns it (the sender is dropped).
+        let _ = self.out.send(Outgoing { parts, acked });
     }
 
     pub fn negotiated(&self) -> Option<&Negotiated> {
@@ -204,7 +224,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<OutFrame>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
     let conn = Arc::new(Connection {
         id: server.new_connection_id(),
         peer,
@@ -233,12 +253,43 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     debug!(conn = conn.id, %peer, "connection accepted");
 
     let closing = conn.closing.clone();
+    let conn_id = conn.id;
     let writer = tokio::spawn(async move {
-        while let Some(parts) = rx.recv().await {
-            if write_frame(&mut wr, &parts).await.is_err() {
+        let mut acks = AckTracker::default();
+        // When to look at the acknowledgments next; kept across frames, so
+        // that a busy connection is checked too.
+        let mut check_at: Option<tokio::time::Instant> = None;
+        loop {
+            if check_at.is_none() {
+                check_at = acks.next_check().map(|d| tokio::time::Instant::now() + d);
+            }
+            // Only a connection with a tracked frame waits on a timer.
+            let next = match check_at {
+                None => rx.recv().await,
+                Some(at) => tokio::select! {
+                    m = rx.recv() => m,
+                    _ = tokio::time::sleep_until(at) => {
+                        check_at = None;
+                        if acks.check(wr.as_ref()) == AckCheck::TimedOut {
+                            // No acknowledgment for several retransmission
+                            // timeouts: the channel is dead (Samba drops it
+                            // too).
+                            warn!(conn = conn_id, "peer stopped acknowledging; closing the channel");
+                            break;
+                        }
+                        continue;
+                    }
+                },
+            };
+            let Some(Outgoing { parts, acked }) = next else {
                 break;
+            };
+            match write_frame(&mut wr, &parts).await {
+                Ok(n) => acks.wrote(wr.as_ref(), n, acked),
+                Err(_) => break,
             }
         }
+        acks.fail_all();
         closing.cancel();
         let _ = wr.shutdown().await;
     });
@@ -394,10 +445,11 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     debug!(conn = conn.id, "connection closed");
 }
 
+/// Write one frame; returns the bytes written, length prefix included.
 async fn write_frame(
     wr: &mut tokio::net::tcp::OwnedWriteHalf,
     parts: &[Bytes],
-) -> std::io::Result<()> {
+) -> std::io::Result<usize> {
     let total: usize = parts.iter().map(|p| p.len()).sum();
     let len = (total as u32).to_be_bytes();
     let mut hdr = [0u8; 4];
@@ -430,7 +482,7 @@ async fn write_frame(
             }
         }
     }
-    Ok(())
+    Ok(total + 4)
 }
 
 /// The connection is gone (MS-SMB2 3.3.7.1): each of its sessions loses

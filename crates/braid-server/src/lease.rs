@@ -196,7 +196,7 @@ pub fn send_lease_break(
         to = n.new_lease_state,
         "lease break"
     );
-    crate::oplock::send_unsolicited(conn, session, msg);
+    crate::oplock::deliver_break(conn.clone(), session.cloned(), msg);
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod session;
 pub mod sharded;
 pub mod smb;
 pub mod state;
+pub mod tcp_ack;
 pub mod userdb;
 
 pub use config::{InterfaceConfig, ServerConfig, ShareConfig};

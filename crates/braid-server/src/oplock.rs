@@ -746,6 +746,73 @@ pub fn send_unsolicited(conn: &Connection, session: Option<&Arc<Session>>, msg: 
     }
 }
 
+/// MS-SMB2 3.3.4.6 and 3.3.4.7: a break goes on `first`. A channel whose
+/// TCP does not acknowledge the break within a few retransmission timeouts
+/// is taken for dead and closed, and the break sent again on the session's
+/// next live channel, until one takes it or none is left. With no channel
+/// left, the session's opens go (or wait for their durable reconnect) at
+/// once, and whoever waits on the break goes on instead of waiting out
+/// the break timeout (smbtorture smb2.oplock.batch22b, as Samba does).
+pub fn deliver_break(first: Arc<Connection>, session: Option<Arc<Session>>, msg: Vec<u8>) {
+    let runtime = tokio::runtime::Handle::try_current();
+    let (Some(session), Ok(runtime)) = (session.clone(), runtime) else {
+        send_unsolicited(&first, session.as_ref(), msg);
+        return;
+    };
+    // The first attempt is queued now, in order with what this task sends
+    // next (a CREATE's response after the break it caused).
+    let mut tried = vec![first.id];
+    let Some(mut acked) = send_tracked_break(&first, &session, &msg) else {
+        return;
+    };
+    let mut conn = first;
+    runtime.spawn(async move {
+        loop {
+            if acked.await == Ok(true) {
+                return;
+            }
+            conn.closing.cancel();
+            let Some(next) = session.next_live_connection(&tried) else {
+                return;
+            };
+            debug!(
+                from = conn.id,
+                to = next.id,
+                "break not acknowledged; sent again"
+            );
+            tried.push(next.id);
+            acked = match send_tracked_break(&next, &session, &msg) {
+                Some(rx) => rx,
+                None => return,
+            };
+            conn = next;
+        }
+    });
+}
+
+/// Queue a break on `conn` (encrypted when `session` encrypts) and learn
+/// whether its TCP acknowledged it; None when it could not be sealed (the
+/// connection is then closed).
+fn send_tracked_break(
+    conn: &Connection,
+    session: &Session,
+    msg: &[u8],
+) -> Option<tokio::sync::oneshot::Receiver<bool>> {
+    let encrypt = session
+        .encrypt_data
+        .load(std::sync::atomic::Ordering::Relaxed);
+    match crate::smb::frame::seal_frame(
+        encrypt.then_some(session),
+        vec![Bytes::copy_from_slice(msg)],
+    ) {
+        Ok(frame) => Some(conn.send_tracked(frame)),
+        Err(_) => {
+            conn.closing.cancel();
+            None
+        }
+    }
+}
+
 /// MS-SMB2 3.3.4.6: an oplock break notification (MessageId all ones,
 /// no session, unsigned; encrypted when the holder's session encrypts).
 fn send_break(h: &Holder, level: u8) {
@@ -759,7 +826,7 @@ fn send_break(h: &Holder, level: u8) {
     }
     .encode(&mut msg);
     debug!(conn = conn.id, level, "oplock break");
-    send_unsolicited(&conn, h.session.upgrade().as_ref(), msg);
+    deliver_break(conn, h.session.upgrade(), msg);
 }
 
 /// The header of a server-initiated OPLOCK_BREAK message (MS-SMB2 3.3.4.6,

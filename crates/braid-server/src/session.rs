@@ -183,6 +183,17 @@ impl Session {
             .or_else(|| channels.iter().find_map(live))
     }
 
+    /// The first live channel, in the order they were bound, whose
+    /// connection is not in `tried`.
+    pub fn next_live_connection(&self, tried: &[u64]) -> Option<Arc<crate::conn::Connection>> {
+        self.channels
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| !tried.contains(&c.connection_id))
+            .find_map(|c| c.conn.upgrade().filter(|c| !c.closing.is_cancelled()))
+    }
+
     /// Live connections of this session's channels.
     pub fn channel_connections(&self) -> Vec<Arc<crate::conn::Connection>> {
         self.channels

@@ -372,9 +372,15 @@ pub fn send_frame(
     session: Option<&Session>,
     parts: Vec<Bytes>,
 ) -> Result<(), String> {
+    conn.send(seal_frame(session, parts)?);
+    Ok(())
+}
+
+/// The frame as it goes to the socket: `parts` as they are, or encrypted
+/// under a fresh nonce of `session` when it encrypts.
+pub fn seal_frame(session: Option<&Session>, parts: Vec<Bytes>) -> Result<Vec<Bytes>, String> {
     let Some(enc) = session.and_then(|s| s.encryption().map(|e| (s.id, e))) else {
-        conn.send(parts);
-        return Ok(());
+        return Ok(parts);
     };
     let (sid, enc) = enc;
     let total: usize = parts.iter().map(|p| p.len()).sum();
@@ -386,8 +392,7 @@ pub fn send_frame(
     let nonce = enc.nonces.next_nonce();
     encrypt_frame_in_place(enc.cipher, &enc.encrypt_key, &nonce, sid, &mut frame)
         .map_err(|e| format!("encrypt failed: {e}"))?;
-    conn.send(vec![Bytes::from(frame)]);
-    Ok(())
+    Ok(vec![Bytes::from(frame)])
 }
 
 /// Commands whose handlers may wait (and so answer asynchronously).
