@@ -2,9 +2,10 @@
 //!
 //! A break sent on one channel of a multichannel session must reach the
 //! client; when that channel has silently stopped working (no RST, just no
-//! acknowledgments), the break is sent again on another channel (MS-SMB2
-//! 3.3.4.6: "If the transport returns an error, the server MUST retry on
-//! another channel"). Samba detects the silent case the same way: the
+//! acknowledgments), the break is sent again on another channel of the
+//! session (MS-SMB2 3.3.4.6 as Samba reads it, and as smbtorture's
+//! smb2.multichannel.oplocks.test3_specification checks: every channel in
+//! turn). Samba detects the silent case the same way: the
 //! bytes still in the kernel's send queue (SIOCOUTQ), checked every
 //! retransmission timeout, with a deadline of six of them. Unlike Samba,
 //! a peer is only given up when everything was sent and none of it
