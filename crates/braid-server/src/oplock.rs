@@ -738,11 +738,25 @@ fn send_lease_notification(h: &Holder, n: &LeaseBreakNotification) {
 /// Queue a server-initiated message on `conn`, encrypted when `session`
 /// encrypts; a connection that cannot take it is closed.
 pub fn send_unsolicited(conn: &Connection, session: Option<&Arc<Session>>, msg: Vec<u8>) {
+    if let Some(frame) = seal_unsolicited(conn, session.map(|s| s.as_ref()), Bytes::from(msg)) {
+        conn.send(frame);
+    }
+}
+
+/// `msg` as it goes to the socket: encrypted when `session` encrypts.
+/// None when it cannot be sealed; `conn` is then closed.
+fn seal_unsolicited(
+    conn: &Connection,
+    session: Option<&Session>,
+    msg: Bytes,
+) -> Option<Vec<Bytes>> {
     let encrypt = session.filter(|s| s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed));
-    if crate::smb::frame::send_frame(conn, encrypt.map(|s| s.as_ref()), vec![Bytes::from(msg)])
-        .is_err()
-    {
-        conn.closing.cancel();
+    match crate::smb::frame::seal_frame(encrypt, vec![msg]) {
+        Ok(frame) => Some(frame),
+        Err(_) => {
+            conn.closing.cancel();
+            None
+        }
     }
 }
 
@@ -761,6 +775,7 @@ pub fn deliver_break(first: Arc<Connection>, session: Option<Arc<Session>>, msg:
     };
     // The first attempt is queued now, in order with what this task sends
     // next (a CREATE's response after the break it caused).
+    let msg = Bytes::from(msg);
     let mut tried = vec![first.id];
     let Some(mut acked) = send_tracked_break(&first, &session, &msg) else {
         return;
@@ -796,21 +811,9 @@ pub fn deliver_break(first: Arc<Connection>, session: Option<Arc<Session>>, msg:
 fn send_tracked_break(
     conn: &Connection,
     session: &Session,
-    msg: &[u8],
+    msg: &Bytes,
 ) -> Option<tokio::sync::oneshot::Receiver<bool>> {
-    let encrypt = session
-        .encrypt_data
-        .load(std::sync::atomic::Ordering::Relaxed);
-    match crate::smb::frame::seal_frame(
-        encrypt.then_some(session),
-        vec![Bytes::copy_from_slice(msg)],
-    ) {
-        Ok(frame) => Some(conn.send_tracked(frame)),
-        Err(_) => {
-            conn.closing.cancel();
-            None
-        }
-    }
+    seal_unsolicited(conn, Some(session), msg.clone()).map(|frame| conn.send_tracked(frame))
 }
 
 /// MS-SMB2 3.3.4.6: an oplock break notification (MessageId all ones,
