@@ -272,6 +272,9 @@ def main() -> int:
             return 1
         args.host, args.port, args.share = server.host, server.port, server.share
         args.user, args.password = server.user, server.password
+        # kernel_oplocks8 and localposixlock1 reach the share's files directly,
+        # as a local process would, to take kernel leases and POSIX locks.
+        args.extra = [f"--option=torture:localdir={base / 'share'}", *args.extra]
         if server.user2 is not None:
             args.extra = [f"--option=torture:user2name={server.user2[0]}",
                           f"--option=torture:user2password={server.user2[1]}", *args.extra]

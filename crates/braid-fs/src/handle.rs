@@ -92,7 +92,9 @@ impl HandleInner {
                 s.delete_pending = true;
             }
         }
-        s.locks.remove_open(self.id);
+        if s.locks.remove_open(self.id) && self.stream.is_none() {
+            crate::posix_lock::release_all(self.fd.as_raw_fd());
+        }
         if s.opens.is_empty() {
             // The file's deletion waits for the opens of its streams too.
             let idle = s.stream_opens.is_empty();
@@ -856,7 +858,39 @@ impl OpenHandle {
             return Err(FsError::InvalidParameter);
         }
         let h = self.holder(owner);
-        self.0.node.lock().locks.lock(offset, len, exclusive, h)
+        let mut s = self.0.node.lock();
+        s.locks.lock(offset, len, exclusive, h)?;
+        if let Err(e) = self.sync_posix_lock(&s.locks, offset, len) {
+            // Held outside Braid (or the kernel refused): take it back.
+            let _ = s.locks.unlock(offset, len, h);
+            let _ = self.sync_posix_lock(&s.locks, offset, len);
+            return Err(match e {
+                libc::EAGAIN | libc::EACCES => FsError::LockNotGranted,
+                e => FsError::from_errno(e),
+            });
+        }
+        Ok(())
+    }
+
+    /// Make the kernel lock of this open over a range match its entries in
+    /// the lock table (`posix_lock.rs`); a named stream has no bytes of its
+    /// own in the file, so it has none.
+    fn sync_posix_lock(
+        &self,
+        table: &crate::locks::LockTable,
+        offset: u64,
+        len: u64,
+    ) -> Result<(), i32> {
+        if self.0.stream.is_some() || !self.0.share.0.posix_locking() {
+            return Ok(());
+        }
+        let own: Vec<_> = table
+            .locks()
+            .iter()
+            .filter(|l| l.holder.open_id == self.0.id)
+            .copied()
+            .collect();
+        crate::posix_lock::sync(self.fd(), &own, offset, len)
     }
 
     /// Byte-range unlock (MS-FSA 2.1.5.9): the exact range, same open and owner.
@@ -866,7 +900,12 @@ impl OpenHandle {
             return Err(FsError::InvalidParameter);
         }
         let h = self.holder(owner);
-        self.0.node.lock().locks.unlock(offset, len, h)?;
+        {
+            let mut s = self.0.node.lock();
+            s.locks.unlock(offset, len, h)?;
+            // Only releases or downgrades: cannot meet a conflict.
+            let _ = self.sync_posix_lock(&s.locks, offset, len);
+        }
         self.0.node.notify.notify_waiters();
         Ok(())
     }

@@ -23,6 +23,7 @@ mod info;
 pub mod locks;
 mod open_table;
 pub mod path;
+mod posix_lock;
 pub mod security;
 mod service;
 mod share;

@@ -255,14 +255,14 @@ impl FileService {
             e => FsError::from_errno(e),
         };
         if want_write || max {
-            match path::open_beneath(root, rel, base | libc::O_RDWR, 0) {
+            match open_waiting_for_lease(root, rel, base | libc::O_RDWR) {
                 Ok(fd) => return Ok((fd, true)),
                 Err(libc::EISDIR) => {}
                 Err(libc::EACCES | libc::EPERM | libc::EROFS | libc::ETXTBSY) if !want_write => {}
                 Err(e) => return Err(map(e)),
             }
         }
-        match path::open_beneath(root, rel, base | libc::O_RDONLY, 0) {
+        match open_waiting_for_lease(root, rel, base | libc::O_RDONLY) {
             Ok(fd) => Ok((fd, false)),
             Err(libc::EACCES | libc::EPERM)
                 if access & (acc::FILE_READ_DATA | acc::FILE_EXECUTE) == 0 || max =>
@@ -750,4 +750,36 @@ pub(crate) fn check_create(
         return Err(FsError::AccessDenied);
     }
     pol.new_descriptor(&parent, is_dir)
+}
+
+/// Open an existing file beneath the share root, waiting while a local
+/// process's kernel lease (`fcntl(F_SETLEASE)`) on it is being broken.
+///
+/// The open is non-blocking (a FIFO must not hang the open), so a
+/// conflicting lease answers `EWOULDBLOCK` at once; the kernel has by then
+/// told the lease holder to let go, and revokes the lease itself after
+/// `/proc/sys/fs/lease-break-time` seconds. Samba likewise retries such an
+/// open; the caller is on the blocking pool, so the wait holds no reactor.
+fn open_waiting_for_lease(root: i32, rel: &str, flags: i32) -> Result<OwnedFd, i32> {
+    let mut pause = std::time::Duration::from_millis(5);
+    let deadline = std::time::Instant::now() + lease_break_time();
+    loop {
+        match path::open_beneath(root, rel, flags, 0) {
+            Err(libc::EWOULDBLOCK) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(200));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// How long the kernel lets a lease holder take before it revokes the
+/// lease, plus a second (default 45 s).
+fn lease_break_time() -> std::time::Duration {
+    let secs = std::fs::read_to_string("/proc/sys/fs/lease-break-time")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(45);
+    std::time::Duration::from_secs(secs.min(300) + 1)
 }

@@ -18,6 +18,8 @@ pub(crate) struct Share {
     opens: Vec<Mutex<HashMap<u64, Weak<HandleInner>>>>,
     /// Large aligned writes bypass the page cache (`direct.rs`).
     direct_writes: AtomicBool,
+    /// Byte-range locks are mirrored as kernel locks (`posix_lock.rs`).
+    posix_locking: AtomicBool,
     /// Names shown as hidden; unset: none.
     hidden: OnceLock<HiddenNames>,
 }
@@ -82,6 +84,7 @@ impl Share {
             root,
             opens: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             direct_writes: AtomicBool::new(false),
+            posix_locking: AtomicBool::new(true),
             hidden: OnceLock::new(),
         }
     }
@@ -93,6 +96,10 @@ impl Share {
 
     pub(crate) fn direct_writes(&self) -> bool {
         self.direct_writes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn posix_locking(&self) -> bool {
+        self.posix_locking.load(Ordering::Relaxed)
     }
 
     pub(crate) fn root_fd(&self) -> RawFd {
@@ -135,6 +142,11 @@ impl ShareRef {
     /// Let large aligned writes bypass the page cache (off by default).
     pub fn set_direct_writes(&self, on: bool) {
         self.0.direct_writes.store(on, Ordering::Relaxed);
+    }
+    /// Mirror byte-range locks as kernel (POSIX) locks, so that local
+    /// processes see them and theirs hold SMB clients off (on by default).
+    pub fn set_posix_locking(&self, on: bool) {
+        self.0.posix_locking.store(on, Ordering::Relaxed);
     }
     /// Names to show as hidden. Set once, before the share is served; a
     /// second call is ignored.

@@ -378,6 +378,7 @@ mod tests {
                 path: dir.to_path_buf(),
                 encrypt: true,
                 direct_writes: false,
+                posix_locking: true,
                 access_based_enumeration: false,
                 hide_dot_files: true,
                 hide_files: Vec::new(),

@@ -12,6 +12,9 @@ pub struct ShareConfig {
     pub encrypt: bool,
     /// Large aligned WRITEs bypass the page cache (braid-fs `direct.rs`).
     pub direct_writes: bool,
+    /// Byte-range locks are mirrored as kernel locks (braid-fs
+    /// `posix_lock.rs`), so that local processes and clients see each other's.
+    pub posix_locking: bool,
     /// Directory listings leave out what the user may not read (MS-SMB2
     /// 2.2.10 SMB2_SHAREFLAG_ACCESS_BASED_DIRECTORY_ENUM).
     pub access_based_enumeration: bool,

@@ -63,6 +63,7 @@ impl ServerState {
                 format!("share '{}': cannot serve {}: {e}", s.name, s.path.display())
             })?;
             fs.set_direct_writes(s.direct_writes);
+            fs.set_posix_locking(s.posix_locking);
             fs.set_hidden_names(braid_fs::HiddenNames {
                 dot_files: s.hide_dot_files,
                 patterns: s.hide_files.clone(),

@@ -54,6 +54,8 @@ pub struct ShareEntry {
     pub encrypt: bool,
     /// Large aligned writes bypass the page cache (default true).
     pub direct_writes: Option<bool>,
+    /// Byte-range locks are kernel locks too (default true, as Samba).
+    pub posix_locking: Option<bool>,
     /// Listings leave out what the user may not read (default false).
     #[serde(default)]
     pub access_based_enumeration: bool,
@@ -151,6 +153,7 @@ pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
             path: PathBuf::from(p),
             encrypt: false,
             direct_writes: None,
+            posix_locking: None,
             access_based_enumeration: false,
             hide_dot_files: None,
             hide_files: Vec::new(),

@@ -125,12 +125,19 @@ async fn apply(req: &mut Request<'_>, r: &LockRequest, open: &Open) -> OpResult 
                         }
                         continue;
                     }
+                    // A lock held by a local process (braid-fs posix_lock)
+                    // is released without a word to Braid: look again now
+                    // and then, as Samba retries a blocked POSIX lock.
+                    _ = tokio::time::sleep(HOST_LOCK_RETRY) => continue,
                 }
             }
             Err(e) => return Err(fs_status(&e)),
         }
     }
 }
+
+/// How often a waiting lock looks again for a release it cannot be told of.
+const HOST_LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Several elements: take them all or none (3.3.5.14.2 rolls back).
 fn lock_all_or_none(open: &Open, locks: &[LockElement]) -> Result<(), NtStatus> {
