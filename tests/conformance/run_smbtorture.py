@@ -72,7 +72,8 @@ def owner(result_name: str, names: list[str]) -> str | None:
 # Tests that need a share configured their own way, as Samba's selftest
 # runs them (run with --start, the server has these shares):
 # smb2.acls_non_canonical expects DACL inheritance bits kept as sent.
-TEST_SHARES = {"smb2.acls_non_canonical": "noncanon"}
+# smb2.create_no_streams expects a share without named streams.
+TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams"}
 
 
 # Tests that take a channel down: smbtorture drops the client's packets on
@@ -258,6 +259,7 @@ def main() -> int:
         (base / "server").mkdir()
         (base / "hideunread").mkdir()
         (base / "noncanon").mkdir()
+        (base / "nostreams").mkdir()
         try:
             # smb2.dosmode expects "hidefile" hidden by the share's rules;
             # smb2.acls.ACCESSBASED needs an access-based share "hideunread".
@@ -265,7 +267,8 @@ def main() -> int:
                                    user2=("braidtest2", "Pw2-" + secrets.token_hex(8)),
                                    hide_files=("hidefile",),
                                    abe_share=("hideunread", base / "hideunread"),
-                                   noncanonical_share=("noncanon", base / "noncanon"))
+                                   noncanonical_share=("noncanon", base / "noncanon"),
+                                   nostreams_share=("nostreams", base / "nostreams"))
         except RuntimeError as e:
             print(f"run_smbtorture: could not start {args.start}: {e}")
             print(f"smbtorture: 0 passed, {len(required)} failed (server did not start)")

@@ -190,10 +190,12 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 user2: tuple[str, str] | None = None,
                 hide_files: tuple[str, ...] = (),
                 abe_share: tuple[str, Path] | None = None,
-                noncanonical_share: tuple[str, Path] | None = None) -> Server:
+                noncanonical_share: tuple[str, Path] | None = None,
+                nostreams_share: tuple[str, Path] | None = None) -> Server:
     """hide_files: name patterns the share reports hidden; abe_share: a
     second share (name, directory) with access-based enumeration;
-    noncanonical_share: one that keeps DACL inheritance bits as sent."""
+    noncanonical_share: one that keeps DACL inheritance bits as sent;
+    nostreams_share: one without named streams."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
@@ -201,7 +203,8 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     log_path = workdir / "braid.log"
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
             "--user", f"{user}:{password}"]
-    if hide_files or abe_share is not None or noncanonical_share is not None:
+    if (hide_files or abe_share is not None or noncanonical_share is not None
+            or nostreams_share is not None):
         config = workdir / "braid.toml"
         text = f"[[share]]\nname = {json.dumps(share)}\npath = {json.dumps(str(share_dir))}\n"
         text += f"hide_files = {json.dumps(list(hide_files))}\n"
@@ -212,6 +215,10 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
             text += (f"[[share]]\nname = {json.dumps(noncanonical_share[0])}\n"
                      f"path = {json.dumps(str(noncanonical_share[1]))}\n"
                      "canonicalize_acl_flags = false\n")
+        if nostreams_share is not None:
+            text += (f"[[share]]\nname = {json.dumps(nostreams_share[0])}\n"
+                     f"path = {json.dumps(str(nostreams_share[1]))}\n"
+                     "named_streams = false\n")
         config.write_text(text)
         argv += ["--config", str(config)]
     else:
@@ -335,7 +342,8 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 user2: tuple[str, str] | None = None,
                 hide_files: tuple[str, ...] = (),
                 abe_share: tuple[str, Path] | None = None,
-                noncanonical_share: tuple[str, Path] | None = None) -> Server:
+                noncanonical_share: tuple[str, Path] | None = None,
+                nostreams_share: tuple[str, Path] | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -352,7 +360,10 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
     if hide_files:
         text += "    hide files = /" + "/".join(hide_files) + "/\n"
     for extra, option in ((abe_share, "hide unreadable = yes"),
-                          (noncanonical_share, "acl flag inherited canonicalization = no")):
+                          (noncanonical_share, "acl flag inherited canonicalization = no"),
+                          # Samba serves streams only with a streams module,
+                          # which this config loads nowhere.
+                          (nostreams_share, "")):
         if extra is not None:
             os.chown(extra[1], account.pw_uid, account.pw_gid)
             make_reachable(extra[1])

@@ -604,6 +604,7 @@ impl OpenHandle {
     /// Updates the path of every open of this file in the share.
     pub fn rename(&self, new_path: &str, replace_if_exists: bool) -> FsResult<()> {
         self.need(acc::DELETE)?;
+        self.0.share.0.check_stream_syntax(new_path)?;
         if self.0.stream.is_some() {
             return self.rename_stream(new_path, replace_if_exists);
         }

@@ -112,6 +112,7 @@ impl FileService {
     pub fn open(&self, ctx: &RequestCtx, share: &ShareRef, p: OpenParams) -> FsResult<Opened> {
         let pol = ctx.access.as_deref();
         // MS-FSA 2.1.5.1: `file:stream:$DATA` names a stream of the file.
+        share.0.check_stream_syntax(&p.path)?;
         let (base_path, spec) = stream::split(&p.path)?;
         let comps = path::parse(base_path)?;
         // MS-FSA 2.1.5.1 parameter validation.

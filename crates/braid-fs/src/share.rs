@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
 
 const SHARDS: usize = 16;
@@ -20,6 +21,8 @@ pub(crate) struct Share {
     direct_writes: AtomicBool,
     /// Byte-range locks are mirrored as kernel locks (`posix_lock.rs`).
     posix_locking: AtomicBool,
+    /// Named streams (`file:name:$DATA`) can be opened.
+    named_streams: AtomicBool,
     /// Names shown as hidden; unset: none.
     hidden: OnceLock<HiddenNames>,
 }
@@ -85,6 +88,7 @@ impl Share {
             opens: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             direct_writes: AtomicBool::new(false),
             posix_locking: AtomicBool::new(true),
+            named_streams: AtomicBool::new(true),
             hidden: OnceLock::new(),
         }
     }
@@ -100,6 +104,15 @@ impl Share {
 
     pub(crate) fn posix_locking(&self) -> bool {
         self.posix_locking.load(Ordering::Relaxed)
+    }
+
+    /// Whether a path may name a stream: with streams off, any `:` in a
+    /// name is an invalid name, as on Samba without a streams module.
+    pub(crate) fn check_stream_syntax(&self, path: &str) -> FsResult<()> {
+        if !self.named_streams.load(Ordering::Relaxed) && path.contains(':') {
+            return Err(FsError::InvalidName);
+        }
+        Ok(())
     }
 
     pub(crate) fn root_fd(&self) -> RawFd {
@@ -147,6 +160,15 @@ impl ShareRef {
     /// processes see them and theirs hold SMB clients off (on by default).
     pub fn set_posix_locking(&self, on: bool) {
         self.0.posix_locking.store(on, Ordering::Relaxed);
+    }
+    /// Serve named streams (on by default). Off: a name with a `:` is
+    /// invalid, so no data goes into xattrs that a backup could drop.
+    pub fn set_named_streams(&self, on: bool) {
+        self.0.named_streams.store(on, Ordering::Relaxed);
+    }
+    /// Whether named streams are served ([`ShareRef::set_named_streams`]).
+    pub fn named_streams(&self) -> bool {
+        self.0.named_streams.load(Ordering::Relaxed)
     }
     /// Names to show as hidden. Set once, before the share is served; a
     /// second call is ignored.

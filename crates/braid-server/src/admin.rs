@@ -379,6 +379,7 @@ mod tests {
                 encrypt: true,
                 direct_writes: false,
                 posix_locking: true,
+                named_streams: true,
                 access_based_enumeration: false,
                 hide_dot_files: true,
                 hide_files: Vec::new(),

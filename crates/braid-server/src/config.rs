@@ -15,6 +15,8 @@ pub struct ShareConfig {
     /// Byte-range locks are mirrored as kernel locks (braid-fs
     /// `posix_lock.rs`), so that local processes and clients see each other's.
     pub posix_locking: bool,
+    /// Named streams can be opened (stored in xattrs, braid-fs `stream.rs`).
+    pub named_streams: bool,
     /// Directory listings leave out what the user may not read (MS-SMB2
     /// 2.2.10 SMB2_SHAREFLAG_ACCESS_BASED_DIRECTORY_ENUM).
     pub access_based_enumeration: bool,

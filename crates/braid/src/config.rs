@@ -56,6 +56,8 @@ pub struct ShareEntry {
     pub direct_writes: Option<bool>,
     /// Byte-range locks are kernel locks too (default true, as Samba).
     pub posix_locking: Option<bool>,
+    /// Named streams can be opened (default true).
+    pub named_streams: Option<bool>,
     /// Listings leave out what the user may not read (default false).
     #[serde(default)]
     pub access_based_enumeration: bool,
@@ -154,6 +156,7 @@ pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
             encrypt: false,
             direct_writes: None,
             posix_locking: None,
+            named_streams: None,
             access_based_enumeration: false,
             hide_dot_files: None,
             hide_files: Vec::new(),

@@ -109,11 +109,14 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 block_size: st.block_size.min(u32::MAX as u64) as u32,
                 bytes_per_sector: 512,
             };
-            let vol = VolumeInfo {
+            let mut vol = VolumeInfo {
                 label: share.name.clone(),
                 serial_number: volume_serial(&share.name),
                 ..Default::default()
             };
+            if !share.fs.named_streams() {
+                vol.fs_attributes &= !fs_info::FILE_NAMED_STREAMS;
+            }
             fs_info::query_fs_info(r.file_info_class, &stats, &vol, r.output_buffer_length)
                 .map_err(|e| e.status())?
         }
