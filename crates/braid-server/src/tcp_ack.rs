@@ -8,10 +8,12 @@
 //! turn). Samba detects the silent case the same way: the
 //! bytes still in the kernel's send queue (SIOCOUTQ), checked every
 //! retransmission timeout, with a deadline of six of them. Unlike Samba,
-//! a peer is only given up when everything was sent and none of it
-//! acknowledged (SIOCOUTQNSD is 0): a live client that is slow to read
-//! closes its receive window, and the data waiting behind that window is
-//! not a sign of a dead link.
+//! a peer with data still unsent (SIOCOUTQNSD) is only given up when it
+//! has sent no acknowledgment at all for as long: a live client that is
+//! slow to read closes its receive window, and still answers the kernel's
+//! window probes. A dead peer may also leave the frame unsent: when an
+//! earlier response was never acknowledged, the congestion window keeps
+//! everything behind it in the queue.
 
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
@@ -41,9 +43,8 @@ fn send_queue(sock: &impl AsRawFd, request: libc::Ioctl) -> std::io::Result<u64>
     Ok(value.max(0) as u64)
 }
 
-/// The socket's current retransmission timeout, kept within Samba's bounds
-/// (at least 0.2 s, at most 1 s).
-fn retransmission_timeout(sock: &impl AsRawFd) -> Duration {
+fn tcp_info(sock: &impl AsRawFd) -> Option<libc::tcp_info> {
+    // SAFETY: tcp_info is plain integers; all zeroes is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: TCP_INFO fills at most `len` bytes of `info`.
@@ -56,18 +57,31 @@ fn retransmission_timeout(sock: &impl AsRawFd) -> Duration {
             &mut len,
         )
     };
-    let rto = if rc == 0 {
-        Duration::from_micros(info.tcpi_rto as u64)
-    } else {
-        MAX_RTO
-    };
-    rto.clamp(MIN_RTO, MAX_RTO)
+    (rc == 0).then_some(info)
+}
+
+/// The socket's current retransmission timeout, kept within Samba's bounds
+/// (at least 0.2 s, at most 1 s).
+fn retransmission_timeout(sock: &impl AsRawFd) -> Duration {
+    tcp_info(sock)
+        .map_or(MAX_RTO, |info| Duration::from_micros(info.tcpi_rto as u64))
+        .clamp(MIN_RTO, MAX_RTO)
+}
+
+/// How long ago the peer's last acknowledgment arrived (any ACK the
+/// kernel accepted, window-probe answers included).
+fn since_last_ack(sock: &impl AsRawFd) -> Duration {
+    tcp_info(sock).map_or(Duration::MAX, |info| {
+        Duration::from_millis(info.tcpi_last_ack_recv as u64)
+    })
 }
 
 struct Tracked {
     /// Bytes written to the socket up to the end of the frame.
     end: u64,
     deadline: Instant,
+    /// How long it may wait: the peer is silent if no ACK came for as long.
+    patience: Duration,
     done: oneshot::Sender<bool>,
 }
 
@@ -96,9 +110,11 @@ impl AckTracker {
         let Some(done) = done else { return };
         let rto = retransmission_timeout(sock);
         self.check_every = Some(rto);
+        let patience = rto * RTO_MULTIPLE;
         self.waiting.push_back(Tracked {
             end: self.written,
-            deadline: Instant::now() + rto * RTO_MULTIPLE,
+            deadline: Instant::now() + patience,
+            patience,
             done,
         });
     }
@@ -124,9 +140,11 @@ impl AckTracker {
             let _ = t.done.send(true);
         }
         let now = Instant::now();
-        if self.waiting.iter().any(|t| t.deadline <= now)
-            && send_queue(sock, SIOCOUTQNSD).map_or(true, |unsent| unsent == 0)
-        {
+        let Some(overdue) = self.waiting.iter().find(|t| t.deadline <= now) else {
+            return AckCheck::Fine;
+        };
+        let all_sent = send_queue(sock, SIOCOUTQNSD).map_or(true, |unsent| unsent == 0);
+        if all_sent || since_last_ack(sock) >= overdue.patience {
             return AckCheck::TimedOut;
         }
         AckCheck::Fine
@@ -208,5 +226,68 @@ mod tests {
         }
         assert_eq!(rx.try_recv(), Ok(true));
         tracker.fail_all();
+    }
+
+    /// Drops what one local TCP port sends, for as long as it lives.
+    struct SilencedPort(u16);
+
+    impl SilencedPort {
+        fn rule(port: u16, op: &str) -> bool {
+            std::process::Command::new("iptables")
+                .args([op, "OUTPUT", "-o", "lo", "-p", "tcp", "--sport"])
+                .arg(port.to_string())
+                .args(["-j", "DROP"])
+                .status()
+                .is_ok_and(|s| s.success())
+        }
+
+        fn new(port: u16) -> Option<Self> {
+            Self::rule(port, "-I").then_some(Self(port))
+        }
+    }
+
+    impl Drop for SilencedPort {
+        fn drop(&mut self) {
+            Self::rule(self.0, "-D");
+        }
+    }
+
+    #[test]
+    fn a_peer_that_stopped_acknowledging_is_dead_even_with_data_unsent() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        server.set_nodelay(true).unwrap();
+        // scripts/test.sh installs iptables and runs as root; elsewhere the
+        // silent peer cannot be made.
+        let Some(_silenced) = SilencedPort::new(client.local_addr().unwrap().port()) else {
+            eprintln!("skipped: needs root and iptables");
+            return;
+        };
+        let mut tracker = AckTracker::default();
+        // A response the client never acknowledges: the kernel retransmits
+        // it, and the congestion window then holds back what follows.
+        server.write_all(&[1u8; 1000]).unwrap();
+        tracker.wrote(&server, 1000, None);
+        std::thread::sleep(Duration::from_millis(1500));
+        let (tx, mut rx) = oneshot::channel();
+        server.write_all(b"break").unwrap();
+        tracker.wrote(&server, 5, Some(tx));
+        let started = Instant::now();
+        let verdict = loop {
+            let verdict = tracker.check(&server);
+            if verdict == AckCheck::TimedOut || started.elapsed() > Duration::from_secs(15) {
+                break verdict;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(
+            verdict,
+            AckCheck::TimedOut,
+            "the silent peer is still taken for alive"
+        );
+        assert!(rx.try_recv().is_err(), "nothing was acknowledged");
+        tracker.fail_all();
+        assert_eq!(rx.try_recv(), Ok(false));
     }
 }
