@@ -6,6 +6,7 @@
 //! panic, and for decoders that also encode, decode → encode → decode gives
 //! back what the first decode gave.
 
+pub mod dcerpc;
 pub mod seeds;
 pub mod targets;
 
@@ -23,6 +24,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("spnego", targets::spnego),
     ("der", targets::der),
     ("transform", targets::transform),
+    ("dcerpc", dcerpc::dcerpc),
 ];
 
 pub fn target_by_name(name: &str) -> Option<fn(&[u8])> {

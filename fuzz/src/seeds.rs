@@ -494,5 +494,8 @@ pub fn all() -> Vec<Seed> {
         v.extend_from_slice(&get(Command::Echo));
         s.push(("transform", format!("roundtrip-{c:?}"), v));
     }
+    for (name, bytes) in crate::dcerpc::seeds() {
+        s.push(("dcerpc", name, bytes));
+    }
     s
 }

@@ -83,6 +83,8 @@ pub struct Session {
     pub channels: Mutex<Vec<Channel>>,
     next_tree_id: AtomicU32,
     pub opens: ShardedMap<u64, Arc<Open>>,
+    /// Named pipe opens on IPC$ (`smb/ops/pipe.rs`), by volatile id.
+    pub pipes: Mutex<HashMap<u64, Arc<crate::smb::ops::pipe::PipeOpen>>>,
     /// Connection that created the session (its first channel).
     pub connection_id: u64,
     /// What NEGOTIATE settled on the connection that created the session:
@@ -119,6 +121,7 @@ impl Session {
             channels: Mutex::new(Vec::new()),
             next_tree_id: AtomicU32::new(1),
             opens: ShardedMap::new(),
+            pipes: Mutex::new(HashMap::new()),
             connection_id,
             origin: std::sync::OnceLock::new(),
             binds: Mutex::new(HashMap::new()),

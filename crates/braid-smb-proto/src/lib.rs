@@ -11,5 +11,6 @@ pub use header::{Command, Header, HEADER_LEN};
 pub use status::NtStatus;
 pub mod auth;
 pub mod crypto;
+pub mod dcerpc;
 pub mod fscc;
 pub mod messages;

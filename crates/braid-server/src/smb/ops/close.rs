@@ -25,6 +25,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         // Requests on this open that arrived first take effect first.
         req.conn.file_order.wait_before(ticket, id.volatile).await;
     }
+    if super::pipe::on_ipc(req) {
+        return super::pipe::close(req, r.file_id).unwrap_or(Err(NtStatus::FILE_CLOSED));
+    }
     let open = req.open(r.file_id)?;
     let session = req.session()?;
     if session.opens.remove(&open.volatile_id).is_none() || !open.mark_closed() {

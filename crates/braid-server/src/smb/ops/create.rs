@@ -86,8 +86,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let Some(share) = tree.share.clone() else {
-        // IPC$: no named pipes are served yet.
-        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+        return super::pipe::create(req, &r);
     };
     if r.name.starts_with('\\') {
         return Err(NtStatus::INVALID_PARAMETER);

@@ -26,6 +26,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let output = match r.ctl_code {
         fsctl::VALIDATE_NEGOTIATE_INFO => validate_negotiate(req, &r)?,
         fsctl::DFS_GET_REFERRALS | fsctl::DFS_GET_REFERRALS_EX => return Err(NtStatus::NOT_FOUND),
+        fsctl::PIPE_TRANSCEIVE if super::pipe::on_ipc(req) => {
+            return super::pipe::transceive(req, &r)
+        }
         fsctl::PIPE_TRANSCEIVE => return Err(NtStatus::NOT_SUPPORTED),
         fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interface_info(req, &r)?,
         FSCTL_CREATE_OR_GET_OBJECT_ID | FSCTL_GET_OBJECT_ID => object_id(req, &r).await?,

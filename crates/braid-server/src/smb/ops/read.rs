@@ -33,6 +33,9 @@ pub fn check_credit_charge(req: &Request<'_>, payload: u32) -> Result<(), NtStat
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = ReadRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if super::pipe::on_ipc(req) {
+        return super::pipe::read(req, r.file_id, r.length);
+    }
     let open = req.open(r.file_id)?;
     if open.is_directory {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);

@@ -11,6 +11,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let session = req.session()?.clone();
     let tree = req.tree()?.clone();
     session.remove_tree(tree.id);
+    session
+        .pipes
+        .lock()
+        .unwrap()
+        .retain(|_, p| p.tree_id != tree.id);
     // Pending requests on the tree (blocking locks) end with the opens.
     let opens = session.take_opens_of_tree(Some(tree.id));
     super::close::close_opens(opens).await;

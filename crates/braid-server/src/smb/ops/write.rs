@@ -19,6 +19,9 @@ const MAX_FILE_SIZE: u64 = 0xFFF_FFFF_0000;
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let (w, data_range) =
         decode_write_request_ref(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if super::pipe::on_ipc(req) {
+        return super::pipe::write(req, w.file_id, &req.msg[data_range]);
+    }
     let open = req.open(w.file_id)?;
     if open.is_directory {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);

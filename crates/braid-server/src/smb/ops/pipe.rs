@@ -1,0 +1,232 @@
+//! Named pipes on IPC$ (MS-SMB2 3.3.5.9, 3.3.5.12, 3.3.5.13, 3.3.5.15.1):
+//! `srvsvc`, so that `smbclient -L` and Windows can list the shares. The
+//! DCE/RPC itself is sans-IO (`braid_smb_proto::dcerpc`); this file only
+//! carries bytes between SMB2 requests and the pipe's endpoint.
+
+use std::sync::{Arc, Mutex};
+
+use braid_smb_proto::codec::FileId;
+use braid_smb_proto::dcerpc::{share_type, PipeEndpoint, ServerInfo, ShareEntry, SrvsvcBackend};
+use braid_smb_proto::messages::create::create_action;
+use braid_smb_proto::messages::{
+    CloseResponse, CreateRequest, CreateResponse, IoctlRequest, IoctlResponse, ReadResponse,
+    WriteResponse,
+};
+use braid_smb_proto::NtStatus;
+
+use crate::smb::{OpResult, Reply, Request};
+use crate::state::ServerState;
+
+/// FILE_ATTRIBUTE_NORMAL: what Windows reports for a pipe open.
+const ATTRIBUTE_NORMAL: u32 = 0x80;
+/// The most a pipe keeps unread or half-received per open is bounded by
+/// the endpoint itself; this bounds one READ's answer.
+const MAX_PIPE_READ: u32 = 64 * 1024;
+/// Pipe opens one session may hold: each may buffer about a MiB, and a
+/// client lists shares over one or two.
+const MAX_PIPES_PER_SESSION: usize = 64;
+
+/// One open of a named pipe.
+pub struct PipeOpen {
+    pub persistent_id: u64,
+    pub volatile_id: u64,
+    pub tree_id: u32,
+    endpoint: Mutex<PipeEndpoint>,
+}
+
+/// The pipe name as opened: `srvsvc`, `\srvsvc` and `PIPE\srvsvc` alike.
+fn pipe_name(name: &str) -> String {
+    let name = name.trim_start_matches('\\').to_lowercase();
+    match name.strip_prefix("pipe\\") {
+        Some(rest) => rest.to_string(),
+        None => name,
+    }
+}
+
+/// MS-SMB2 3.3.5.9: a CREATE on IPC$ opens a named pipe, or finds none.
+pub fn create(req: &mut Request<'_>, r: &CreateRequest) -> OpResult {
+    let session = req.session()?.clone();
+    let tree = req.tree()?.clone();
+    let endpoint =
+        PipeEndpoint::open(&pipe_name(&r.name)).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let volatile = req.conn.server.new_file_id();
+    let file_id = FileId {
+        persistent: volatile,
+        volatile,
+    };
+    let mut pipes = session.pipes.lock().unwrap();
+    if pipes.len() >= MAX_PIPES_PER_SESSION {
+        return Err(NtStatus::INSUFFICIENT_RESOURCES);
+    }
+    pipes.insert(
+        volatile,
+        Arc::new(PipeOpen {
+            persistent_id: volatile,
+            volatile_id: volatile,
+            tree_id: tree.id,
+            endpoint: Mutex::new(endpoint),
+        }),
+    );
+    drop(pipes);
+    let mut reply = Reply::of(&CreateResponse {
+        oplock_level: 0,
+        flags: 0,
+        create_action: create_action::OPENED,
+        creation_time: 0,
+        last_access_time: 0,
+        last_write_time: 0,
+        change_time: 0,
+        allocation_size: 4096,
+        end_of_file: 0,
+        file_attributes: ATTRIBUTE_NORMAL,
+        file_id,
+        contexts: Vec::new(),
+    });
+    reply.created_file_id = Some(file_id);
+    Ok(reply)
+}
+
+/// The pipe open `id` names on this tree (the related-compound id included).
+fn find(req: &Request<'_>, id: FileId) -> Result<Arc<PipeOpen>, NtStatus> {
+    let id = if id == FileId::RELATED {
+        req.related_file_id.ok_or(NtStatus::FILE_CLOSED)?
+    } else {
+        id
+    };
+    let pipe = req
+        .session()?
+        .pipes
+        .lock()
+        .unwrap()
+        .get(&id.volatile)
+        .cloned()
+        .ok_or(NtStatus::FILE_CLOSED)?;
+    if pipe.persistent_id != id.persistent || pipe.tree_id != req.tree()?.id {
+        return Err(NtStatus::FILE_CLOSED);
+    }
+    *req.used_file_id.lock().unwrap() = Some(id);
+    Ok(pipe)
+}
+
+/// What srvsvc reports: every share, then IPC$ (every authenticated user
+/// may connect to every share, docs/SECURITY.md).
+struct Shares<'a>(&'a ServerState);
+
+impl SrvsvcBackend for Shares<'_> {
+    fn shares(&self) -> Vec<ShareEntry> {
+        let mut shares: Vec<ShareEntry> = self
+            .0
+            .shares
+            .values()
+            .map(|s| ShareEntry {
+                name: s.name.clone(),
+                share_type: share_type::DISK,
+                comment: String::new(),
+            })
+            .collect();
+        shares.sort_by_key(|s| s.name.to_lowercase());
+        shares.push(ShareEntry {
+            name: "IPC$".into(),
+            share_type: share_type::IPC | share_type::SPECIAL,
+            comment: "IPC Service (Braid)".into(),
+        });
+        shares
+    }
+
+    fn server_info(&self) -> ServerInfo {
+        ServerInfo {
+            name: self.0.config.netbios_name.to_uppercase(),
+            comment: "Braid".into(),
+            version_major: 10,
+            version_minor: 0,
+            // SV_TYPE_WORKSTATION | SV_TYPE_SERVER | SV_TYPE_SERVER_NT.
+            server_type: 0x0000_0001 | 0x0000_0002 | 0x0000_8000,
+        }
+    }
+}
+
+/// Feed what the client wrote to the pipe's endpoint.
+fn feed(req: &Request<'_>, pipe: &PipeOpen, data: &[u8]) -> Result<(), NtStatus> {
+    let backend = Shares(&req.conn.server);
+    pipe.endpoint
+        .lock()
+        .unwrap()
+        .write(data, &backend)
+        .map_err(|_| NtStatus::INVALID_PARAMETER)
+}
+
+/// Up to `max` bytes of the pipe's answer; STATUS_BUFFER_OVERFLOW when the
+/// answer's message has more (message-mode pipes, MS-FSCC 2.3.49).
+fn drain(pipe: &PipeOpen, max: usize) -> (NtStatus, Vec<u8>) {
+    let (data, more) = pipe.endpoint.lock().unwrap().read(max);
+    let status = if more {
+        NtStatus::BUFFER_OVERFLOW
+    } else {
+        NtStatus::SUCCESS
+    };
+    (status, data)
+}
+
+/// MS-SMB2 3.3.5.13: a WRITE to a pipe hands a request to its endpoint.
+pub fn write(req: &Request<'_>, file_id: FileId, data: &[u8]) -> OpResult {
+    let pipe = find(req, file_id)?;
+    feed(req, &pipe, data)?;
+    Ok(Reply::of(&WriteResponse {
+        count: data.len() as u32,
+        remaining: 0,
+    }))
+}
+
+/// MS-SMB2 3.3.5.12: a READ of a pipe takes its pending answer. Nothing
+/// is ever pending without a request before it, so an empty pipe answers
+/// at once (STATUS_PIPE_EMPTY) rather than waiting.
+pub fn read(req: &Request<'_>, file_id: FileId, length: u32) -> OpResult {
+    let pipe = find(req, file_id)?;
+    if !pipe.endpoint.lock().unwrap().has_output() {
+        return Err(NtStatus::PIPE_EMPTY);
+    }
+    let (status, data) = drain(&pipe, length.min(MAX_PIPE_READ) as usize);
+    Ok(Reply::with_status(
+        status,
+        &ReadResponse {
+            data,
+            ..Default::default()
+        },
+    ))
+}
+
+/// MS-SMB2 3.3.5.15.1 FSCTL_PIPE_TRANSCEIVE: write a request, read its
+/// answer, in one round trip.
+pub fn transceive(req: &Request<'_>, r: &IoctlRequest) -> OpResult {
+    let pipe = find(req, r.file_id)?;
+    feed(req, &pipe, &r.input)?;
+    let (status, output) = drain(&pipe, r.max_output_response as usize);
+    Ok(Reply::with_status(
+        status,
+        &IoctlResponse {
+            ctl_code: r.ctl_code,
+            file_id: r.file_id,
+            input: Vec::new(),
+            output,
+            flags: 0,
+        },
+    ))
+}
+
+/// MS-SMB2 3.3.5.10: CLOSE of a pipe open. None when `file_id` names no
+/// pipe (the caller then looks for a file open).
+pub fn close(req: &Request<'_>, file_id: FileId) -> Option<OpResult> {
+    let pipe = find(req, file_id).ok()?;
+    req.session()
+        .ok()?
+        .pipes
+        .lock()
+        .unwrap()
+        .remove(&pipe.volatile_id)?;
+    Some(Ok(Reply::of(&CloseResponse::default())))
+}
+
+/// Whether this request's tree is IPC$.
+pub fn on_ipc(req: &Request<'_>) -> bool {
+    req.tree.as_ref().is_some_and(|t| t.share.is_none())
+}

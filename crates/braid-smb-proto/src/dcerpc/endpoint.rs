@@ -1,0 +1,474 @@
+//! One open of a named pipe: the server side of a connection-oriented
+//! DCE/RPC association (C706 chapter 12, MS-RPCE 3.3.3) over the bytes
+//! SMB2 WRITE / FSCTL_PIPE_TRANSCEIVE carry, answers queued for READ.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use thiserror::Error;
+
+use super::pdu::{
+    bind_nak_reason, context_result, encode_pdu, fault_status, pfc, provider_reason, ptype,
+    split_fragment, Bind, BindAck, BindNak, CommonHeader, ContextElement, ContextResult, Fault,
+    Fragment, PduError, Request, Response, SyntaxId, COMMON_HEADER_LEN, RESPONSE_HEADER_LEN,
+};
+use super::srvsvc::{self, SrvsvcBackend};
+
+/// The fragment size Windows and Samba use over SMB: the most this end
+/// sends or accepts in one fragment.
+pub const MAX_FRAG: u16 = 4280;
+/// The least fragment size negotiated, whatever a client offers, so every
+/// answer fragment carries a useful stub (C706's MustRecvFragSize is 1432;
+/// real clients offer more).
+pub const MIN_FRAG: u16 = 256;
+/// A whole request's stub, its fragments together; srvsvc requests are
+/// a few hundred bytes.
+pub const MAX_REQUEST_STUB: usize = 64 * 1024;
+/// Unread answers beyond which no further PDU is taken.
+pub const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
+/// Presentation contexts one association may accept.
+const MAX_CONTEXTS: usize = 256;
+/// C706 12.6.4.4 sec_addr: the endpoint the association reached.
+const SECONDARY_ADDRESS: &[u8] = b"\\PIPE\\srvsvc";
+/// MS-RPCE 2.2.2.14: bind time features this server supports (none: it
+/// neither multiplexes security contexts nor keeps orphaned connections).
+const SUPPORTED_BIND_TIME_FEATURES: u8 = 0;
+
+/// Association groups handed out to binds that ask for a new one.
+static NEXT_ASSOC_GROUP_ID: AtomicU32 = AtomicU32::new(0x0001_2345);
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum PipeError {
+    #[error(transparent)]
+    Pdu(#[from] PduError),
+    #[error("frag_length {frag_length} exceeds {max}")]
+    FragmentTooLarge { frag_length: u16, max: u16 },
+    #[error("PDU type {0} is not one a client sends")]
+    UnexpectedPdu(u8),
+    #[error("request fragment out of sequence (call_id {0})")]
+    FragmentSequence(u32),
+    #[error("request stub larger than {MAX_REQUEST_STUB} bytes")]
+    RequestTooLarge,
+    #[error("more than {MAX_PENDING_OUTPUT} bytes of answers wait unread")]
+    OutputBacklog,
+}
+
+/// What a BIND established.
+#[derive(Debug)]
+struct Association {
+    assoc_group_id: u32,
+    /// Negotiated max_xmit_frag = max_recv_frag.
+    max_frag: u16,
+    accepted_contexts: BTreeSet<u16>,
+}
+
+/// A request whose fragments are still arriving.
+#[derive(Debug)]
+struct PendingCall {
+    call_id: u32,
+    context_id: u16,
+    opnum: u16,
+    stub: Vec<u8>,
+    /// Fault status decided at the first fragment; the stub is then dropped.
+    refusal: Option<u32>,
+}
+
+/// The state of one open of a named pipe: bytes written by the client go in,
+/// complete PDUs are answered, answers wait to be read.
+#[derive(Debug)]
+pub struct PipeEndpoint {
+    input: Vec<u8>,
+    association: Option<Association>,
+    pending: Option<PendingCall>,
+    /// One PDU per entry: a message of the message-mode pipe.
+    output: VecDeque<Vec<u8>>,
+    /// Bytes of `output.front()` already read.
+    output_read: usize,
+    output_bytes: usize,
+}
+
+impl PipeEndpoint {
+    /// `pipe_name` as the client opened it, lowercase, without "\\pipe\\"
+    /// (e.g. "srvsvc"). None for pipes not served.
+    pub fn open(pipe_name: &str) -> Option<PipeEndpoint> {
+        pipe_name
+            .eq_ignore_ascii_case("srvsvc")
+            .then(|| PipeEndpoint {
+                input: Vec::new(),
+                association: None,
+                pending: None,
+                output: VecDeque::new(),
+                output_read: 0,
+                output_bytes: 0,
+            })
+    }
+
+    /// Bytes the client wrote: part of a PDU, one, or several. On Err the
+    /// half-received PDU, any half-received request and the rest of `data`
+    /// are dropped (the stream cannot be resynchronised), so the next write
+    /// must start a PDU; bound contexts and unread answers stay.
+    pub fn write(&mut self, data: &[u8], backend: &dyn SrvsvcBackend) -> Result<(), PipeError> {
+        let result = self.consume(data, backend);
+        if result.is_err() {
+            self.input.clear();
+            self.pending = None;
+        }
+        result
+    }
+
+    /// Up to `max` bytes of the pending answer, never from two PDUs; the
+    /// bool is true when this PDU has bytes left after them.
+    pub fn read(&mut self, max: usize) -> (Vec<u8>, bool) {
+        let Some(front) = self.output.front() else {
+            return (Vec::new(), false);
+        };
+        let rest = &front[self.output_read..];
+        let taken = rest[..rest.len().min(max)].to_vec();
+        self.output_read += taken.len();
+        if self.output_read < front.len() {
+            return (taken, true);
+        }
+        self.output_bytes -= front.len();
+        self.output_read = 0;
+        self.output.pop_front();
+        (taken, false)
+    }
+
+    /// Whether anything waits to be read.
+    pub fn has_output(&self) -> bool {
+        !self.output.is_empty()
+    }
+
+    fn consume(&mut self, mut data: &[u8], backend: &dyn SrvsvcBackend) -> Result<(), PipeError> {
+        while !data.is_empty() {
+            if self.input.len() < COMMON_HEADER_LEN {
+                let take = (COMMON_HEADER_LEN - self.input.len()).min(data.len());
+                self.input.extend_from_slice(&data[..take]);
+                data = &data[take..];
+                if self.input.len() < COMMON_HEADER_LEN {
+                    break;
+                }
+            }
+            let header = CommonHeader::decode(&self.input)?;
+            Self::check_frag_length(&header)?;
+            let frag_len = header.frag_length as usize;
+            let take = (frag_len - self.input.len()).min(data.len());
+            self.input.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.input.len() == frag_len {
+                let pdu = std::mem::take(&mut self.input);
+                self.process(&pdu, backend)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Input is capped before it is buffered. Binds and alter contexts may
+    /// use the whole u16 range (many offered contexts make them large), so
+    /// at most 64 KiB waits; other PDUs are held, like Samba does, to the
+    /// transport's 4280 rather than the negotiated size, which a client
+    /// that overshoots it a little then survives.
+    fn check_frag_length(header: &CommonHeader) -> Result<(), PipeError> {
+        let frag_length = header.frag_length;
+        if (frag_length as usize) < COMMON_HEADER_LEN {
+            return Err(PduError::FragLength(frag_length).into());
+        }
+        let max = match header.ptype {
+            ptype::BIND | ptype::ALTER_CONTEXT => u16::MAX,
+            _ => MAX_FRAG,
+        };
+        if frag_length > max {
+            return Err(PipeError::FragmentTooLarge { frag_length, max });
+        }
+        Ok(())
+    }
+
+    fn process(&mut self, pdu: &[u8], backend: &dyn SrvsvcBackend) -> Result<(), PipeError> {
+        if self.output_bytes >= MAX_PENDING_OUTPUT {
+            return Err(PipeError::OutputBacklog);
+        }
+        let frag = split_fragment(pdu)?;
+        match frag.header.ptype {
+            ptype::BIND => self.bind(&frag),
+            ptype::ALTER_CONTEXT => self.alter_context(&frag),
+            ptype::REQUEST => self.request(&frag, backend),
+            // Cancel and orphaned notices need no answer, and no call here
+            // runs long enough to be interrupted (Samba ignores them too).
+            ptype::CO_CANCEL | ptype::ORPHANED => Ok(()),
+            other => Err(PipeError::UnexpectedPdu(other)),
+        }
+    }
+
+    /// C706 12.6.4.3 bind -> 12.6.4.4 bind_ack or 12.6.4.5 bind_nak.
+    fn bind(&mut self, frag: &Fragment<'_>) -> Result<(), PipeError> {
+        let call_id = frag.header.call_id;
+        // Only unauthenticated binds: the SMB session already authenticated
+        // the client, as Samba serves srvsvc.
+        if frag.header.auth_length != 0 {
+            self.push_bind_nak(call_id, bind_nak_reason::AUTHENTICATION_TYPE_NOT_RECOGNIZED);
+            return Ok(());
+        }
+        // One bind per connection, as Samba and Windows hold it; a client
+        // adds contexts with alter_context.
+        if self.association.is_some() {
+            self.push_bind_nak(call_id, bind_nak_reason::NOT_SPECIFIED);
+            return Ok(());
+        }
+        let bind = Bind::decode(frag.body)?;
+        if bind.contexts.is_empty() {
+            self.push_bind_nak(call_id, bind_nak_reason::PROTOCOL_VERSION_NOT_SUPPORTED);
+            return Ok(());
+        }
+        let mut accepted_contexts = BTreeSet::new();
+        let Some(results) = negotiate_contexts(&bind.contexts, &mut accepted_contexts) else {
+            self.push_bind_nak(call_id, bind_nak_reason::NOT_SPECIFIED);
+            return Ok(());
+        };
+        let max_frag = negotiate_frag(bind.max_xmit_frag, bind.max_recv_frag);
+        let assoc_group_id = match bind.assoc_group_id {
+            0 => NEXT_ASSOC_GROUP_ID.fetch_add(1, Ordering::Relaxed).max(1),
+            joined => joined,
+        };
+        self.association = Some(Association {
+            assoc_group_id,
+            max_frag,
+            accepted_contexts,
+        });
+        let ack = BindAck {
+            max_xmit_frag: max_frag,
+            max_recv_frag: max_frag,
+            assoc_group_id,
+            secondary_address: SECONDARY_ADDRESS.to_vec(),
+            results,
+        };
+        self.push_ack(ptype::BIND_ACK, call_id, &ack);
+        Ok(())
+    }
+
+    /// C706 12.6.4.1 alter_context -> 12.6.4.2 alter_context_resp.
+    fn alter_context(&mut self, frag: &Fragment<'_>) -> Result<(), PipeError> {
+        let call_id = frag.header.call_id;
+        let alter = Bind::decode(frag.body)?;
+        let outcome = match self.association.as_mut() {
+            None => Err(fault_status::NCA_PROTO_ERROR),
+            Some(_) if frag.header.auth_length != 0 => Err(fault_status::ACCESS_DENIED),
+            Some(_) if alter.contexts.is_empty() => Err(fault_status::NCA_PROTO_ERROR),
+            Some(assoc) => negotiate_contexts(&alter.contexts, &mut assoc.accepted_contexts)
+                .map(|results| BindAck {
+                    max_xmit_frag: assoc.max_frag,
+                    max_recv_frag: assoc.max_frag,
+                    assoc_group_id: assoc.assoc_group_id,
+                    secondary_address: Vec::new(),
+                    results,
+                })
+                .ok_or(fault_status::NCA_PROTO_ERROR),
+        };
+        match outcome {
+            Ok(ack) => self.push_ack(ptype::ALTER_CONTEXT_RESP, call_id, &ack),
+            Err(status) => self.push_fault(call_id, 0, status, pfc::DID_NOT_EXECUTE),
+        }
+        Ok(())
+    }
+
+    /// C706 12.6.4.9 request: fragments gathered until LAST_FRAG, then the
+    /// call is answered by response fragments or a fault.
+    fn request(
+        &mut self,
+        frag: &Fragment<'_>,
+        backend: &dyn SrvsvcBackend,
+    ) -> Result<(), PipeError> {
+        let header = frag.header;
+        let req = Request::decode(frag.body, header.pfc_flags)?;
+        let first = header.pfc_flags & pfc::FIRST_FRAG != 0;
+        let mut call = match self.pending.take() {
+            None if first => PendingCall {
+                call_id: header.call_id,
+                context_id: req.context_id,
+                opnum: req.opnum,
+                stub: Vec::new(),
+                refusal: self.refusal(&header, req.context_id),
+            },
+            Some(call) if !first && call.call_id == header.call_id => call,
+            _ => return Err(PipeError::FragmentSequence(header.call_id)),
+        };
+        if call.refusal.is_none() {
+            if call.stub.len() + req.stub.len() > MAX_REQUEST_STUB {
+                return Err(PipeError::RequestTooLarge);
+            }
+            call.stub.extend_from_slice(&req.stub);
+        }
+        if header.pfc_flags & pfc::LAST_FRAG == 0 {
+            self.pending = Some(call);
+            return Ok(());
+        }
+        if let Some(status) = call.refusal {
+            self.push_fault(call.call_id, call.context_id, status, pfc::DID_NOT_EXECUTE);
+            return Ok(());
+        }
+        match srvsvc::handle_call(call.opnum, &call.stub, backend) {
+            Ok(stub) => self.push_response(call.call_id, call.context_id, &stub),
+            Err(status) => {
+                let flags = if status == fault_status::NCA_OP_RNG_ERROR {
+                    pfc::DID_NOT_EXECUTE
+                } else {
+                    0
+                };
+                self.push_fault(call.call_id, call.context_id, status, flags);
+            }
+        }
+        Ok(())
+    }
+
+    /// Why a call cannot run, decided from its first fragment.
+    fn refusal(&self, header: &CommonHeader, context_id: u16) -> Option<u32> {
+        match &self.association {
+            None => Some(fault_status::NCA_UNK_IF),
+            // No security context was ever established (binds with auth
+            // are refused), so an authenticated request has none to use.
+            Some(_) if header.auth_length != 0 => Some(fault_status::ACCESS_DENIED),
+            Some(assoc) if !assoc.accepted_contexts.contains(&context_id) => {
+                Some(fault_status::NCA_UNK_IF)
+            }
+            Some(_) => None,
+        }
+    }
+
+    fn push(&mut self, pdu: Vec<u8>) {
+        self.output_bytes += pdu.len();
+        self.output.push_back(pdu);
+    }
+
+    fn push_ack(&mut self, ptype: u8, call_id: u32, ack: &BindAck) {
+        let mut body = Vec::new();
+        ack.encode(&mut body);
+        self.push(encode_pdu(
+            ptype,
+            pfc::FIRST_FRAG | pfc::LAST_FRAG,
+            call_id,
+            &body,
+        ));
+    }
+
+    fn push_bind_nak(&mut self, call_id: u32, reject_reason: u16) {
+        let mut body = Vec::new();
+        BindNak {
+            reject_reason,
+            versions: vec![(5, 0)],
+        }
+        .encode(&mut body);
+        self.push(encode_pdu(
+            ptype::BIND_NAK,
+            pfc::FIRST_FRAG | pfc::LAST_FRAG,
+            call_id,
+            &body,
+        ));
+    }
+
+    /// MS-RPCE 2.2.2.8: no stub; alloc_hint 0x20 (the PDU's own length)
+    /// tells the client no extended error information follows.
+    fn push_fault(&mut self, call_id: u32, context_id: u16, status: u32, extra_flags: u8) {
+        let mut body = Vec::new();
+        Fault {
+            alloc_hint: (COMMON_HEADER_LEN + Fault::BODY_LEN) as u32,
+            context_id,
+            cancel_count: 0,
+            flags: 0,
+            status,
+        }
+        .encode(&mut body);
+        let flags = pfc::FIRST_FRAG | pfc::LAST_FRAG | extra_flags;
+        self.push(encode_pdu(ptype::FAULT, flags, call_id, &body));
+    }
+
+    /// C706 12.6.4.10 / MS-RPCE 2.2.2.6: the stub cut so each fragment fits
+    /// max_xmit_frag, alloc_hint counting the stub left from this fragment.
+    fn push_response(&mut self, call_id: u32, context_id: u16, stub: &[u8]) {
+        let max_frag = self.association.as_ref().map_or(MAX_FRAG, |a| a.max_frag);
+        let per_fragment = max_frag as usize - RESPONSE_HEADER_LEN;
+        let mut offset = 0;
+        loop {
+            let end = (offset + per_fragment).min(stub.len());
+            let mut flags = 0;
+            if offset == 0 {
+                flags |= pfc::FIRST_FRAG;
+            }
+            if end == stub.len() {
+                flags |= pfc::LAST_FRAG;
+            }
+            let mut body = Vec::with_capacity(RESPONSE_HEADER_LEN + end - offset);
+            Response {
+                alloc_hint: (stub.len() - offset) as u32,
+                context_id,
+                cancel_count: 0,
+                stub: stub[offset..end].to_vec(),
+            }
+            .encode(&mut body);
+            self.push(encode_pdu(ptype::RESPONSE, flags, call_id, &body));
+            offset = end;
+            if offset == stub.len() {
+                return;
+            }
+        }
+    }
+}
+
+/// C706 12.6.4.3: a client's max_recv_frag bounds what this end sends and
+/// its max_xmit_frag what it will send; like Windows and Samba, one value
+/// answers both, a multiple of 8 so every fragment's stub stays 8-aligned.
+fn negotiate_frag(client_xmit: u16, client_recv: u16) -> u16 {
+    client_xmit.min(client_recv).clamp(MIN_FRAG, MAX_FRAG) & !7
+}
+
+/// C706 12.6.3.1 / MS-RPCE 3.3.1.5.3: one result per offered context, in
+/// order; None when the offer is malformed (a context without transfer
+/// syntaxes, or two feature negotiation contexts) and deserves a bind_nak.
+fn negotiate_contexts(
+    offered: &[ContextElement],
+    accepted: &mut BTreeSet<u16>,
+) -> Option<Vec<ContextResult>> {
+    let mut feature_contexts = 0;
+    for ctx in offered {
+        let first = ctx.transfer_syntaxes.first()?;
+        if first.bind_time_features().is_some() {
+            feature_contexts += 1;
+        }
+    }
+    if feature_contexts > 1 {
+        return None;
+    }
+    let rejection = |reason| ContextResult {
+        result: context_result::PROVIDER_REJECTION,
+        reason,
+        transfer_syntax: SyntaxId::NULL,
+    };
+    let results = offered
+        .iter()
+        .map(|ctx| {
+            // Only the first transfer syntax marks a feature negotiation
+            // context; the answer's reason is the features both support.
+            if let Some(features) = ctx.transfer_syntaxes[0].bind_time_features() {
+                return ContextResult {
+                    result: context_result::NEGOTIATE_ACK,
+                    reason: u16::from(features & SUPPORTED_BIND_TIME_FEATURES),
+                    transfer_syntax: SyntaxId::NULL,
+                };
+            }
+            if ctx.abstract_syntax != SyntaxId::SRVSVC {
+                return rejection(provider_reason::ABSTRACT_SYNTAX_NOT_SUPPORTED);
+            }
+            if !ctx.transfer_syntaxes.contains(&SyntaxId::NDR20) {
+                return rejection(provider_reason::TRANSFER_SYNTAXES_NOT_SUPPORTED);
+            }
+            if !accepted.contains(&ctx.context_id) && accepted.len() >= MAX_CONTEXTS {
+                return rejection(provider_reason::LOCAL_LIMIT_EXCEEDED);
+            }
+            accepted.insert(ctx.context_id);
+            ContextResult {
+                result: context_result::ACCEPTANCE,
+                reason: provider_reason::NOT_SPECIFIED,
+                transfer_syntax: SyntaxId::NDR20,
+            }
+        })
+        .collect();
+    Some(results)
+}

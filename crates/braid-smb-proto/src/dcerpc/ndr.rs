@@ -1,0 +1,266 @@
+//! NDR 2.0 (C706 chapter 14), little-endian, as far as srvsvc needs it:
+//! primitives with natural alignment, unique pointers, and conformant
+//! varying UTF-16 strings. Offsets and alignment count from the start of
+//! the stub (C706 chapter 14: alignment is relative to the octet stream).
+
+use thiserror::Error;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum NdrError {
+    #[error("NDR stub truncated at offset {0}")]
+    Truncated(usize),
+    #[error("invalid NDR data: {0}")]
+    Invalid(&'static str),
+}
+
+pub type NdrResult<T> = Result<T, NdrError>;
+
+/// The first referent id Windows gives an embedded pointer; each further
+/// pointer takes the next multiple of 4.
+pub const FIRST_REFERENT_ID: u32 = 0x0002_0000;
+
+/// Builds one stub. Every primitive aligns itself to its size (C706
+/// chapter 14), so callers never pad by hand.
+#[derive(Debug)]
+pub struct NdrWriter {
+    buf: Vec<u8>,
+    next_referent: u32,
+}
+
+impl Default for NdrWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl NdrWriter {
+    pub fn new() -> Self {
+        NdrWriter {
+            buf: Vec::new(),
+            next_referent: FIRST_REFERENT_ID,
+        }
+    }
+
+    pub fn align(&mut self, n: usize) {
+        let rem = self.buf.len() % n;
+        if rem != 0 {
+            self.buf.resize(self.buf.len() + n - rem, 0);
+        }
+    }
+
+    pub fn u16(&mut self, v: u16) {
+        self.align(2);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn u32(&mut self, v: u32) {
+        self.align(4);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// C706 chapter 14 (pointers): a non-null unique pointer is a referent
+    /// id; its pointee follows later (embedded) or right after (top level).
+    pub fn referent(&mut self) {
+        let id = self.next_referent;
+        self.next_referent = self.next_referent.wrapping_add(4);
+        self.u32(id);
+    }
+
+    pub fn null_pointer(&mut self) {
+        self.u32(0);
+    }
+
+    /// C706 chapter 14 (strings): a `[string] wchar_t*` pointee is a
+    /// conformant varying array whose counts include the terminating NUL.
+    pub fn wstring(&mut self, s: &str) {
+        let units: Vec<u16> = s.encode_utf16().chain(std::iter::once(0)).collect();
+        let count = units.len() as u32;
+        self.u32(count);
+        self.u32(0);
+        self.u32(count);
+        for u in units {
+            self.buf.extend_from_slice(&u.to_le_bytes());
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+/// Reads one stub; every read is bounds-checked and nothing is allocated
+/// from a count before the bytes behind it are known to be there.
+#[derive(Debug, Clone)]
+pub struct NdrReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> NdrReader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        NdrReader { buf, pos: 0 }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    fn bytes(&mut self, n: usize) -> NdrResult<&'a [u8]> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&end| end <= self.buf.len())
+            .ok_or(NdrError::Truncated(self.pos))?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+
+    pub fn align(&mut self, n: usize) -> NdrResult<()> {
+        let rem = self.pos % n;
+        if rem != 0 {
+            self.bytes(n - rem)?;
+        }
+        Ok(())
+    }
+
+    pub fn u16(&mut self) -> NdrResult<u16> {
+        self.align(2)?;
+        let b = self.bytes(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    pub fn u32(&mut self) -> NdrResult<u32> {
+        self.align(4)?;
+        let b = self.bytes(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// A unique pointer's referent id: whether a pointee follows.
+    pub fn unique_pointer(&mut self) -> NdrResult<bool> {
+        Ok(self.u32()? != 0)
+    }
+
+    /// A conformant varying UTF-16 string. The value ends at the first NUL,
+    /// as the C string it is; a missing terminator is tolerated.
+    pub fn wstring(&mut self) -> NdrResult<String> {
+        let max_count = self.u32()?;
+        let offset = self.u32()?;
+        let actual_count = self.u32()?;
+        if offset != 0 {
+            return Err(NdrError::Invalid("string offset is not zero"));
+        }
+        if actual_count > max_count {
+            return Err(NdrError::Invalid("string actual_count exceeds max_count"));
+        }
+        let len = (actual_count as usize)
+            .checked_mul(2)
+            .ok_or(NdrError::Truncated(self.pos))?;
+        let raw = self.bytes(len)?;
+        let units = raw
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .take_while(|&u| u != 0);
+        char::decode_utf16(units)
+            .collect::<Result<String, _>>()
+            .map_err(|_| NdrError::Invalid("unpaired UTF-16 surrogate"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn wstring_layout_counts_the_terminator() {
+        let mut w = NdrWriter::new();
+        w.wstring("AB");
+        assert_eq!(
+            w.into_bytes(),
+            [3, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, b'A', 0, b'B', 0, 0, 0]
+        );
+    }
+
+    #[test]
+    fn primitives_align_themselves() {
+        let mut w = NdrWriter::new();
+        w.u16(1);
+        w.u32(2);
+        w.referent();
+        w.referent();
+        let b = w.into_bytes();
+        assert_eq!(b.len(), 16);
+        assert_eq!(&b[4..8], &2u32.to_le_bytes());
+        assert_eq!(&b[8..12], &FIRST_REFERENT_ID.to_le_bytes());
+        assert_eq!(&b[12..16], &(FIRST_REFERENT_ID + 4).to_le_bytes());
+    }
+
+    fn raw_wstring(max: u32, offset: u32, actual: u32, units: &[u16]) -> Vec<u8> {
+        let mut b = Vec::new();
+        for v in [max, offset, actual] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for u in units {
+            b.extend_from_slice(&u.to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn wstring_without_or_with_extra_terminators() {
+        let s = raw_wstring(2, 0, 2, &[u16::from(b'h'), u16::from(b'i')]);
+        assert_eq!(NdrReader::new(&s).wstring().unwrap(), "hi");
+        let s = raw_wstring(4, 0, 4, &[u16::from(b'h'), 0, 0, u16::from(b'x')]);
+        assert_eq!(NdrReader::new(&s).wstring().unwrap(), "h");
+        let s = raw_wstring(0, 0, 0, &[]);
+        assert_eq!(NdrReader::new(&s).wstring().unwrap(), "");
+    }
+
+    #[test]
+    fn wstring_rejects_bad_counts() {
+        let s = raw_wstring(1, 0, 2, &[65, 0]);
+        assert!(NdrReader::new(&s).wstring().is_err());
+        let s = raw_wstring(2, 1, 2, &[65, 0]);
+        assert!(NdrReader::new(&s).wstring().is_err());
+        let s = raw_wstring(u32::MAX, 0, u32::MAX, &[65, 0]);
+        assert_eq!(NdrReader::new(&s).wstring(), Err(NdrError::Truncated(12)));
+        let s = raw_wstring(1, 0, 1, &[0xD800]);
+        assert!(NdrReader::new(&s).wstring().is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn wstring_round_trips(s in "[^\u{0}]{0,40}", lead in 0usize..4) {
+            let mut w = NdrWriter::new();
+            for _ in 0..lead {
+                w.buf.push(0xAA);
+            }
+            w.wstring(&s);
+            w.u32(0xDEAD_BEEF);
+            let bytes = w.into_bytes();
+            let mut r = NdrReader::new(&bytes);
+            r.bytes(lead).unwrap();
+            prop_assert_eq!(r.wstring().unwrap(), s);
+            prop_assert_eq!(r.u32().unwrap(), 0xDEAD_BEEF);
+            prop_assert_eq!(r.remaining(), 0);
+        }
+
+        #[test]
+        fn wstring_decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            let _ = NdrReader::new(&bytes).wstring();
+        }
+    }
+}

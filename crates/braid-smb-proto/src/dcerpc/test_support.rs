@@ -1,0 +1,223 @@
+//! Test helpers: a fixed backend, request builders, and a small NDR
+//! decoder written independently of `ndr.rs` to read answers by hand.
+
+use super::ndr::NdrWriter;
+use super::pdu::{
+    encode_pdu, pfc, ptype, split_fragment, Bind, ContextElement, Request, Response, SyntaxId,
+};
+use super::srvsvc::{share_type, ServerInfo, ShareEntry, SrvsvcBackend};
+use super::PipeEndpoint;
+
+pub struct FixedBackend {
+    pub shares: Vec<ShareEntry>,
+}
+
+impl SrvsvcBackend for FixedBackend {
+    fn shares(&self) -> Vec<ShareEntry> {
+        self.shares.clone()
+    }
+    fn server_info(&self) -> ServerInfo {
+        ServerInfo {
+            name: "BRAID".into(),
+            comment: "Braid test".into(),
+            version_major: 10,
+            version_minor: 0,
+            server_type: 0x0000_8003,
+        }
+    }
+}
+
+pub fn share(name: &str, share_type: u32, comment: &str) -> ShareEntry {
+    ShareEntry {
+        name: name.into(),
+        share_type,
+        comment: comment.into(),
+    }
+}
+
+/// Two disk shares and IPC$.
+pub fn three_shares() -> FixedBackend {
+    FixedBackend {
+        shares: vec![
+            share("data", share_type::DISK, "Data share"),
+            share("Home", share_type::DISK, ""),
+            share(
+                "IPC$",
+                share_type::IPC | share_type::SPECIAL,
+                "IPC Service (Braid)",
+            ),
+        ],
+    }
+}
+
+pub fn many_shares(n: usize) -> FixedBackend {
+    FixedBackend {
+        shares: (0..n)
+            .map(|i| {
+                share(
+                    &format!("share_{i:03}"),
+                    share_type::DISK,
+                    &format!("comment number {i}"),
+                )
+            })
+            .collect(),
+    }
+}
+
+pub fn bind_pdu(call_id: u32, max_frag: u16, contexts: Vec<ContextElement>) -> Vec<u8> {
+    let mut body = Vec::new();
+    Bind {
+        max_xmit_frag: max_frag,
+        max_recv_frag: max_frag,
+        assoc_group_id: 0,
+        contexts,
+    }
+    .encode(&mut body);
+    encode_pdu(
+        ptype::BIND,
+        pfc::FIRST_FRAG | pfc::LAST_FRAG,
+        call_id,
+        &body,
+    )
+}
+
+pub fn srvsvc_context(context_id: u16) -> ContextElement {
+    ContextElement {
+        context_id,
+        abstract_syntax: SyntaxId::SRVSVC,
+        transfer_syntaxes: vec![SyntaxId::NDR20],
+    }
+}
+
+pub fn request_pdu(call_id: u32, flags: u8, context_id: u16, opnum: u16, stub: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    Request {
+        alloc_hint: stub.len() as u32,
+        context_id,
+        opnum,
+        object: None,
+        stub: stub.to_vec(),
+    }
+    .encode(&mut body);
+    encode_pdu(ptype::REQUEST, flags, call_id, &body)
+}
+
+/// NetrShareEnum's [in] part: server name, SHARE_ENUM_STRUCT with an empty
+/// container (as smbclient sends it), MAX_PREFERRED_LENGTH, resume handle.
+pub fn share_enum_stub(level: u32, resume: Option<u32>) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.referent();
+    w.wstring("\\\\127.0.0.1");
+    w.u32(level);
+    w.u32(level);
+    w.referent();
+    w.u32(0);
+    w.null_pointer();
+    w.u32(u32::MAX);
+    match resume {
+        Some(handle) => {
+            w.referent();
+            w.u32(handle);
+        }
+        None => w.null_pointer(),
+    }
+    w.into_bytes()
+}
+
+pub fn share_get_info_stub(name: &str, level: u32) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.null_pointer();
+    w.wstring(name);
+    w.u32(level);
+    w.into_bytes()
+}
+
+pub fn server_get_info_stub(level: u32) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.referent();
+    w.wstring("BRAID");
+    w.u32(level);
+    w.into_bytes()
+}
+
+/// A pipe with srvsvc bound on context 0, the bind_ack already read.
+pub fn bound_endpoint(max_frag: u16) -> PipeEndpoint {
+    let mut ep = PipeEndpoint::open("srvsvc").unwrap();
+    ep.write(
+        &bind_pdu(1, max_frag, vec![srvsvc_context(0)]),
+        &three_shares(),
+    )
+    .unwrap();
+    let pdus = read_pdus(&mut ep);
+    assert_eq!(pdus.len(), 1);
+    assert_eq!(pdus[0][2], ptype::BIND_ACK);
+    ep
+}
+
+/// Every pending PDU, each read in one go (one read = one message).
+pub fn read_pdus(ep: &mut PipeEndpoint) -> Vec<Vec<u8>> {
+    let mut pdus = Vec::new();
+    while ep.has_output() {
+        let (pdu, more) = ep.read(usize::MAX);
+        assert!(!more);
+        pdus.push(pdu);
+    }
+    pdus
+}
+
+/// One call on context 0; the response stub reassembled from its fragments.
+pub fn call(ep: &mut PipeEndpoint, backend: &FixedBackend, opnum: u16, stub: &[u8]) -> Vec<u8> {
+    let flags = pfc::FIRST_FRAG | pfc::LAST_FRAG;
+    ep.write(&request_pdu(7, flags, 0, opnum, stub), backend)
+        .unwrap();
+    let mut out = Vec::new();
+    for pdu in read_pdus(ep) {
+        let frag = split_fragment(&pdu).unwrap();
+        assert_eq!(frag.header.ptype, ptype::RESPONSE, "{pdu:02x?}");
+        assert_eq!(frag.header.call_id, 7);
+        out.extend_from_slice(&Response::decode(frag.body).unwrap().stub);
+    }
+    out
+}
+
+/// Reads NDR by hand: little-endian, natural alignment from the stub start.
+pub struct StubCursor<'a> {
+    pub buf: &'a [u8],
+    pub pos: usize,
+}
+
+impl<'a> StubCursor<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        StubCursor { buf, pos: 0 }
+    }
+
+    pub fn u32(&mut self) -> u32 {
+        self.pos = self.pos.div_ceil(4) * 4;
+        let b = &self.buf[self.pos..self.pos + 4];
+        self.pos += 4;
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+
+    pub fn pointer(&mut self) -> bool {
+        self.u32() != 0
+    }
+
+    /// max_count, offset 0, actual_count (NUL included), the characters.
+    pub fn string(&mut self) -> String {
+        let max = self.u32();
+        assert_eq!(self.u32(), 0, "offset");
+        let actual = self.u32() as usize;
+        assert_eq!(max as usize, actual);
+        let units: Vec<u16> = self.buf[self.pos..self.pos + actual * 2]
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect();
+        self.pos += actual * 2;
+        assert_eq!(units.last(), Some(&0), "terminating NUL");
+        String::from_utf16(&units[..actual - 1]).unwrap()
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+}
