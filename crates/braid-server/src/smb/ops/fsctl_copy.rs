@@ -10,11 +10,11 @@ use braid_fs::LockOwner;
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::fsctl_data::{CopyChunkCopy, CopyChunkResponse, ResumeKeyResponse};
 use braid_smb_proto::messages::ioctl::fsctl;
-use braid_smb_proto::messages::{IoctlRequest, IoctlResponse};
+use braid_smb_proto::messages::IoctlRequest;
 use braid_smb_proto::NtStatus;
 
 use crate::session::Open;
-use crate::smb::{blocking, status_map, OpResult, Reply, Request};
+use crate::smb::{blocking, status_map, OpResult, Request};
 
 /// MS-SMB2 3.3.3 ServerSideCopyMaxNumberofChunks, ServerSideCopyMaxChunkSize
 /// and ServerSideCopyMaxDataSize, as Windows Server and Samba set them.
@@ -89,16 +89,7 @@ fn account(sess: &crate::session::Session) -> Option<(String, String)> {
 fn respond(r: &IoctlRequest, status: NtStatus, body: CopyChunkResponse) -> OpResult {
     let mut output = Vec::with_capacity(CopyChunkResponse::SIZE);
     body.encode(&mut output);
-    Ok(Reply::with_status(
-        status,
-        &IoctlResponse {
-            ctl_code: r.ctl_code,
-            file_id: r.file_id,
-            input: Vec::new(),
-            output,
-            flags: 0,
-        },
-    ))
+    Ok(super::ioctl::answer(r, status, output))
 }
 
 // MS-SMB2 3.3.5.15.6

@@ -53,13 +53,22 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if output.len() as u32 > r.max_output_response {
         return Err(NtStatus::BUFFER_TOO_SMALL);
     }
-    Ok(Reply::of(&IoctlResponse {
-        ctl_code: r.ctl_code,
-        file_id: r.file_id,
-        input: Vec::new(),
-        output,
-        flags: 0,
-    }))
+    Ok(answer(&r, NtStatus::SUCCESS, output))
+}
+
+/// The IOCTL response to `r`: `output`, with `status` (a success or a
+/// warning such as STATUS_BUFFER_OVERFLOW, which still carries a body).
+pub fn answer(r: &IoctlRequest, status: NtStatus, output: Vec<u8>) -> Reply {
+    Reply::with_status(
+        status,
+        &IoctlResponse {
+            ctl_code: r.ctl_code,
+            file_id: r.file_id,
+            input: Vec::new(),
+            output,
+            flags: 0,
+        },
+    )
 }
 
 /// MS-SMB2 3.3.5.15.11: the server's interfaces, when multichannel is on.

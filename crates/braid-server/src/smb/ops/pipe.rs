@@ -9,8 +9,7 @@ use braid_smb_proto::codec::FileId;
 use braid_smb_proto::dcerpc::{share_type, PipeEndpoint, ServerInfo, ShareEntry, SrvsvcBackend};
 use braid_smb_proto::messages::create::create_action;
 use braid_smb_proto::messages::{
-    CloseResponse, CreateRequest, CreateResponse, IoctlRequest, IoctlResponse, ReadResponse,
-    WriteResponse,
+    CloseResponse, CreateRequest, CreateResponse, IoctlRequest, ReadResponse, WriteResponse,
 };
 use braid_smb_proto::NtStatus;
 
@@ -201,16 +200,7 @@ pub fn transceive(req: &Request<'_>, r: &IoctlRequest) -> OpResult {
     let pipe = find(req, r.file_id)?;
     feed(req, &pipe, &r.input)?;
     let (status, output) = drain(&pipe, r.max_output_response as usize);
-    Ok(Reply::with_status(
-        status,
-        &IoctlResponse {
-            ctl_code: r.ctl_code,
-            file_id: r.file_id,
-            input: Vec::new(),
-            output,
-            flags: 0,
-        },
-    ))
+    Ok(super::ioctl::answer(r, status, output))
 }
 
 /// MS-SMB2 3.3.5.10: CLOSE of a pipe open. None when `file_id` names no
