@@ -5,6 +5,8 @@
 
 use thiserror::Error;
 
+use crate::codec::{Reader, WriteLe};
+
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum NdrError {
     #[error("NDR stub truncated at offset {0}")]
@@ -42,20 +44,17 @@ impl NdrWriter {
     }
 
     pub fn align(&mut self, n: usize) {
-        let rem = self.buf.len() % n;
-        if rem != 0 {
-            self.buf.resize(self.buf.len() + n - rem, 0);
-        }
+        self.buf.align_to(n);
     }
 
     pub fn u16(&mut self, v: u16) {
         self.align(2);
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.buf.put_u16(v);
     }
 
     pub fn u32(&mut self, v: u32) {
         self.align(4);
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.buf.put_u32(v);
     }
 
     /// C706 chapter 14 (pointers): a non-null unique pointer is a referent
@@ -98,38 +97,33 @@ impl NdrWriter {
 
 /// Reads one stub; every read is bounds-checked and nothing is allocated
 /// from a count before the bytes behind it are known to be there.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct NdrReader<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    reader: Reader<'a>,
 }
 
 impl<'a> NdrReader<'a> {
     pub fn new(buf: &'a [u8]) -> Self {
-        NdrReader { buf, pos: 0 }
+        NdrReader {
+            reader: Reader::new(buf),
+        }
     }
 
     pub fn pos(&self) -> usize {
-        self.pos
+        self.reader.pos()
     }
 
     pub fn remaining(&self) -> usize {
-        self.buf.len().saturating_sub(self.pos)
+        self.reader.remaining()
     }
 
     fn bytes(&mut self, n: usize) -> NdrResult<&'a [u8]> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&end| end <= self.buf.len())
-            .ok_or(NdrError::Truncated(self.pos))?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
+        let at = self.pos();
+        self.reader.bytes(n).map_err(|_| NdrError::Truncated(at))
     }
 
     pub fn align(&mut self, n: usize) -> NdrResult<()> {
-        let rem = self.pos % n;
+        let rem = self.pos() % n;
         if rem != 0 {
             self.bytes(n - rem)?;
         }
@@ -167,7 +161,7 @@ impl<'a> NdrReader<'a> {
         }
         let len = (actual_count as usize)
             .checked_mul(2)
-            .ok_or(NdrError::Truncated(self.pos))?;
+            .ok_or(NdrError::Truncated(self.pos()))?;
         let raw = self.bytes(len)?;
         let units = raw
             .chunks_exact(2)

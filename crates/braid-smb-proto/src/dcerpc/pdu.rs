@@ -2,6 +2,7 @@
 //! little-endian NDR only. Bodies are the bytes after the 16-byte common
 //! header and before any authentication trailer.
 
+use crate::codec::{Reader, WriteLe};
 use thiserror::Error;
 
 pub const COMMON_HEADER_LEN: usize = 16;
@@ -89,54 +90,42 @@ pub enum PduError {
     AuthLength(u16),
 }
 
-/// Bounds-checked cursor over a PDU body.
+/// The crate's bounds-checked reader over a PDU body, with errors that
+/// name the PDU part being read.
 struct Cursor<'a> {
-    buf: &'a [u8],
-    pos: usize,
+    reader: Reader<'a>,
     what: &'static str,
 }
 
 impl<'a> Cursor<'a> {
     fn new(buf: &'a [u8], what: &'static str) -> Self {
-        Cursor { buf, pos: 0, what }
+        Cursor {
+            reader: Reader::new(buf),
+            what,
+        }
+    }
+    fn truncated(&self) -> PduError {
+        PduError::Truncated(self.what)
     }
     fn bytes(&mut self, n: usize) -> Result<&'a [u8], PduError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.buf.len())
-            .ok_or(PduError::Truncated(self.what))?;
-        let s = &self.buf[self.pos..end];
-        self.pos = end;
-        Ok(s)
+        self.reader.bytes(n).map_err(|_| self.truncated())
     }
     fn array<const N: usize>(&mut self) -> Result<[u8; N], PduError> {
-        let mut a = [0u8; N];
-        a.copy_from_slice(self.bytes(N)?);
-        Ok(a)
+        self.reader.array().map_err(|_| self.truncated())
     }
     fn u8(&mut self) -> Result<u8, PduError> {
-        Ok(self.bytes(1)?[0])
+        self.reader.u8().map_err(|_| self.truncated())
     }
     fn u16(&mut self) -> Result<u16, PduError> {
-        Ok(u16::from_le_bytes(self.array()?))
+        self.reader.u16().map_err(|_| self.truncated())
     }
     fn u32(&mut self) -> Result<u32, PduError> {
-        Ok(u32::from_le_bytes(self.array()?))
+        self.reader.u32().map_err(|_| self.truncated())
     }
     fn rest(&mut self) -> &'a [u8] {
-        let s = &self.buf[self.pos.min(self.buf.len())..];
-        self.pos = self.buf.len();
-        s
+        let n = self.reader.remaining();
+        self.reader.bytes(n).unwrap_or_default()
     }
-}
-
-fn put_u16(out: &mut Vec<u8>, v: u16) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
 }
 
 /// C706 12.6.3.1 p_syntax_id_t: an interface or transfer syntax. The UUID
@@ -200,7 +189,7 @@ impl SyntaxId {
 
     fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.uuid);
-        put_u32(out, self.version);
+        out.put_u32(self.version);
     }
 }
 
@@ -246,9 +235,9 @@ impl CommonHeader {
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&[RPC_VERS, self.rpc_vers_minor, self.ptype, self.pfc_flags]);
         out.extend_from_slice(&DREP_LITTLE_ENDIAN);
-        put_u16(out, self.frag_length);
-        put_u16(out, self.auth_length);
-        put_u32(out, self.call_id);
+        out.put_u16(self.frag_length);
+        out.put_u16(self.auth_length);
+        out.put_u32(self.call_id);
     }
 }
 
@@ -360,12 +349,12 @@ impl Bind {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        put_u16(out, self.max_xmit_frag);
-        put_u16(out, self.max_recv_frag);
-        put_u32(out, self.assoc_group_id);
+        out.put_u16(self.max_xmit_frag);
+        out.put_u16(self.max_recv_frag);
+        out.put_u32(self.assoc_group_id);
         out.extend_from_slice(&[self.contexts.len() as u8, 0, 0, 0]);
         for ctx in &self.contexts {
-            put_u16(out, ctx.context_id);
+            out.put_u16(ctx.context_id);
             out.extend_from_slice(&[ctx.transfer_syntaxes.len() as u8, 0]);
             ctx.abstract_syntax.encode(out);
             for ts in &ctx.transfer_syntaxes {
@@ -406,7 +395,7 @@ impl BindAck {
             secondary_address.pop();
         }
         // The body starts 4-aligned in the PDU, so aligning here suffices.
-        c.bytes((4 - c.pos % 4) % 4)?;
+        c.bytes((4 - c.reader.pos() % 4) % 4)?;
         let n_results = c.u8()?;
         c.bytes(3)?;
         let results = (0..n_results)
@@ -429,13 +418,13 @@ impl BindAck {
 
     pub fn encode(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        put_u16(out, self.max_xmit_frag);
-        put_u16(out, self.max_recv_frag);
-        put_u32(out, self.assoc_group_id);
+        out.put_u16(self.max_xmit_frag);
+        out.put_u16(self.max_recv_frag);
+        out.put_u32(self.assoc_group_id);
         if self.secondary_address.is_empty() {
-            put_u16(out, 0);
+            out.put_u16(0);
         } else {
-            put_u16(out, self.secondary_address.len() as u16 + 1);
+            out.put_u16(self.secondary_address.len() as u16 + 1);
             out.extend_from_slice(&self.secondary_address);
             out.push(0);
         }
@@ -444,8 +433,8 @@ impl BindAck {
         }
         out.extend_from_slice(&[self.results.len() as u8, 0, 0, 0]);
         for r in &self.results {
-            put_u16(out, r.result);
-            put_u16(out, r.reason);
+            out.put_u16(r.result);
+            out.put_u16(r.reason);
             r.transfer_syntax.encode(out);
         }
     }
@@ -475,7 +464,7 @@ impl BindNak {
 
     pub fn encode(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        put_u16(out, self.reject_reason);
+        out.put_u16(self.reject_reason);
         out.push(self.versions.len() as u8);
         for &(major, minor) in &self.versions {
             out.extend_from_slice(&[major, minor]);
@@ -518,9 +507,9 @@ impl Request {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        put_u32(out, self.alloc_hint);
-        put_u16(out, self.context_id);
-        put_u16(out, self.opnum);
+        out.put_u32(self.alloc_hint);
+        out.put_u16(self.context_id);
+        out.put_u16(self.opnum);
         if let Some(object) = &self.object {
             out.extend_from_slice(object);
         }
@@ -554,8 +543,8 @@ impl Response {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        put_u32(out, self.alloc_hint);
-        put_u16(out, self.context_id);
+        out.put_u32(self.alloc_hint);
+        out.put_u16(self.context_id);
         out.extend_from_slice(&[self.cancel_count, 0]);
         out.extend_from_slice(&self.stub);
     }
@@ -589,11 +578,11 @@ impl Fault {
     }
 
     pub fn encode(&self, out: &mut Vec<u8>) {
-        put_u32(out, self.alloc_hint);
-        put_u16(out, self.context_id);
+        out.put_u32(self.alloc_hint);
+        out.put_u16(self.context_id);
         out.extend_from_slice(&[self.cancel_count, self.flags]);
-        put_u32(out, self.status);
-        put_u32(out, 0);
+        out.put_u32(self.status);
+        out.put_u32(0);
     }
 }
 
