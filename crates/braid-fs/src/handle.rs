@@ -221,6 +221,16 @@ impl OpenHandle {
         path::to_client(&self.0.rel())
     }
 
+    /// Byte-range locks this open holds now.
+    pub fn lock_count(&self) -> usize {
+        let s = self.0.node.lock();
+        s.locks
+            .locks()
+            .iter()
+            .filter(|l| l.holder.open_id == self.0.id)
+            .count()
+    }
+
     pub fn is_directory(&self) -> bool {
         self.0.is_dir
     }

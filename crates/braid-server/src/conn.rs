@@ -97,9 +97,17 @@ pub struct Connection {
     pub requests_in: AtomicU64,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
+    /// Milliseconds after `connected_at` that the last request arrived.
+    pub last_request_ms: AtomicU64,
 }
 
 impl Connection {
+    /// How long since the last request arrived (or the connect).
+    pub fn idle_for(&self) -> std::time::Duration {
+        let last = std::time::Duration::from_millis(self.last_request_ms.load(Ordering::Relaxed));
+        self.connected_at.elapsed().saturating_sub(last)
+    }
+
     pub fn send(&self, frame: OutFrame) {
         self.queue(frame, None);
     }
@@ -247,6 +255,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         requests_in: AtomicU64::new(0),
         bytes_in: AtomicU64::new(0),
         bytes_out: AtomicU64::new(0),
+        last_request_ms: AtomicU64::new(0),
     });
     server.connections.insert(conn.id, Arc::downgrade(&conn));
     server.metrics.connection_opened();
@@ -346,6 +355,8 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         }
         conn.bytes_in.fetch_add(len as u64 + 4, Ordering::Relaxed);
         conn.requests_in.fetch_add(1, Ordering::Relaxed);
+        let since_connect = conn.connected_at.elapsed().as_millis() as u64;
+        conn.last_request_ms.store(since_connect, Ordering::Relaxed);
         // Read into uninitialised capacity: zero-filling an 8 MiB WRITE
         // frame first costs as much as the copy from the socket. A large
         // AES-GCM frame is decrypted piece by piece as it arrives (each

@@ -17,6 +17,7 @@ pub mod server;
 pub mod session;
 pub mod sharded;
 pub mod smb;
+pub mod srvsvc;
 pub mod state;
 pub mod tcp_ack;
 pub mod userdb;

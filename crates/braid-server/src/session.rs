@@ -18,7 +18,7 @@ pub enum SessionPhase {
     Expired,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Identity {
     pub user: String,
     pub domain: String,
@@ -244,6 +244,7 @@ impl Session {
             share,
             maximal_access,
             encrypt_data,
+            connected_at: std::time::SystemTime::now(),
         });
         self.trees.lock().unwrap().insert(id, tree.clone());
         tree
@@ -271,6 +272,8 @@ pub struct Tree {
     pub maximal_access: u32,
     /// MS-SMB2 3.3.1.6 Share.EncryptData: unencrypted requests are refused.
     pub encrypt_data: bool,
+    /// When the TREE_CONNECT succeeded (srvsvc NetrConnectionEnum).
+    pub connected_at: std::time::SystemTime,
 }
 
 /// The cursor of a directory enumeration (MS-SMB2 3.3.1.10 Open.EnumerationLocation).

@@ -10,6 +10,7 @@ pub use codec::{DecodeError, DecodeResult, FileId, Message, Reader, WriteLe};
 pub use header::{Command, Header, HEADER_LEN};
 pub use status::NtStatus;
 pub mod auth;
+pub mod calendar;
 pub mod crypto;
 pub mod dcerpc;
 pub mod fscc;

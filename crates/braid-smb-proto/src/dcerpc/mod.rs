@@ -10,7 +10,10 @@ pub mod pdu;
 pub mod srvsvc;
 
 pub use endpoint::{PipeEndpoint, PipeError};
-pub use srvsvc::{share_type, ServerInfo, ShareEntry, SrvsvcBackend};
+pub use srvsvc::{
+    file_permission, share_type, OpenFileEntry, ServerInfo, SessionEntry, ShareEntry,
+    SrvsvcBackend, TransportEntry, TreeConnectEntry,
+};
 
 #[cfg(test)]
 mod test_support;

@@ -82,6 +82,13 @@ impl NdrWriter {
         }
     }
 
+    /// C706 chapter 14 (arrays): a `[size_is(n)] byte*` pointee is a
+    /// conformant array: its count, then the bytes.
+    pub fn byte_array(&mut self, bytes: &[u8]) {
+        self.u32(bytes.len() as u32);
+        self.buf.extend_from_slice(bytes);
+    }
+
     pub fn len(&self) -> usize {
         self.buf.len()
     }
@@ -145,6 +152,12 @@ impl<'a> NdrReader<'a> {
     /// A unique pointer's referent id: whether a pointee follows.
     pub fn unique_pointer(&mut self) -> NdrResult<bool> {
         Ok(self.u32()? != 0)
+    }
+
+    /// A conformant byte array: its count, then the bytes.
+    pub fn byte_array(&mut self) -> NdrResult<&'a [u8]> {
+        let count = self.u32()? as usize;
+        self.bytes(count)
     }
 
     /// A conformant varying UTF-16 string. The value ends at the first NUL,

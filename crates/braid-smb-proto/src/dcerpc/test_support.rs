@@ -5,11 +5,24 @@ use super::ndr::NdrWriter;
 use super::pdu::{
     encode_pdu, pfc, ptype, split_fragment, Bind, ContextElement, Request, Response, SyntaxId,
 };
-use super::srvsvc::{share_type, ServerInfo, ShareEntry, SrvsvcBackend};
+use super::srvsvc::{
+    share_type, OpenFileEntry, ServerInfo, SessionEntry, ShareEntry, SrvsvcBackend, TransportEntry,
+    TreeConnectEntry,
+};
 use super::PipeEndpoint;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+#[derive(Default)]
 pub struct FixedBackend {
     pub shares: Vec<ShareEntry>,
+    pub anonymous: bool,
+    pub sessions: Vec<SessionEntry>,
+    pub trees: Vec<TreeConnectEntry>,
+    pub files: Vec<OpenFileEntry>,
+    pub transports: Vec<TransportEntry>,
+    /// Seconds since 1970 the clock shows.
+    pub now_unix: u64,
+    pub uptime: Duration,
 }
 
 impl SrvsvcBackend for FixedBackend {
@@ -25,6 +38,27 @@ impl SrvsvcBackend for FixedBackend {
             server_type: 0x0000_8003,
         }
     }
+    fn caller_is_anonymous(&self) -> bool {
+        self.anonymous
+    }
+    fn sessions(&self) -> Vec<SessionEntry> {
+        self.sessions.clone()
+    }
+    fn tree_connects(&self) -> Vec<TreeConnectEntry> {
+        self.trees.clone()
+    }
+    fn open_files(&self) -> Vec<OpenFileEntry> {
+        self.files.clone()
+    }
+    fn transports(&self) -> Vec<TransportEntry> {
+        self.transports.clone()
+    }
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(self.now_unix)
+    }
+    fn uptime(&self) -> Duration {
+        self.uptime
+    }
 }
 
 pub fn share(name: &str, share_type: u32, comment: &str) -> ShareEntry {
@@ -32,6 +66,7 @@ pub fn share(name: &str, share_type: u32, comment: &str) -> ShareEntry {
         name: name.into(),
         share_type,
         comment: comment.into(),
+        connections: 0,
     }
 }
 
@@ -47,6 +82,7 @@ pub fn three_shares() -> FixedBackend {
                 "IPC Service (Braid)",
             ),
         ],
+        ..FixedBackend::default()
     }
 }
 
@@ -61,6 +97,7 @@ pub fn many_shares(n: usize) -> FixedBackend {
                 )
             })
             .collect(),
+        ..FixedBackend::default()
     }
 }
 
@@ -105,9 +142,23 @@ pub fn request_pdu(call_id: u32, flags: u8, context_id: u16, opnum: u16, stub: &
 /// NetrShareEnum's [in] part: server name, SHARE_ENUM_STRUCT with an empty
 /// container (as smbclient sends it), MAX_PREFERRED_LENGTH, resume handle.
 pub fn share_enum_stub(level: u32, resume: Option<u32>) -> Vec<u8> {
+    enum_stub(&[Some("\\\\127.0.0.1")], level, resume)
+}
+
+/// A Netr*Enum call's [in] part: the `[in, string, unique]` parameters
+/// (server name first), the level and an empty container, as Samba's
+/// clients send it, MAX_PREFERRED_LENGTH and the resume handle.
+pub fn enum_stub(strings: &[Option<&str>], level: u32, resume: Option<u32>) -> Vec<u8> {
     let mut w = NdrWriter::new();
-    w.referent();
-    w.wstring("\\\\127.0.0.1");
+    for s in strings {
+        match s {
+            Some(s) => {
+                w.referent();
+                w.wstring(s);
+            }
+            None => w.null_pointer(),
+        }
+    }
     w.u32(level);
     w.u32(level);
     w.referent();
@@ -215,6 +266,23 @@ impl<'a> StubCursor<'a> {
         self.pos += actual * 2;
         assert_eq!(units.last(), Some(&0), "terminating NUL");
         String::from_utf16(&units[..actual - 1]).unwrap()
+    }
+
+    /// A conformant byte array: count, then the bytes.
+    pub fn byte_array(&mut self) -> Vec<u8> {
+        let n = self.u32() as usize;
+        let out = self.buf[self.pos..self.pos + n].to_vec();
+        self.pos += n;
+        out
+    }
+
+    /// The words left, for answers compared whole.
+    pub fn rest_u32(&mut self) -> Vec<u32> {
+        let mut out = Vec::new();
+        while !self.at_end() {
+            out.push(self.u32());
+        }
+        out
     }
 
     pub fn at_end(&self) -> bool {

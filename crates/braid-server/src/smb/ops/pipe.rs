@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use braid_smb_proto::codec::FileId;
-use braid_smb_proto::dcerpc::{share_type, PipeEndpoint, ServerInfo, ShareEntry, SrvsvcBackend};
+use braid_smb_proto::dcerpc::PipeEndpoint;
 use braid_smb_proto::messages::create::create_action;
 use braid_smb_proto::messages::{
     CloseResponse, CreateRequest, CreateResponse, IoctlRequest, ReadResponse, WriteResponse,
@@ -14,7 +14,7 @@ use braid_smb_proto::messages::{
 use braid_smb_proto::NtStatus;
 
 use crate::smb::{OpResult, Reply, Request};
-use crate::state::ServerState;
+use crate::srvsvc::SrvsvcView;
 
 /// FILE_ATTRIBUTE_NORMAL: what Windows reports for a pipe open.
 const ATTRIBUTE_NORMAL: u32 = 0x80;
@@ -107,46 +107,13 @@ fn find(req: &Request<'_>, id: FileId) -> Result<Arc<PipeOpen>, NtStatus> {
     Ok(pipe)
 }
 
-/// What srvsvc reports: every share, then IPC$ (every authenticated user
-/// may connect to every share, docs/SECURITY.md).
-struct Shares<'a>(&'a ServerState);
-
-impl SrvsvcBackend for Shares<'_> {
-    fn shares(&self) -> Vec<ShareEntry> {
-        let mut shares: Vec<ShareEntry> = self
-            .0
-            .shares
-            .values()
-            .map(|s| ShareEntry {
-                name: s.name.clone(),
-                share_type: share_type::DISK,
-                comment: String::new(),
-            })
-            .collect();
-        shares.sort_by_key(|s| s.name.to_lowercase());
-        shares.push(ShareEntry {
-            name: "IPC$".into(),
-            share_type: share_type::IPC | share_type::SPECIAL,
-            comment: "IPC Service (Braid)".into(),
-        });
-        shares
-    }
-
-    fn server_info(&self) -> ServerInfo {
-        ServerInfo {
-            name: self.0.config.netbios_name.to_uppercase(),
-            comment: "Braid".into(),
-            version_major: 10,
-            version_minor: 0,
-            // SV_TYPE_WORKSTATION | SV_TYPE_SERVER | SV_TYPE_SERVER_NT.
-            server_type: 0x0000_0001 | 0x0000_0002 | 0x0000_8000,
-        }
-    }
-}
-
 /// Feed what the client wrote to the pipe's endpoint.
 fn feed(req: &Request<'_>, pipe: &PipeOpen, data: &[u8]) -> Result<(), NtStatus> {
-    let backend = Shares(&req.conn.server);
+    let session = req.session()?;
+    let backend = SrvsvcView {
+        state: &req.conn.server,
+        caller: session,
+    };
     pipe.endpoint
         .lock()
         .unwrap()

@@ -87,11 +87,11 @@ fn share_enum_level_2_and_null_resume_handle() {
 }
 
 #[test]
-fn share_enum_unknown_level_is_invalid_level() {
-    let out = run(opnum::NETR_SHARE_ENUM, &share_enum_stub(502, Some(0)));
+fn share_enum_unanswered_level_is_invalid_level() {
+    let out = run(opnum::NETR_SHARE_ENUM, &share_enum_stub(1004, Some(0)));
     let mut c = StubCursor::new(&out);
-    assert_eq!((c.u32(), c.u32()), (502, 502));
-    assert!(!c.pointer());
+    assert_eq!((c.u32(), c.u32()), (1004, 1004));
+    assert!(!c.pointer(), "a NULL container");
     assert_eq!(c.u32(), 0);
     assert!(c.pointer());
     assert_eq!(c.u32(), 0);
@@ -99,12 +99,38 @@ fn share_enum_unknown_level_is_invalid_level() {
     assert!(c.at_end());
 }
 
+/// A level the IDL does not know has an empty union arm: nothing follows
+/// the discriminant, in the request or in the answer.
+#[test]
+fn share_enum_level_outside_the_idl_has_no_container() {
+    let mut w = NdrWriter::new();
+    w.null_pointer();
+    w.u32(7);
+    w.u32(7);
+    w.u32(u32::MAX);
+    w.null_pointer();
+    let out = run(opnum::NETR_SHARE_ENUM, &w.into_bytes());
+    let words: Vec<u32> = out
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(words, [7, 7, 0, 0, werror::INVALID_LEVEL]);
+}
+
+#[test]
+fn share_enum_sticky_knows_no_level_501() {
+    let out = run(opnum::NETR_SHARE_ENUM_STICKY, &share_enum_stub(501, None));
+    assert_eq!(out[out.len() - 4..], werror::INVALID_LEVEL.to_le_bytes());
+    let out = run(opnum::NETR_SHARE_ENUM_STICKY, &share_enum_stub(502, None));
+    assert_eq!(out[out.len() - 4..], werror::SUCCESS.to_le_bytes());
+}
+
 #[test]
 fn share_enum_with_no_shares_has_a_null_array() {
     let out = handle_call(
         opnum::NETR_SHARE_ENUM,
         &share_enum_stub(1, None),
-        &FixedBackend { shares: vec![] },
+        &FixedBackend::default(),
     )
     .unwrap();
     let mut c = StubCursor::new(&out);
@@ -190,7 +216,7 @@ fn share_get_info_levels_0_2_501_1005() {
 fn share_get_info_errors() {
     for (name, level, want) in [
         ("nope", 1, werror::NERR_NET_NAME_NOT_FOUND),
-        ("data", 7, werror::INVALID_LEVEL),
+        ("data", 1004, werror::INVALID_LEVEL),
         ("", 1, werror::INVALID_PARAMETER),
     ] {
         let (status, out) = share_get_info(name, level);
@@ -201,6 +227,9 @@ fn share_get_info_errors() {
         assert_eq!(c.u32(), want);
         assert!(c.at_end());
     }
+    let (status, out) = share_get_info("data", 7);
+    assert_eq!(status, werror::INVALID_LEVEL);
+    assert_eq!(out.len(), 8, "no arm for a level outside the IDL");
 }
 
 #[test]
@@ -245,14 +274,14 @@ fn server_get_info_levels() {
 fn unknown_opnums_and_bad_stubs_fault() {
     let backend = three_shares();
     assert_eq!(
-        handle_call(0, &[], &backend),
+        handle_call(1, &[], &backend),
         Err(fault_status::NCA_OP_RNG_ERROR)
     );
     assert_eq!(
-        handle_call(28, &[], &backend),
+        handle_call(33, &[], &backend),
         Err(fault_status::NCA_OP_RNG_ERROR)
     );
-    for opnum in [15, 16, 21] {
+    for opnum in [0, 3, 8, 9, 12, 15, 16, 20, 21, 23, 26, 36] {
         assert_eq!(handle_call(opnum, &[], &backend), Err(fault_status::NDR));
         assert_eq!(
             handle_call(opnum, &[1, 0, 0, 0, 255, 255, 255, 255], &backend),

@@ -1,0 +1,241 @@
+//! What the server has open (MS-SRVS 3.1.4.1, 3.1.4.5, 3.1.4.16):
+//! NetrConnectionEnum, NetrSessionEnum and NetrFileEnum, the calls behind
+//! Windows' "Shared Folders" view and `net session` / `net file`.
+
+use super::*;
+
+/// NERR_UserNotFound (MS-ERREF 2.2).
+const NERR_USER_NOT_FOUND: u32 = 2221;
+
+const SESSION_LEVELS: Levels = &[
+    (0, Some(&[Kind::Str])),
+    (1, Some(&SESSION_INFO_1)),
+    (2, Some(&SESSION_INFO_2)),
+    (10, Some(&[Kind::Str, Kind::Str, Kind::Dword, Kind::Dword])),
+    (502, Some(&SESSION_INFO_502)),
+];
+const SESSION_INFO_1: [Kind; 6] = [
+    Kind::Str,
+    Kind::Str,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+];
+const SESSION_INFO_2: [Kind; 7] = [
+    Kind::Str,
+    Kind::Str,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Str,
+];
+const SESSION_INFO_502: [Kind; 8] = [
+    Kind::Str,
+    Kind::Str,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Str,
+    Kind::Str,
+];
+
+/// MS-SRVS 2.2.2.10: sesi*_user_flags.
+const SESS_GUEST: u32 = 0x1;
+
+/// MS-SRVS 2.2.4.10 - 2.2.4.15: SESSION_INFO_0, 1, 2, 10, 502.
+fn session_info(level: u32, s: &SessionEntry) -> Option<Vec<Field<'_>>> {
+    let client = Str(Some(s.client.as_str()));
+    let user = Str(Some(s.user.as_str()));
+    let flags = if s.guest { SESS_GUEST } else { 0 };
+    let level_1 = [
+        client,
+        user,
+        Dword(s.opens),
+        Dword(seconds(s.active)),
+        Dword(seconds(s.idle)),
+        Dword(flags),
+    ];
+    Some(match level {
+        0 => vec![client],
+        1 => level_1.to_vec(),
+        2 => [&level_1[..], &[Str(Some(s.client_type.as_str()))]].concat(),
+        10 => vec![
+            client,
+            user,
+            Dword(seconds(s.active)),
+            Dword(seconds(s.idle)),
+        ],
+        502 => [
+            &level_1[..],
+            &[
+                Str(Some(s.client_type.as_str())),
+                Str(Some(s.transport.as_str())),
+            ],
+        ]
+        .concat(),
+        _ => return None,
+    })
+}
+
+/// A client name as srvsvc spells it: `\\name`.
+fn unc_client(name: &str) -> String {
+    format!("\\\\{}", name.trim_start_matches('\\'))
+}
+
+/// MS-SRVS 3.1.4.5 NetrSessionEnum (opnum 12), optionally for one client
+/// computer and one user.
+pub(super) fn session_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = NdrReader::new(stub);
+    skip_server_name(&mut r)?;
+    let client = optional_string(&mut r)?.filter(|c| !c.is_empty());
+    let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
+    let req = read_enum_tail(&mut r, SESSION_LEVELS)?;
+    if !matches!(req.level, 0 | 1 | 2 | 10 | 502) {
+        return Ok(enum_answer(
+            &req,
+            SESSION_LEVELS,
+            Err(werror::INVALID_LEVEL),
+        ));
+    }
+    if backend.caller_is_anonymous() {
+        return Ok(enum_answer(
+            &req,
+            SESSION_LEVELS,
+            Err(werror::ACCESS_DENIED),
+        ));
+    }
+    let mut sessions = backend.sessions();
+    if let Some(client) = &client {
+        let client = unc_client(client);
+        sessions.retain(|s| s.client.eq_ignore_ascii_case(&client));
+        if sessions.is_empty() {
+            let status = werror::NERR_CLIENT_NAME_NOT_FOUND;
+            return Ok(enum_answer(&req, SESSION_LEVELS, Err(status)));
+        }
+    }
+    if let Some(user) = &user {
+        sessions.retain(|s| s.user.eq_ignore_ascii_case(user));
+        if sessions.is_empty() {
+            return Ok(enum_answer(&req, SESSION_LEVELS, Err(NERR_USER_NOT_FOUND)));
+        }
+    }
+    let rows = sessions
+        .iter()
+        .filter_map(|s| session_info(req.level, s))
+        .collect();
+    Ok(enum_answer(&req, SESSION_LEVELS, Ok(rows)))
+}
+
+const CONNECTION_LEVELS: Levels = &[(0, Some(&[Kind::Dword])), (1, Some(&CONNECTION_INFO_1))];
+const CONNECTION_INFO_1: [Kind; 7] = [
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Dword,
+    Kind::Str,
+    Kind::Str,
+];
+
+/// MS-SRVS 3.1.4.1 NetrConnectionEnum (opnum 8): the tree connects to one
+/// share, or from one client computer (a Qualifier starting with `\\`).
+/// CONNECTION_INFO_1's coni1_netname names the other side: the client for
+/// a share, the share for a client.
+pub(super) fn connection_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = NdrReader::new(stub);
+    skip_server_name(&mut r)?;
+    let qualifier = optional_string(&mut r)?.unwrap_or_default();
+    let req = read_enum_tail(&mut r, CONNECTION_LEVELS)?;
+    let refuse = |status| Ok(enum_answer(&req, CONNECTION_LEVELS, Err(status)));
+    if !matches!(req.level, 0 | 1) {
+        return refuse(werror::INVALID_LEVEL);
+    }
+    if qualifier.is_empty() {
+        return refuse(werror::INVALID_PARAMETER);
+    }
+    if backend.caller_is_anonymous() {
+        return refuse(werror::ACCESS_DENIED);
+    }
+    let by_client = qualifier.starts_with("\\\\");
+    let mut trees = backend.tree_connects();
+    if by_client {
+        trees.retain(|t| t.client.eq_ignore_ascii_case(&qualifier));
+        if trees.is_empty() {
+            return refuse(werror::NERR_CLIENT_NAME_NOT_FOUND);
+        }
+    } else {
+        if !backend
+            .shares()
+            .iter()
+            .any(|s| s.name.eq_ignore_ascii_case(&qualifier))
+        {
+            return refuse(werror::NERR_NET_NAME_NOT_FOUND);
+        }
+        trees.retain(|t| t.share.eq_ignore_ascii_case(&qualifier));
+    }
+    let rows = trees
+        .iter()
+        .map(|t| match req.level {
+            0 => vec![Dword(t.id)],
+            _ => {
+                let other = if by_client { &t.share } else { &t.client };
+                vec![
+                    Dword(t.id),
+                    Dword(t.share_type),
+                    Dword(t.opens),
+                    // One user per tree connect: SMB2 has no shared ones.
+                    Dword(1),
+                    Dword(seconds(t.active)),
+                    Str(Some(t.user.as_str())),
+                    Str(Some(other.as_str())),
+                ]
+            }
+        })
+        .collect();
+    Ok(enum_answer(&req, CONNECTION_LEVELS, Ok(rows)))
+}
+
+const FILE_LEVELS: Levels = &[(2, Some(&[Kind::Dword])), (3, Some(&FILE_INFO_3))];
+const FILE_INFO_3: [Kind; 5] = [Kind::Dword, Kind::Dword, Kind::Dword, Kind::Str, Kind::Str];
+
+/// MS-SRVS 3.1.4.16 NetrFileEnum (opnum 9): open files, optionally under
+/// one path and of one user.
+pub(super) fn file_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = NdrReader::new(stub);
+    skip_server_name(&mut r)?;
+    let base_path = optional_string(&mut r)?.filter(|p| !p.is_empty());
+    let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
+    let req = read_enum_tail(&mut r, FILE_LEVELS)?;
+    let refuse = |status| Ok(enum_answer(&req, FILE_LEVELS, Err(status)));
+    if !matches!(req.level, 2 | 3) {
+        return refuse(werror::INVALID_LEVEL);
+    }
+    if backend.caller_is_anonymous() {
+        return refuse(werror::ACCESS_DENIED);
+    }
+    let mut files = backend.open_files();
+    if let Some(base) = &base_path {
+        let base = base.to_lowercase();
+        files.retain(|f| f.path.to_lowercase().starts_with(&base));
+    }
+    if let Some(user) = &user {
+        files.retain(|f| f.user.eq_ignore_ascii_case(user));
+    }
+    let rows = files
+        .iter()
+        .map(|f| match req.level {
+            2 => vec![Dword(f.id)],
+            _ => vec![
+                Dword(f.id),
+                Dword(f.permissions),
+                Dword(f.locks),
+                Str(Some(f.path.as_str())),
+                Str(Some(f.user.as_str())),
+            ],
+        })
+        .collect();
+    Ok(enum_answer(&req, FILE_LEVELS, Ok(rows)))
+}
