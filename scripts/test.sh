@@ -83,6 +83,11 @@ install_dependencies() {
     if ! compgen -G '/usr/lib/*/samba/vfs/acl_xattr.so' >/dev/null; then
         missing+=(samba-vfs-modules)
     fi
+    # tests/e2e/test_srvsvc.py asks srvsvc with Samba's own DCE/RPC client,
+    # the system Python's samba module.
+    if ! /usr/bin/python3 -c 'import samba.dcerpc.srvsvc' >/dev/null 2>&1; then
+        missing+=(python3-samba)
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         say "installing Debian packages: ${missing[*]}"
         if [ "$(id -u)" -ne 0 ]; then

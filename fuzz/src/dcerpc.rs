@@ -7,7 +7,11 @@
 use braid_smb_proto::dcerpc::pdu::{
     encode_pdu, pfc, ptype, split_fragment, Bind, ContextElement, SyntaxId,
 };
-use braid_smb_proto::dcerpc::{share_type, PipeEndpoint, ServerInfo, ShareEntry, SrvsvcBackend};
+use braid_smb_proto::dcerpc::{
+    share_type, OpenFileEntry, PipeEndpoint, ServerInfo, SessionEntry, ShareEntry, SrvsvcBackend,
+    TransportEntry, TreeConnectEntry,
+};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The fragment size the BIND below offers.
 const MAX_FRAG: u16 = 1024;
@@ -25,6 +29,7 @@ impl SrvsvcBackend for Backend {
                     share_type::DISK
                 },
                 comment: "x".repeat(i),
+                connections: i as u32,
             })
             .collect()
     }
@@ -36,6 +41,62 @@ impl SrvsvcBackend for Backend {
             version_minor: 0,
             server_type: 0x8003,
         }
+    }
+    fn caller_is_anonymous(&self) -> bool {
+        false
+    }
+    fn sessions(&self) -> Vec<SessionEntry> {
+        (0..20)
+            .map(|i| SessionEntry {
+                client: format!("\\\\192.0.2.{i}"),
+                user: "u".repeat(i),
+                opens: i as u32,
+                active: Duration::from_secs(i as u64),
+                idle: Duration::ZERO,
+                guest: i == 0,
+                client_type: "SMB 3.1.1".into(),
+                transport: "TCP".into(),
+            })
+            .collect()
+    }
+    fn tree_connects(&self) -> Vec<TreeConnectEntry> {
+        (0..20)
+            .map(|i| TreeConnectEntry {
+                id: i,
+                share: format!("share{i}"),
+                share_type: share_type::DISK,
+                opens: i,
+                active: Duration::from_secs(1),
+                user: "u".into(),
+                client: format!("\\\\192.0.2.{i}"),
+            })
+            .collect()
+    }
+    fn open_files(&self) -> Vec<OpenFileEntry> {
+        (0..20)
+            .map(|i| OpenFileEntry {
+                id: i,
+                permissions: 3,
+                locks: i,
+                path: format!("share1\\dir\\file{i}"),
+                user: "u".into(),
+            })
+            .collect()
+    }
+    fn transports(&self) -> Vec<TransportEntry> {
+        vec![TransportEntry {
+            connections: 3,
+            name: "\\Device\\Braid_TCP_127.0.0.1:445".into(),
+            address: b"BRAID           ".to_vec(),
+            network_address: "127.0.0.1:445".into(),
+            domain: "WORKGROUP".into(),
+        }]
+    }
+    fn now(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_795_610_096)
+    }
+    fn uptime(&self) -> Duration {
+        Duration::from_secs(3600)
     }
 }
 
@@ -97,25 +158,53 @@ pub fn dcerpc(data: &[u8]) {
     }
 }
 
-/// Seeds: a BIND then NetShareEnumAll at level 1, written unbound in
-/// 1-byte pieces; and the same call alone, bound, in 64-byte pieces.
-pub fn seeds() -> Vec<(String, Vec<u8>)> {
-    let mut stub = Vec::new();
-    for v in [0u32, 1, 1, 0x0002_0000, 0, 0, u32::MAX, 0] {
-        // server_unc NULL, level 1, switch 1, ctr1 pointer, count 0,
-        // array NULL, PreferedMaximumLength, resume handle NULL
-        stub.extend_from_slice(&v.to_le_bytes());
-    }
+/// A REQUEST PDU for `opnum` with `stub`, on context 0.
+fn request(opnum: u16, stub: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     body.extend_from_slice(&(stub.len() as u32).to_le_bytes()); // alloc_hint
     body.extend_from_slice(&0u16.to_le_bytes()); // context id
-    body.extend_from_slice(&15u16.to_le_bytes()); // NetShareEnumAll
-    body.extend_from_slice(&stub);
-    let request = encode_pdu(ptype::REQUEST, pfc::FIRST_FRAG | pfc::LAST_FRAG, 2, &body);
+    body.extend_from_slice(&opnum.to_le_bytes());
+    body.extend_from_slice(stub);
+    encode_pdu(ptype::REQUEST, pfc::FIRST_FRAG | pfc::LAST_FRAG, 2, &body)
+}
+
+fn words(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// Seeds: a BIND then NetShareEnumAll at level 1, written unbound in
+/// 1-byte pieces; the same call alone, bound, in 64-byte pieces; and the
+/// session, connection, file and transport enumerations, bound.
+pub fn seeds() -> Vec<(String, Vec<u8>)> {
+    // server_unc NULL, level 1, switch 1, ctr1 pointer, count 0, array NULL,
+    // PreferedMaximumLength, resume handle NULL
+    let share_enum = request(15, &words(&[0, 1, 1, 0x0002_0000, 0, 0, u32::MAX, 0]));
     let mut unbound = vec![0u8];
     unbound.extend_from_slice(&bind());
-    unbound.extend_from_slice(&request);
+    unbound.extend_from_slice(&share_enum);
     let mut bound = vec![1u8 | (63 << 1)];
-    bound.extend_from_slice(&request);
-    vec![("bind-enum".into(), unbound), ("enum".into(), bound)]
+    bound.extend_from_slice(&share_enum);
+    let mut seeds = vec![("bind-enum".into(), unbound), ("enum".into(), bound)];
+    // server_unc, client and user NULL, level 502, container, max, resume.
+    let sessions = words(&[0, 0, 0, 502, 502, 0x0002_0000, 0, 0, u32::MAX, 0]);
+    // server_unc NULL, a qualifier "IPC$" (a conformant varying string), level 1.
+    let mut connections = words(&[0, 0x0002_0000, 5, 0, 5]);
+    for unit in "IPC$\0".encode_utf16() {
+        connections.extend_from_slice(&unit.to_le_bytes());
+    }
+    connections.extend_from_slice(&[0, 0]);
+    connections.extend_from_slice(&words(&[1, 1, 0x0002_0004, 0, 0, u32::MAX, 0]));
+    let files = words(&[0, 0, 0, 3, 3, 0x0002_0000, 0, 0, 4096, 0]);
+    let transports = words(&[0, 1, 1, 0x0002_0000, 0, 0, u32::MAX, 0]);
+    for (name, opnum, stub) in [
+        ("sessions", 12, sessions),
+        ("connections", 8, connections),
+        ("files", 9, files),
+        ("transports", 26, transports),
+    ] {
+        let mut input = vec![1u8 | (31 << 1)];
+        input.extend_from_slice(&request(opnum, &stub));
+        seeds.push((name.to_string(), input));
+    }
+    seeds
 }

@@ -155,7 +155,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
                     active,
                     idle,
                     guest: identity.guest,
-                    client_type: crate::admin::dialect_name(s.dialect),
+                    client_type: format!("SMB {}", crate::admin::dialect_name(s.dialect)),
                     transport: "TCP".into(),
                 }
             })

@@ -1,0 +1,161 @@
+"""What the server has open, as Windows' "Shared Folders" view and `net
+session` / `net file` ask for it: srvsvc's NetSessEnum, NetConnEnum and
+NetFileEnum, called by Samba's own DCE/RPC client (python3-samba, through
+srvsvc_probe.py on the system Python) while smbprotocol holds sessions
+and files open. Also the anonymous half of smbtorture's rpc.srvsvc, which
+needs a server that allows anonymous sessions.
+
+Braid only: a caller sees its own account's sessions and opens, which is
+Braid's rule (docs/SECURITY.md), not Samba's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from smbprotocol.connection import Connection
+from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
+                              ImpersonationLevel, Open, ShareAccess)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+import servers
+
+pytestmark = pytest.mark.skipif(os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
+                                reason="Braid's visibility rule and config format")
+
+PROBE = Path(__file__).with_name("srvsvc_probe.py")
+SYSTEM_PYTHON = "/usr/bin/python3"
+PERM_FILE_READ, PERM_FILE_WRITE = 0x1, 0x2
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """Braid with one share, two users and anonymous sessions allowed."""
+    base = tmp_path_factory.mktemp("srvsvc-")
+    share = base / "share"
+    share.mkdir()
+    os.chmod(share, 0o777)
+    users = {"alice": "Pw-" + secrets.token_hex(8), "bob": "Pw-" + secrets.token_hex(8)}
+    config = f'allow_guest = true\n[[share]]\nname = "share"\npath = "{share}"\n'
+    proc, port = servers.start_braid_with_config(base, config, users)
+    yield port, users
+    servers.stop_pid(proc.pid)
+
+
+def probe(port: int, user: str, password: str, *shares: str) -> dict:
+    r = subprocess.run([SYSTEM_PYTHON, str(PROBE), str(port), user, password, *shares],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+class Client:
+    """One smbprotocol session on the share, holding files open."""
+
+    def __init__(self, port: int, user: str, password: str):
+        self.conn = Connection(uuid.uuid4(), "127.0.0.1", port)
+        self.conn.connect()
+        self.session = Session(self.conn, user, password, require_encryption=False)
+        self.session.connect()
+        self.tree = TreeConnect(self.session, r"\\127.0.0.1\share")
+        self.tree.connect()
+
+    def open(self, name: str, write: bool) -> Open:
+        access = FilePipePrinterAccessMask.FILE_READ_DATA
+        if write:
+            access |= FilePipePrinterAccessMask.FILE_WRITE_DATA
+        f = Open(self.tree, name)
+        f.create(ImpersonationLevel.Impersonation, access, 0,
+                 ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                 CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        return f
+
+    def close(self):
+        self.conn.disconnect()
+
+
+def test_sessions_tree_connects_and_open_files(server):
+    port, users = server
+    alice = Client(port, "alice", users["alice"])
+    try:
+        report = alice.open("report.txt", write=True)
+        readme = alice.open("readme.txt", write=False)
+        time.sleep(1.2)
+        seen = probe(port, "alice", users["alice"], "share")
+
+        # Two sessions of alice: the smbprotocol one, and the probe's own.
+        sessions = seen["sessions"]
+        assert len(sessions) == 2, sessions
+        assert {s["user"] for s in sessions} == {"alice"}
+        assert {s["client"] for s in sessions} == {"\\\\127.0.0.1"}
+        assert all(s["client_type"].startswith("SMB ") and s["transport"] == "TCP"
+                   for s in sessions), sessions
+        holder = max(sessions, key=lambda s: s["opens"])
+        assert holder["opens"] == 2, sessions
+        assert holder["time"] >= 1, "seconds since the session was set up"
+        assert holder["idle"] >= 1, "no request since the opens"
+
+        (tree,) = seen["connections"]["share"]
+        assert (tree["opens"], tree["users"], tree["user"], tree["netname"]) == (
+            2, 1, "alice", "\\\\127.0.0.1"), tree
+        assert seen["share_info"]["share"]["current_users"] == 1
+
+        files = {f["path"]: f for f in seen["files"]}
+        assert set(files) == {"share\\report.txt", "share\\readme.txt"}, files
+        assert files["share\\report.txt"]["permissions"] == PERM_FILE_READ | PERM_FILE_WRITE
+        assert files["share\\readme.txt"]["permissions"] == PERM_FILE_READ
+        assert {f["user"] for f in files.values()} == {"alice"}
+
+        report.close()
+        seen = probe(port, "alice", users["alice"], "share")
+        assert [f["path"] for f in seen["files"]] == ["share\\readme.txt"]
+        readme.close()
+    finally:
+        alice.close()
+    seen = probe(port, "alice", users["alice"], "share")
+    assert len(seen["sessions"]) == 1, "only the probe's own session is left"
+    assert seen["connections"]["share"] == [] and seen["files"] == []
+
+
+def test_a_user_sees_only_their_own(server):
+    port, users = server
+    bob = Client(port, "bob", users["bob"])
+    try:
+        bob.open("bobs-secret.txt", write=True)
+        as_alice = probe(port, "alice", users["alice"], "share")
+        assert {s["user"] for s in as_alice["sessions"]} == {"alice"}
+        assert as_alice["files"] == [] and as_alice["connections"]["share"] == []
+        as_bob = probe(port, "bob", users["bob"], "share")
+        assert [f["path"] for f in as_bob["files"]] == ["share\\bobs-secret.txt"]
+    finally:
+        bob.close()
+
+
+def test_anonymous_callers_are_refused(server):
+    port, _ = server
+    seen = probe(port, "", "", "share")
+    for answer in (seen["sessions"], seen["files"], seen["connections"]["share"],
+                   seen["share_info"]["share"]):
+        assert answer == {"error": "WERR_ACCESS_DENIED"}, seen
+    # The time of day is for everyone (`net time`).
+    assert abs(seen["tod"]["elapsed"] - time.time()) < 60, seen["tod"]
+
+
+def test_smbtorture_anonymous_access(server):
+    port, users = server
+    r = subprocess.run(
+        ["smbtorture", "ncacn_np:127.0.0.1[smb2]", "-p", str(port),
+         "-U", f"alice%{users['alice']}", "--fullname", "rpc.srvsvc.srvsvc anonymous access"],
+        capture_output=True, text=True, timeout=300)
+    results = [ln for ln in r.stdout.splitlines()
+               if ln.split(":")[0] in ("success", "failure", "error", "skip")]
+    assert len(results) == 3, r.stdout[-3000:]
+    assert all(ln.startswith("success: ") for ln in results), "\n".join(results)
