@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from smbprotocol.connection import Connection
+from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
                               ImpersonationLevel, Open, ShareAccess)
 from smbprotocol.session import Session
@@ -74,12 +75,15 @@ class Client:
             access |= FilePipePrinterAccessMask.FILE_WRITE_DATA
         f = Open(self.tree, name)
         f.create(ImpersonationLevel.Impersonation, access, 0,
-                 ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                 ShareAccess.FILE_SHARE_READ | (0 if write else ShareAccess.FILE_SHARE_WRITE),
                  CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
         return f
 
     def close(self):
         self.conn.disconnect()
+
+
+STATUS_SHARING_VIOLATION, STATUS_FILE_CLOSED = 0xC0000043, 0xC0000128
 
 
 def test_sessions_tree_connects_and_open_files(server):
@@ -137,6 +141,38 @@ def test_a_user_sees_only_their_own(server):
         assert [f["path"] for f in as_bob["files"]] == ["share\\bobs-secret.txt"]
     finally:
         bob.close()
+
+
+def test_net_file_close_lets_go_of_a_left_handle(server):
+    """`net file ID /close`: a handle left open (deny-write) is closed from
+    another session of the same user; the file opens for writing again,
+    and the old handle answers FILE_CLOSED."""
+    port, users = server
+    left = Client(port, "alice", users["alice"])
+    other = Client(port, "alice", users["alice"])
+    try:
+        held = left.open("locked.txt", write=True)  # share mode: read only
+        with pytest.raises(SMBResponseException) as e:
+            other.open("locked.txt", write=True)
+        assert e.value.status == STATUS_SHARING_VIOLATION
+
+        (entry,) = [f for f in probe(port, "alice", users["alice"])["files"]
+                    if f["path"] == "share\\locked.txt"]
+        assert probe(port, "bob", users["bob"], "--close", str(entry["id"])) == {
+            "close": {"error": "WERR_NERR_FILEIDNOTFOUND"}}, "not bob's to close"
+        assert probe(port, "alice", users["alice"], "--close", str(entry["id"])) == {
+            "close": "ok"}
+        for _ in range(50):
+            if not probe(port, "alice", users["alice"])["files"]:
+                break
+            time.sleep(0.1)
+        other.open("locked.txt", write=True).close()
+        with pytest.raises(SMBResponseException) as e:
+            held.write(b"late", 0)
+        assert e.value.status == STATUS_FILE_CLOSED
+    finally:
+        left.close()
+        other.close()
 
 
 def test_anonymous_callers_are_refused(server):

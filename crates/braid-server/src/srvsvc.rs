@@ -235,6 +235,27 @@ impl SrvsvcBackend for SrvsvcView<'_> {
         files
     }
 
+    fn close_file(&self, id: u32) -> bool {
+        for s in self.visible_sessions() {
+            let found = s
+                .opens
+                .values()
+                .into_iter()
+                .find(|o| o.volatile_id as u32 == id);
+            let Some(open) = found else {
+                continue;
+            };
+            if s.opens.remove(&open.volatile_id).is_none() {
+                return false;
+            }
+            // As a TREE_DISCONNECT closes its opens: the file is let go
+            // of now; the client that held it gets FILE_CLOSED next time.
+            tokio::spawn(crate::smb::ops::close::close_opens(vec![open]));
+            return true;
+        }
+        false
+    }
+
     fn transports(&self) -> Vec<TransportEntry> {
         let connections: Vec<SocketAddr> = self
             .state

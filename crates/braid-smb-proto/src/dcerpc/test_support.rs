@@ -19,6 +19,8 @@ pub struct FixedBackend {
     pub sessions: Vec<SessionEntry>,
     pub trees: Vec<TreeConnectEntry>,
     pub files: Vec<OpenFileEntry>,
+    /// Ids close_file was asked for and found.
+    pub closed: std::sync::Mutex<Vec<u32>>,
     pub transports: Vec<TransportEntry>,
     /// Seconds since 1970 the clock shows.
     pub now_unix: u64,
@@ -49,6 +51,14 @@ impl SrvsvcBackend for FixedBackend {
     }
     fn open_files(&self) -> Vec<OpenFileEntry> {
         self.files.clone()
+    }
+    fn close_file(&self, id: u32) -> bool {
+        let mut closed = self.closed.lock().unwrap();
+        let open = self.files.iter().any(|f| f.id == id) && !closed.contains(&id);
+        if open {
+            closed.push(id);
+        }
+        open
     }
     fn transports(&self) -> Vec<TransportEntry> {
         self.transports.clone()

@@ -120,6 +120,10 @@ pub trait SrvsvcBackend {
     fn sessions(&self) -> Vec<SessionEntry>;
     fn tree_connects(&self) -> Vec<TreeConnectEntry>;
     fn open_files(&self) -> Vec<OpenFileEntry>;
+    /// Close the open `id` of [`SrvsvcBackend::open_files`] (the server
+    /// end only: its client learns on its next request); false if the
+    /// caller sees no such open.
+    fn close_file(&self, id: u32) -> bool;
     fn transports(&self) -> Vec<TransportEntry>;
     fn now(&self) -> SystemTime;
     /// How long the server has been running.
@@ -132,6 +136,8 @@ pub mod opnum {
     pub const NETR_CHAR_DEV_Q_ENUM: u16 = 3;
     pub const NETR_CONNECTION_ENUM: u16 = 8;
     pub const NETR_FILE_ENUM: u16 = 9;
+    pub const NETR_FILE_GET_INFO: u16 = 10;
+    pub const NETR_FILE_CLOSE: u16 = 11;
     pub const NETR_SESSION_ENUM: u16 = 12;
     pub const NETR_SHARE_ENUM: u16 = 15;
     pub const NETR_SHARE_GET_INFO: u16 = 16;
@@ -153,6 +159,7 @@ pub mod werror {
     pub const NERR_NET_NAME_NOT_FOUND: u32 = 2310;
     pub const NERR_DEVICE_NOT_SHARED: u32 = 2311;
     pub const NERR_CLIENT_NAME_NOT_FOUND: u32 = 2312;
+    pub const NERR_FILE_ID_NOT_FOUND: u32 = 2314;
 }
 
 /// MS-SRVS 2.2.2.6 PLATFORM_ID_NT.
@@ -167,6 +174,8 @@ pub fn handle_call(opnum: u16, stub: &[u8], backend: &dyn SrvsvcBackend) -> Resu
         opnum::NETR_CHAR_DEV_Q_ENUM => server::char_dev_enum(stub, 1),
         opnum::NETR_CONNECTION_ENUM => sessions::connection_enum(stub, backend),
         opnum::NETR_FILE_ENUM => sessions::file_enum(stub, backend),
+        opnum::NETR_FILE_GET_INFO => sessions::file_get_info(stub, backend),
+        opnum::NETR_FILE_CLOSE => sessions::file_close(stub, backend),
         opnum::NETR_SESSION_ENUM => sessions::session_enum(stub, backend),
         opnum::NETR_SHARE_ENUM => share::share_enum(stub, backend, true),
         opnum::NETR_SHARE_GET_INFO => share::share_get_info(stub, backend),

@@ -224,18 +224,59 @@ pub(super) fn file_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<V
     if let Some(user) = &user {
         files.retain(|f| f.user.eq_ignore_ascii_case(user));
     }
-    let rows = files
-        .iter()
-        .map(|f| match req.level {
-            2 => vec![Dword(f.id)],
-            _ => vec![
-                Dword(f.id),
-                Dword(f.permissions),
-                Dword(f.locks),
-                Str(Some(f.path.as_str())),
-                Str(Some(f.user.as_str())),
-            ],
-        })
-        .collect();
+    let rows = files.iter().map(|f| file_info(req.level, f)).collect();
     Ok(enum_answer(&req, FILE_LEVELS, Ok(rows)))
+}
+
+/// MS-SRVS 2.2.4.6, 2.2.4.7: FILE_INFO_2 and FILE_INFO_3 (levels 2, 3).
+fn file_info(level: u32, f: &OpenFileEntry) -> Vec<Field<'_>> {
+    match level {
+        2 => vec![Dword(f.id)],
+        _ => vec![
+            Dword(f.id),
+            Dword(f.permissions),
+            Dword(f.locks),
+            Str(Some(f.path.as_str())),
+            Str(Some(f.user.as_str())),
+        ],
+    }
+}
+
+/// MS-SRVS 3.1.4.17 NetrFileGetInfo (opnum 10): one open file.
+pub(super) fn file_get_info(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = NdrReader::new(stub);
+    skip_server_name(&mut r)?;
+    let id = r.u32()?;
+    let level = r.u32()?;
+    let arms = [2, 3];
+    let answer = |fields, status| Ok(info_answer(level, &arms, fields, status));
+    if !arms.contains(&level) {
+        return answer(None, werror::INVALID_LEVEL);
+    }
+    if backend.caller_is_anonymous() {
+        return answer(None, werror::ACCESS_DENIED);
+    }
+    let files = backend.open_files();
+    match files.iter().find(|f| f.id == id) {
+        Some(f) => answer(Some(file_info(level, f)), werror::SUCCESS),
+        None => answer(None, werror::NERR_FILE_ID_NOT_FOUND),
+    }
+}
+
+/// MS-SRVS 3.1.4.18 NetrFileClose (opnum 11): `net file ID /close`, the
+/// way to let go of a handle a vanished client left open.
+pub(super) fn file_close(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = NdrReader::new(stub);
+    skip_server_name(&mut r)?;
+    let id = r.u32()?;
+    let status = if backend.caller_is_anonymous() {
+        werror::ACCESS_DENIED
+    } else if backend.close_file(id) {
+        werror::SUCCESS
+    } else {
+        werror::NERR_FILE_ID_NOT_FOUND
+    };
+    let mut w = NdrWriter::new();
+    w.u32(status);
+    Ok(w.into_bytes())
 }

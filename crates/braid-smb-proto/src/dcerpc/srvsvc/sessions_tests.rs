@@ -259,3 +259,55 @@ fn file_enum_level_3_and_filters() {
         "level 1 is outside the IDL: no container"
     );
 }
+
+fn fid_stub(id: u32, level: Option<u32>) -> Vec<u8> {
+    let mut w = crate::dcerpc::ndr::NdrWriter::new();
+    w.null_pointer();
+    w.u32(id);
+    if let Some(level) = level {
+        w.u32(level);
+    }
+    w.into_bytes()
+}
+
+#[test]
+fn file_get_info_finds_one_open() {
+    let backend = busy_server();
+    let out = call(opnum::NETR_FILE_GET_INFO, &fid_stub(12, Some(3)), &backend);
+    let mut c = StubCursor::new(&out);
+    assert_eq!((c.u32(), c.pointer()), (3, true));
+    assert_eq!((c.u32(), c.u32(), c.u32()), (12, file_permission::READ, 0));
+    assert!(c.pointer() && c.pointer());
+    assert_eq!(
+        (c.string(), c.string()),
+        ("data\\b.txt".into(), "alice".into())
+    );
+    assert_eq!(c.rest_u32(), [werror::SUCCESS]);
+
+    let out = call(opnum::NETR_FILE_GET_INFO, &fid_stub(99, Some(3)), &backend);
+    assert_eq!(
+        StubCursor::new(&out).rest_u32(),
+        [3, 0, werror::NERR_FILE_ID_NOT_FOUND]
+    );
+    let out = call(opnum::NETR_FILE_GET_INFO, &fid_stub(12, Some(1)), &backend);
+    assert_eq!(StubCursor::new(&out).rest_u32(), [1, werror::INVALID_LEVEL]);
+}
+
+#[test]
+fn file_close_closes_once() {
+    let backend = busy_server();
+    let close = |id| call(opnum::NETR_FILE_CLOSE, &fid_stub(id, None), &backend);
+    assert_eq!(close(11), werror::SUCCESS.to_le_bytes());
+    assert_eq!(close(11), werror::NERR_FILE_ID_NOT_FOUND.to_le_bytes());
+    assert_eq!(close(99), werror::NERR_FILE_ID_NOT_FOUND.to_le_bytes());
+    assert_eq!(*backend.closed.lock().unwrap(), [11]);
+    let anonymous = FixedBackend {
+        anonymous: true,
+        ..busy_server()
+    };
+    assert_eq!(
+        call(opnum::NETR_FILE_CLOSE, &fid_stub(12, None), &anonymous),
+        werror::ACCESS_DENIED.to_le_bytes()
+    );
+    assert!(anonymous.closed.lock().unwrap().is_empty());
+}
