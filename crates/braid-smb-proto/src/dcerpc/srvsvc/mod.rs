@@ -357,15 +357,21 @@ fn enum_answer(req: &EnumRequest, levels: Levels, rows: Rows<'_>) -> Vec<u8> {
             (0, *status)
         }
     };
+    write_enum_tail(&mut w, total, req.resume_handle, status);
+    w.into_bytes()
+}
+
+/// TotalEntries, the resume handle (0: all was returned) if the client
+/// sent one, and the NET_API_STATUS that end every Netr*Enum answer.
+fn write_enum_tail(w: &mut NdrWriter, total: u32, resume_handle: bool, status: u32) {
     w.u32(total);
-    if req.resume_handle {
+    if resume_handle {
         w.referent();
         w.u32(0);
     } else {
         w.null_pointer();
     }
     w.u32(status);
-    w.into_bytes()
 }
 
 /// `[out, switch_is(Level)]` union of pointers (MS-SRVS 2.2.3.6, 2.2.3.7):

@@ -159,32 +159,17 @@ pub(super) fn disk_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<V
             }
         }
     }
-    w.u32(disks.len() as u32);
-    if resume_handle {
-        w.referent();
-        w.u32(0);
-    } else {
-        w.null_pointer();
-    }
-    w.u32(status);
+    write_enum_tail(&mut w, disks.len() as u32, resume_handle, status);
     Ok(w.into_bytes())
 }
 
 const TRANSPORT_LEVELS: Levels = &[
-    (0, Some(&TRANSPORT_INFO_0)),
-    (1, Some(&TRANSPORT_INFO_1)),
+    (0, Some(TRANSPORT_INFO_2.split_at(5).0)),
+    (1, Some(TRANSPORT_INFO_2.split_at(6).0)),
     (2, Some(&TRANSPORT_INFO_2)),
     (3, None),
 ];
-const TRANSPORT_INFO_0: [Kind; 5] = [Kind::Dword, Kind::Str, Kind::Bytes, Kind::Dword, Kind::Str];
-const TRANSPORT_INFO_1: [Kind; 6] = [
-    Kind::Dword,
-    Kind::Str,
-    Kind::Bytes,
-    Kind::Dword,
-    Kind::Str,
-    Kind::Str,
-];
+/// SERVER_TRANSPORT_INFO_2; levels 0 and 1 are its first 5 and 6 members.
 const TRANSPORT_INFO_2: [Kind; 7] = [
     Kind::Dword,
     Kind::Str,

@@ -9,28 +9,12 @@ const NERR_USER_NOT_FOUND: u32 = 2221;
 
 const SESSION_LEVELS: Levels = &[
     (0, Some(&[Kind::Str])),
-    (1, Some(&SESSION_INFO_1)),
-    (2, Some(&SESSION_INFO_2)),
+    (1, Some(SESSION_INFO_502.split_at(6).0)),
+    (2, Some(SESSION_INFO_502.split_at(7).0)),
     (10, Some(&[Kind::Str, Kind::Str, Kind::Dword, Kind::Dword])),
     (502, Some(&SESSION_INFO_502)),
 ];
-const SESSION_INFO_1: [Kind; 6] = [
-    Kind::Str,
-    Kind::Str,
-    Kind::Dword,
-    Kind::Dword,
-    Kind::Dword,
-    Kind::Dword,
-];
-const SESSION_INFO_2: [Kind; 7] = [
-    Kind::Str,
-    Kind::Str,
-    Kind::Dword,
-    Kind::Dword,
-    Kind::Dword,
-    Kind::Dword,
-    Kind::Str,
-];
+/// SESSION_INFO_502; levels 1 and 2 are its first 6 and 7 members.
 const SESSION_INFO_502: [Kind; 8] = [
     Kind::Str,
     Kind::Str,

@@ -8,7 +8,7 @@ use super::*;
 const SHARE_LEVELS: Levels = &[
     (0, Some(&[Kind::Str])),
     (1, Some(&[Kind::Str, Kind::Dword, Kind::Str])),
-    (2, Some(&SHARE_INFO_2)),
+    (2, Some(SHARE_INFO_502.split_at(8).0)),
     (501, Some(&[Kind::Str, Kind::Dword, Kind::Str, Kind::Dword])),
     (502, Some(&SHARE_INFO_502)),
     (1004, Some(&[Kind::Str])),
@@ -18,17 +18,7 @@ const SHARE_LEVELS: Levels = &[
     (1501, Some(&[Kind::Dword, Kind::Bytes])),
 ];
 
-const SHARE_INFO_2: [Kind; 8] = [
-    Kind::Str,
-    Kind::Dword,
-    Kind::Str,
-    Kind::Dword,
-    Kind::Dword,
-    Kind::Dword,
-    Kind::Str,
-    Kind::Str,
-];
-
+/// SHARE_INFO_502; level 2 is its first 8 members.
 const SHARE_INFO_502: [Kind; 10] = [
     Kind::Str,
     Kind::Dword,
