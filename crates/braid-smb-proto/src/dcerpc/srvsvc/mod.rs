@@ -392,6 +392,18 @@ fn info_answer(level: u32, arms: &[u32], fields: Option<Vec<Field<'_>>>, status:
     w.into_bytes()
 }
 
+/// Why an enumeration is refused before it runs: a level this server does
+/// not answer (checked first, as Windows does), or an anonymous caller.
+fn refusal(level: u32, answered: &[u32], backend: &dyn SrvsvcBackend) -> Option<u32> {
+    if !answered.contains(&level) {
+        Some(werror::INVALID_LEVEL)
+    } else if backend.caller_is_anonymous() {
+        Some(werror::ACCESS_DENIED)
+    } else {
+        None
+    }
+}
+
 /// Seconds in a DWORD, saturating.
 fn seconds(d: Duration) -> u32 {
     u32::try_from(d.as_secs()).unwrap_or(u32::MAX)

@@ -206,15 +206,12 @@ pub(super) fn transport_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrRes
     skip_server_name(&mut r)?;
     let req = read_enum_tail(&mut r, TRANSPORT_LEVELS)?;
     let transports = backend.transports();
-    let rows = if !matches!(req.level, 0..=2) {
-        Err(werror::INVALID_LEVEL)
-    } else if backend.caller_is_anonymous() {
-        Err(werror::ACCESS_DENIED)
-    } else {
-        Ok(transports
+    let rows = match refusal(req.level, &[0, 1, 2], backend) {
+        Some(status) => Err(status),
+        None => Ok(transports
             .iter()
             .filter_map(|t| transport_info(req.level, t))
-            .collect())
+            .collect()),
     };
     Ok(enum_answer(&req, TRANSPORT_LEVELS, rows))
 }

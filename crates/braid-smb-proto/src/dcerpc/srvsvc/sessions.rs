@@ -77,19 +77,8 @@ pub(super) fn session_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResul
     let client = optional_string(&mut r)?.filter(|c| !c.is_empty());
     let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
     let req = read_enum_tail(&mut r, SESSION_LEVELS)?;
-    if !matches!(req.level, 0 | 1 | 2 | 10 | 502) {
-        return Ok(enum_answer(
-            &req,
-            SESSION_LEVELS,
-            Err(werror::INVALID_LEVEL),
-        ));
-    }
-    if backend.caller_is_anonymous() {
-        return Ok(enum_answer(
-            &req,
-            SESSION_LEVELS,
-            Err(werror::ACCESS_DENIED),
-        ));
+    if let Some(status) = refusal(req.level, &[0, 1, 2, 10, 502], backend) {
+        return Ok(enum_answer(&req, SESSION_LEVELS, Err(status)));
     }
     let mut sessions = backend.sessions();
     if let Some(client) = &client {
@@ -134,14 +123,11 @@ pub(super) fn connection_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrRe
     let qualifier = optional_string(&mut r)?.unwrap_or_default();
     let req = read_enum_tail(&mut r, CONNECTION_LEVELS)?;
     let refuse = |status| Ok(enum_answer(&req, CONNECTION_LEVELS, Err(status)));
-    if !matches!(req.level, 0 | 1) {
-        return refuse(werror::INVALID_LEVEL);
+    if let Some(status) = refusal(req.level, &[0, 1], backend) {
+        return refuse(status);
     }
     if qualifier.is_empty() {
         return refuse(werror::INVALID_PARAMETER);
-    }
-    if backend.caller_is_anonymous() {
-        return refuse(werror::ACCESS_DENIED);
     }
     let by_client = qualifier.starts_with("\\\\");
     let mut trees = backend.tree_connects();
@@ -194,11 +180,8 @@ pub(super) fn file_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<V
     let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
     let req = read_enum_tail(&mut r, FILE_LEVELS)?;
     let refuse = |status| Ok(enum_answer(&req, FILE_LEVELS, Err(status)));
-    if !matches!(req.level, 2 | 3) {
-        return refuse(werror::INVALID_LEVEL);
-    }
-    if backend.caller_is_anonymous() {
-        return refuse(werror::ACCESS_DENIED);
+    if let Some(status) = refusal(req.level, &[2, 3], backend) {
+        return refuse(status);
     }
     let mut files = backend.open_files();
     if let Some(base) = &base_path {
