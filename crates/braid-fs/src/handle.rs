@@ -1,8 +1,7 @@
-//! Open handles: positioned I/O, metadata, rename, delete-on-close, locks.
+//! Open handles: positioned I/O, metadata, delete-on-close, locks (renames
+//! in `handle_rename.rs`, directory listings in `handle_dir.rs`).
 
-use std::ffi::OsStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,12 +13,12 @@ use crate::direct::DirectWriter;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::info;
 use crate::locks::{Holder, IoKind};
-use crate::open_table::{check_share_access, FileKey, Node, NodeTable};
+use crate::open_table::{FileKey, Node, NodeTable};
 use crate::path;
 use crate::service::preallocate;
 use crate::share::ShareRef;
 use crate::sys;
-use crate::types::{access as acc, attr, share as sh, BasicTimes, DirEntry, FileInfo, LockOwner};
+use crate::types::{access as acc, attr, BasicTimes, FileInfo, LockOwner};
 use crate::uring::RingSlot;
 
 /// How long after the first write through an open its LastWriteTime
@@ -66,7 +65,7 @@ impl HandleInner {
             .hides(&self.path.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
-    fn set_rel(&self, p: String) {
+    pub(crate) fn set_rel(&self, p: String) {
         *self.path.lock().unwrap_or_else(|p| p.into_inner()) = p;
     }
 
@@ -605,131 +604,6 @@ impl OpenHandle {
         Ok(())
     }
 
-    /// FileRenameInformation (MS-FSA 2.1.5.14.11). Needs DELETE access.
-    /// * target exists and `!replace_if_exists` → NameCollision;
-    /// * target is a directory, is open, or is read-only → AccessDenied;
-    /// * this is a directory with opens beneath it → AccessDenied;
-    /// * a case-only change of the same name is allowed.
-    ///
-    /// Updates the path of every open of this file in the share.
-    pub fn rename(&self, new_path: &str, replace_if_exists: bool) -> FsResult<()> {
-        self.need(acc::DELETE)?;
-        self.0.share.0.check_stream_syntax(new_path)?;
-        if self.0.stream.is_some() {
-            return self.rename_stream(new_path, replace_if_exists);
-        }
-        // A file whose streams are open keeps its name (Windows answers
-        // ACCESS_DENIED; smbtorture smb2.streams.basefile-rename-with-open-stream).
-        if !self.0.node.lock().stream_opens.is_empty() {
-            return Err(FsError::AccessDenied);
-        }
-        let comps = path::parse(new_path)?;
-        let old_rel = self.0.rel();
-        if comps.is_empty() || old_rel.is_empty() {
-            return Err(FsError::AccessDenied);
-        }
-        let share = &self.0.share.0;
-        let prefix = format!("{old_rel}/");
-        if self.0.is_dir
-            && share
-                .all_opens()
-                .iter()
-                .any(|h| h.id != self.0.id && h.rel().starts_with(&prefix))
-        {
-            return Err(FsError::AccessDenied);
-        }
-        let root = share.root_fd();
-        let t = path::resolve(root, &comps)?;
-        // MS-FSA 2.1.5.14.11: the rename opens the target's parent directory
-        // for FILE_ADD_FILE (FILE_ADD_SUBDIRECTORY for a directory), sharing
-        // read and write. That open meets the share-mode check of MS-FSA
-        // 2.1.5.1.2 against the parent's opens: an open of the parent with
-        // DELETE access, or one with write access that does not share write,
-        // makes the rename fail with a sharing violation (smbtorture
-        // smb2.rename.*_delete_access).
-        let tpst = sys::fstat(t.parent_fd.as_raw_fd())?;
-        if let Some(pn) = self.0.nodes.get(&FileKey::of(&tpst)) {
-            let want = if self.0.is_dir {
-                acc::FILE_ADD_SUBDIRECTORY
-            } else {
-                acc::FILE_ADD_FILE
-            };
-            check_share_access(&pn.lock().opens, want, sh::READ | sh::WRITE)?;
-        }
-        let client_name = comps.last().map(String::as_str).unwrap_or_default();
-        let (sp, sname) = path::split_last(&old_rel);
-        let spfd = path::open_beneath(root, sp, libc::O_PATH | libc::O_DIRECTORY, 0)
-            .map_err(FsError::from_errno)?;
-        let csrc = sys::cstr(sname)?;
-        let tp = t.parent_fd.as_raw_fd();
-        let cclient = sys::cstr(client_name)?;
-        let final_name;
-        if t.exists {
-            let ctgt = sys::cstr(&t.name)?;
-            let tst = sys::lstat_at(tp, &ctgt).map_err(FsError::from_errno)?;
-            if FileKey::of(&tst) == self.0.node.key {
-                // Same file: possibly a case-only rename.
-                if t.rel() == old_rel && t.name == client_name {
-                    return Ok(());
-                }
-                rename_at(
-                    spfd.as_raw_fd(),
-                    &csrc,
-                    tp,
-                    &cclient,
-                    libc::RENAME_NOREPLACE,
-                )?;
-                final_name = client_name.to_string();
-            } else {
-                if !replace_if_exists {
-                    return Err(FsError::NameCollision);
-                }
-                if tst.st_mode & libc::S_IFMT == libc::S_IFDIR {
-                    return Err(FsError::AccessDenied);
-                }
-                let tnode = self.0.nodes.get(&FileKey::of(&tst));
-                let guard = tnode.as_ref().map(|n| n.lock());
-                if guard.as_ref().is_some_and(|g| !g.opens.is_empty()) {
-                    return Err(FsError::AccessDenied);
-                }
-                let tmeta = info::read_dos_at(tp, OsStr::from_bytes(t.name.as_bytes()));
-                if info::attributes(&tst, tmeta.as_ref()) & attr::READONLY != 0 {
-                    return Err(FsError::AccessDenied);
-                }
-                rename_at(spfd.as_raw_fd(), &csrc, tp, &ctgt, 0)?;
-                drop(guard);
-                // Keep the client's spelling of the new name.
-                if t.name != client_name
-                    && rename_at(tp, &ctgt, tp, &cclient, libc::RENAME_NOREPLACE).is_ok()
-                {
-                    final_name = client_name.to_string();
-                } else {
-                    final_name = t.name.clone();
-                }
-            }
-        } else {
-            rename_at(
-                spfd.as_raw_fd(),
-                &csrc,
-                tp,
-                &cclient,
-                libc::RENAME_NOREPLACE,
-            )?;
-            final_name = client_name.to_string();
-        }
-        let new_rel = path::join(&t.parent_rel, &final_name);
-        for h in share.all_opens() {
-            let p = h.rel();
-            if p == old_rel {
-                h.set_rel(new_rel.clone());
-            } else if let Some(rest) = p.strip_prefix(&prefix) {
-                h.set_rel(format!("{new_rel}/{rest}"));
-            }
-        }
-        self.0.set_rel(new_rel);
-        Ok(())
-    }
-
     /// FileDispositionInformation (MS-FSA 2.1.5.14.3): mark or unmark the
     /// file for deletion when its last open closes. Needs DELETE access;
     /// read-only → CannotDelete; non-empty directory → DirectoryNotEmpty.
@@ -756,108 +630,6 @@ impl OpenHandle {
             }
         }
         Ok(())
-    }
-
-    /// Snapshot of a directory, including "." and "..". Entries that are not
-    /// regular files or directories, and symlinks leaving the share, are
-    /// omitted. Needs FILE_LIST_DIRECTORY.
-    pub fn read_dir(&self) -> FsResult<Vec<DirEntry>> {
-        self.need(acc::FILE_LIST_DIRECTORY)?;
-        if !self.0.is_dir {
-            return Err(FsError::NotADirectory);
-        }
-        let root = self.0.share.0.root_fd();
-        let rel = self.0.rel();
-        let dfd = sys::openat(self.fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
-            .map_err(FsError::from_errno)?;
-        let dfd = dfd.as_raw_fd();
-        let me = self.info()?;
-        let parent = if rel.is_empty() {
-            me.clone()
-        } else {
-            let (p, _) = path::split_last(&rel);
-            let pfd = path::open_beneath(root, p, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-                .map_err(FsError::from_errno)?;
-            info::fd_info(pfd.as_raw_fd(), false)?
-        };
-        let mut out = vec![
-            DirEntry {
-                name: ".".into(),
-                info: me,
-            },
-            DirEntry {
-                name: "..".into(),
-                info: parent,
-            },
-        ];
-        for name in sys::list_dir(dfd)? {
-            out.extend(self.entry_at(dfd, root, &rel, &name));
-        }
-        Ok(out)
-    }
-
-    /// Metadata of one name in this directory, as a listing shows it; `None`
-    /// if it vanished, is neither a file nor a directory, or is a symlink
-    /// leaving the share.
-    fn entry_at(&self, dfd: RawFd, root: RawFd, rel: &str, name: &[u8]) -> Option<DirEntry> {
-        let os = OsStr::from_bytes(name);
-        let cname = std::ffi::CString::new(name).ok()?;
-        let mut st = sys::lstat_at(dfd, &cname).ok()?;
-        let mut meta = None;
-        let btime;
-        if st.st_mode & libc::S_IFMT == libc::S_IFLNK {
-            // Follow only if it stays inside the share.
-            let s = std::str::from_utf8(name).ok()?;
-            let fd = path::open_beneath(root, &path::join(rel, s), libc::O_PATH, 0).ok()?;
-            st = sys::fstat(fd.as_raw_fd()).ok()?;
-            btime = sys::btime(fd.as_raw_fd());
-        } else {
-            meta = info::read_dos_at(dfd, os);
-            btime = sys::btime_at(dfd, &cname);
-        }
-        let fmt = st.st_mode & libc::S_IFMT;
-        if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
-            return None;
-        }
-        let mut info = info::file_info(&st, btime, meta.as_ref(), false);
-        let name = String::from_utf8_lossy(name).into_owned();
-        if self.0.share.0.hides(&name) {
-            info::show_hidden(&mut info);
-        }
-        if let Some(n) = self.0.nodes.get(&FileKey::of(&st)) {
-            let mut s = n.lock();
-            s.settle_write_times(self.0.clock.now());
-            info.delete_pending = s.delete_pending;
-            info.last_write_time = s.last_write_time(info.last_write_time);
-        }
-        Some(DirEntry { name, info })
-    }
-
-    /// Fresh metadata for names of an earlier [`OpenHandle::read_dir`]
-    /// listing, in order; `None` for a name that no longer exists. A
-    /// directory enumeration resumed after other opens changed the
-    /// directory must not return deleted entries (MS-FSA 2.1.5.6.3: the
-    /// enumeration reflects the directory as it is read). `.` and `..` are
-    /// returned as `None`: the caller keeps its own.
-    pub fn refresh_dir_entries(&self, names: &[String]) -> FsResult<Vec<Option<DirEntry>>> {
-        self.need(acc::FILE_LIST_DIRECTORY)?;
-        if !self.0.is_dir {
-            return Err(FsError::NotADirectory);
-        }
-        let root = self.0.share.0.root_fd();
-        let rel = self.0.rel();
-        let dfd = sys::openat(self.fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
-            .map_err(FsError::from_errno)?;
-        Ok(names
-            .iter()
-            .map(|n| {
-                if n == "." || n == ".." {
-                    None
-                } else {
-                    self.entry_at(dfd.as_raw_fd(), root, &rel, n.as_bytes())
-                }
-            })
-            .collect())
     }
 
     /// Byte-range lock (MS-FSA 2.1.5.8), failing immediately with
@@ -970,23 +742,4 @@ impl OpenHandle {
         }
         Ok(info)
     }
-}
-
-fn rename_at(
-    sfd: RawFd,
-    sname: &std::ffi::CStr,
-    tfd: RawFd,
-    tname: &std::ffi::CStr,
-    flags: u32,
-) -> FsResult<()> {
-    // SAFETY: plain syscall with single validated components.
-    let r = unsafe { libc::renameat2(sfd, sname.as_ptr(), tfd, tname.as_ptr(), flags) };
-    if r < 0 {
-        return Err(match last_errno() {
-            libc::EEXIST | libc::ENOTEMPTY => FsError::NameCollision,
-            libc::EBUSY => FsError::AccessDenied,
-            e => FsError::from_errno(e),
-        });
-    }
-    Ok(())
 }

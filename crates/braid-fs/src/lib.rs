@@ -19,6 +19,8 @@ mod direct;
 mod ea;
 pub mod error;
 mod handle;
+mod handle_dir;
+mod handle_rename;
 mod info;
 pub mod locks;
 mod open_table;
