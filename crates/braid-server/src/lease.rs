@@ -188,7 +188,7 @@ pub fn send_lease_break(
     session: Option<&Arc<Session>>,
     n: &LeaseBreakNotification,
 ) {
-    let mut msg = crate::oplock::break_header(44);
+    let mut msg = crate::break_delivery::break_header(44);
     n.encode(&mut msg);
     debug!(
         conn = conn.id,
@@ -196,7 +196,7 @@ pub fn send_lease_break(
         to = n.new_lease_state,
         "lease break"
     );
-    crate::oplock::deliver_break(conn.clone(), session.cloned(), msg);
+    crate::break_delivery::deliver_break(conn.clone(), session.cloned(), msg);
 }
 
 #[cfg(test)]
