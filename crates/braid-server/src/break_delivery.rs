@@ -28,7 +28,7 @@ fn seal_unsolicited(
     msg: Bytes,
 ) -> Option<Vec<Bytes>> {
     let encrypt = session.filter(|s| s.encrypt_data.load(std::sync::atomic::Ordering::Relaxed));
-    match crate::smb::frame::seal_frame(encrypt, vec![msg]) {
+    match crate::smb::send::seal_frame(encrypt, vec![msg]) {
         Ok(frame) => Some(frame),
         Err(_) => {
             conn.closing.cancel();

@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod frame;
 pub mod ops;
 pub mod replay;
+pub mod send;
 pub mod status_map;
 
 use std::sync::Arc;
@@ -193,7 +194,7 @@ impl Request<'_> {
         let async_id = self.conn.new_async_id();
         self.conn
             .set_pending_async(self.header.message_id, async_id);
-        let credits = frame::send_interim(
+        let credits = send::send_interim(
             self.conn,
             self.header,
             async_id,

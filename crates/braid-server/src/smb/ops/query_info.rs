@@ -151,7 +151,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let out = security::query_security_output(sd, r.output_buffer_length);
             if out.status == NtStatus::BUFFER_TOO_SMALL {
                 // 3.3.5.20.3: an ERROR response carrying the size needed.
-                let mut reply = crate::smb::frame::error_reply(NtStatus::BUFFER_TOO_SMALL);
+                let mut reply = crate::smb::send::error_reply(NtStatus::BUFFER_TOO_SMALL);
                 reply.msg.truncate(braid_smb_proto::HEADER_LEN);
                 braid_smb_proto::codec::Message::encode(
                     &braid_smb_proto::messages::ErrorResponse {
