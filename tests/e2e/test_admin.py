@@ -175,3 +175,63 @@ def test_status_without_server_is_one_line():
     assert r.returncode != 0
     assert len(r.stderr.strip().splitlines()) == 1
     assert "admin" in r.stderr
+
+
+def test_opens_show_who_holds_what(server_process, smb_server, remote_dir):
+    """GET /api/v1/opens and `braid status --opens` list a file and a
+    directory smbprotocol holds open, with its user, access and share
+    mode; they are gone once closed."""
+    import uuid
+    from smbprotocol.connection import Connection
+    from smbprotocol.open import (CreateDisposition, CreateOptions, DirectoryAccessMask,
+                                  FilePipePrinterAccessMask, ImpersonationLevel, Open,
+                                  ShareAccess)
+    from smbprotocol.session import Session
+    from smbprotocol.tree import TreeConnect
+
+    conn = Connection(uuid.uuid4(), smb_server.host, smb_server.port)
+    conn.connect()
+    try:
+        session = Session(conn, smb_server.user, smb_server.password, require_encryption=False)
+        session.connect()
+        tree = TreeConnect(session, rf"\\{smb_server.host}\{smb_server.share}")
+        tree.connect()
+        held = Open(tree, rf"{remote_dir}\held.txt")
+        held.create(ImpersonationLevel.Impersonation,
+                    FilePipePrinterAccessMask.FILE_READ_DATA
+                    | FilePipePrinterAccessMask.FILE_WRITE_DATA,
+                    0, ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_OPEN_IF,
+                    CreateOptions.FILE_NON_DIRECTORY_FILE)
+        folder = Open(tree, remote_dir)
+        folder.create(ImpersonationLevel.Impersonation, DirectoryAccessMask.FILE_LIST_DIRECTORY,
+                      0, ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
+                      | ShareAccess.FILE_SHARE_DELETE,
+                      CreateDisposition.FILE_OPEN, CreateOptions.FILE_DIRECTORY_FILE)
+
+        opens = {o["path"]: o for o in get_json(server_process, "/api/v1/opens")["opens"]
+                 if o["path"].startswith(remote_dir)}
+        assert set(opens) == {remote_dir, rf"{remote_dir}\held.txt"}, opens
+        f = opens[rf"{remote_dir}\held.txt"]
+        assert (f["user"], f["share"], f["client_address"], f["directory"]) == (
+            smb_server.user, smb_server.share, "127.0.0.1", False), f
+        assert int(f["access"], 16) & 0x3 == 0x3, "FILE_READ_DATA | FILE_WRITE_DATA"
+        assert (f["share_access"], f["caching"], f["locks"], f["durable"]) == (
+            "R", "none", 0, False), f
+        d = opens[remote_dir]
+        assert d["directory"] and d["share_access"] == "RWD", d
+
+        table = subprocess.run([str(servers.BRAID_BIN), "status", "--admin",
+                                server_process.admin, "--opens"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout
+        lines = table.splitlines()
+        assert lines[0].split()[:5] == ["Session", "User", "Client", "Share", "Path"], table
+        row = next(line for line in lines if rf"{remote_dir}\held.txt" in line)
+        assert smb_server.user in row and " R " in row, table
+
+        held.close()
+        folder.close()
+        left = [o for o in get_json(server_process, "/api/v1/opens")["opens"]
+                if o["path"].startswith(remote_dir)]
+        assert left == [], left
+    finally:
+        conn.disconnect()

@@ -4,6 +4,7 @@
 //!
 //! - `GET /api/v1/sessions`: sessions and their channels;
 //! - `GET /api/v1/shares`: shares with open counts and traffic so far;
+//! - `GET /api/v1/opens`: every open file and directory, and who holds it;
 //! - `GET /metrics`: Prometheus text format 0.0.4.
 
 use std::collections::HashMap;
@@ -43,6 +44,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
     Router::new()
         .route("/api/v1/sessions", get(get_sessions))
         .route("/api/v1/shares", get(get_shares))
+        .route("/api/v1/opens", get(get_opens))
         .route("/metrics", get(get_metrics))
         .with_state(state)
 }
@@ -54,7 +56,7 @@ pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
         if !a.ip().is_loopback() {
             warn!("admin API on {a} is reachable from the network and has no authentication");
         }
-        info!("admin API on http://{a}/ (api/v1/sessions, api/v1/shares, metrics)");
+        info!("admin API on http://{a}/ (api/v1/sessions, api/v1/shares, api/v1/opens, metrics)");
     }
     if let Err(e) = axum::serve(listener, router(state)).await {
         warn!("admin API stopped: {e}");
@@ -67,6 +69,10 @@ async fn get_sessions(State(state): State<Arc<ServerState>>) -> Json<SessionsVie
 
 async fn get_shares(State(state): State<Arc<ServerState>>) -> Json<SharesView> {
     Json(shares_view(&state))
+}
+
+async fn get_opens(State(state): State<Arc<ServerState>>) -> Json<OpensView> {
+    Json(opens_view(&state))
 }
 
 async fn get_metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
@@ -185,19 +191,7 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
             bytes_out: conn.bytes_out.load(Relaxed),
         });
     }
-    // The client's address: its first live channel, or the connection that
-    // set the session up (sessions without a channel: anonymous, in progress).
-    let client_address = channels
-        .first()
-        .and_then(|c| c.remote_address.parse::<SocketAddr>().ok())
-        .or_else(|| {
-            state
-                .connections
-                .get(&s.connection_id)
-                .and_then(|w| w.upgrade())
-                .map(|c| c.peer)
-        })
-        .map(|a| a.ip().to_string());
+    let client_address = client_address(state, s);
     let state_name = match s.phase() {
         SessionPhase::Valid => "valid",
         SessionPhase::InProgress => "in_progress",
@@ -235,6 +229,133 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
         opens: s.opens.len(),
         channels,
     }
+}
+
+/// The client's address: its session's first live channel, or the
+/// connection that set the session up (sessions without a channel:
+/// anonymous, in progress).
+fn client_address(state: &ServerState, s: &Session) -> Option<String> {
+    s.channels
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|ch| ch.conn.upgrade())
+        .map(|c| c.peer)
+        .or_else(|| {
+            state
+                .connections
+                .get(&s.connection_id)
+                .and_then(|w| w.upgrade())
+                .map(|c| c.peer)
+        })
+        .map(|a: SocketAddr| a.ip().to_string())
+}
+
+#[derive(Debug, Serialize)]
+pub struct OpensView {
+    pub opens: Vec<OpenView>,
+}
+
+/// One open, as Samba's `smbstatus` lists locked files.
+#[derive(Debug, Serialize)]
+pub struct OpenView {
+    pub session_id: u64,
+    pub session_id_hex: String,
+    pub user: String,
+    pub client_address: Option<String>,
+    pub share: String,
+    /// Share-relative, `\`-separated ("" is the share's root).
+    pub path: String,
+    pub directory: bool,
+    /// The granted access mask (MS-SMB2 2.2.13.1), e.g. "0x0012019f".
+    pub access: String,
+    /// FILE_SHARE_* of the open, as R, W and D (what others may do).
+    pub share_access: String,
+    /// What the client caches: "lease RWH", "oplock batch", or "none".
+    pub caching: String,
+    pub durable: bool,
+    /// Byte-range locks the open holds.
+    pub locks: usize,
+}
+
+/// Every open of every session, by session then open.
+pub fn opens_view(state: &ServerState) -> OpensView {
+    let mut sessions = state.sessions.values();
+    sessions.sort_by_key(|s| s.id);
+    let mut opens = Vec::new();
+    for s in sessions {
+        let user = s
+            .identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|i| i.user.clone())
+            .unwrap_or_default();
+        let client = client_address(state, &s);
+        let shares: HashMap<u32, String> = s
+            .trees
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(id, t)| t.share.as_ref().map(|sh| (*id, sh.name.clone())))
+            .collect();
+        let mut mine = s.opens.values();
+        mine.sort_by_key(|o| o.volatile_id);
+        for o in mine {
+            let share_access = o.handle.share_access();
+            opens.push(OpenView {
+                session_id: s.id,
+                session_id_hex: format!("0x{:016x}", s.id),
+                user: user.clone(),
+                client_address: client.clone(),
+                share: shares.get(&o.tree_id()).cloned().unwrap_or_default(),
+                path: o.handle.path(),
+                directory: o.is_directory,
+                access: format!("0x{:08x}", o.granted_access),
+                share_access: [(1, 'R'), (2, 'W'), (4, 'D')]
+                    .iter()
+                    .filter(|(bit, _)| share_access & bit != 0)
+                    .map(|(_, c)| *c)
+                    .collect(),
+                caching: caching_of(o.oplock.as_ref()),
+                durable: o.durable.lock().unwrap().is_some(),
+                locks: o.handle.lock_count(),
+            });
+        }
+    }
+    OpensView { opens }
+}
+
+/// An open's oplock level or lease state, as `smbstatus` shows it.
+fn caching_of(oplock: Option<&crate::oplock::OplockRef>) -> String {
+    use braid_smb_proto::messages::create::oplock_level;
+    let Some(r) = oplock else {
+        return "none".into();
+    };
+    if let Some(lease) = r.file.lease_of(r.key) {
+        let state = lease.st.lock().unwrap().state;
+        let letters: String = [
+            (crate::lease::R, 'R'),
+            (crate::lease::W, 'W'),
+            (crate::lease::H, 'H'),
+        ]
+        .iter()
+        .filter(|(bit, _)| state & bit != 0)
+        .map(|(_, c)| *c)
+        .collect();
+        return if letters.is_empty() {
+            "lease none".into()
+        } else {
+            format!("lease {letters}")
+        };
+    }
+    match r.file.level_of(r.key) {
+        oplock_level::BATCH => "oplock batch",
+        oplock_level::EXCLUSIVE => "oplock exclusive",
+        oplock_level::LEVEL_II => "oplock level2",
+        _ => "none",
+    }
+    .into()
 }
 
 pub fn shares_view(state: &ServerState) -> SharesView {

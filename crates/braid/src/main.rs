@@ -34,14 +34,18 @@ enum Cmd {
         #[command(subcommand)]
         cmd: UserCmd,
     },
-    /// Sessions and channels of a running server, from its admin API.
+    /// Sessions and channels (or open files) of a running server, from its
+    /// admin API.
     Status {
         /// The server's admin API address (its admin_listen).
         #[arg(long, default_value = braid_server::config::DEFAULT_ADMIN_LISTEN)]
         admin: String,
-        /// Print the JSON of /api/v1/sessions as is.
+        /// Print the API's JSON as is.
         #[arg(long)]
         json: bool,
+        /// The open files (and who holds them) instead of the sessions.
+        #[arg(long)]
+        opens: bool,
     },
     /// Load generator: run a profile against any SMB server, list
     /// profiles, compare targets/settings into an HTML report.
@@ -111,7 +115,7 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Serve(args) => serve(args),
         Cmd::User { cmd } => user(cmd),
-        Cmd::Status { admin, json } => status::run(&admin, json),
+        Cmd::Status { admin, json, opens } => status::run(&admin, json, opens),
         Cmd::Bench(args) => bench_cli::bench(*args),
         Cmd::Lab(args) => bench_cli::lab_cmd(args),
     };

@@ -96,15 +96,25 @@ fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-pub fn run(admin: &str, json: bool) -> Result<(), String> {
-    let body = http_get(admin, "/api/v1/sessions")?;
+/// `opens`: the open files (`/api/v1/opens`) instead of the sessions.
+pub fn run(admin: &str, json: bool, opens: bool) -> Result<(), String> {
+    let path = if opens {
+        "/api/v1/opens"
+    } else {
+        "/api/v1/sessions"
+    };
+    let body = http_get(admin, path)?;
     if json {
         println!("{}", body.trim_end());
         return Ok(());
     }
     let v: Value =
         serde_json::from_str(&body).map_err(|e| format!("admin API at {admin}: bad JSON: {e}"))?;
-    print!("{}", render_table(&v));
+    if opens {
+        print!("{}", render_opens(&v));
+    } else {
+        print!("{}", render_table(&v));
+    }
     Ok(())
 }
 
@@ -151,7 +161,7 @@ pub fn render_table(v: &Value) -> String {
         "MaxChannels",
         "CurrentChannels",
     ];
-    let rows: Vec<[String; 8]> = sessions
+    let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|x| {
             let user = match (x["domain"].as_str(), x["user"].as_str()) {
@@ -165,7 +175,7 @@ pub fn render_table(v: &Value) -> String {
                 (None, Some(n)) => n.to_string(),
                 (None, None) => "-".into(),
             };
-            [
+            vec![
                 s(&x["id_hex"]),
                 user,
                 client,
@@ -177,8 +187,30 @@ pub fn render_table(v: &Value) -> String {
             ]
         })
         .collect();
-    let mut widths = headers.map(str::len);
-    for r in &rows {
+    let lines = aligned(&headers, &rows);
+    let mut out = lines[0].clone() + &lines[1];
+    for (x, line) in sessions.iter().zip(&lines[2..]) {
+        out.push_str(line);
+        for ch in x["channels"].as_array().unwrap_or(&empty) {
+            out.push_str(&format!(
+                "    {} -> {}  since {}  requests {}  in {}  out {}\n",
+                s(&ch["local_address"]),
+                s(&ch["remote_address"]),
+                s(&ch["connected_since"]),
+                s(&ch["requests"]),
+                human_bytes(ch["bytes_in"].as_u64().unwrap_or(0)),
+                human_bytes(ch["bytes_out"].as_u64().unwrap_or(0)),
+            ));
+        }
+    }
+    out
+}
+
+/// Columns padded to their widest cell: the header line, a line of
+/// dashes, then one line per row (each ending in a newline).
+fn aligned(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
         }
@@ -194,23 +226,61 @@ pub fn render_table(v: &Value) -> String {
         }
         l.trim_end().to_string() + "\n"
     };
-    let mut out = line(&headers.map(String::from));
-    out.push_str(&line(&widths.map(|w| "-".repeat(w))));
-    for (x, r) in sessions.iter().zip(&rows) {
-        out.push_str(&line(r));
-        for ch in x["channels"].as_array().unwrap_or(&empty) {
-            out.push_str(&format!(
-                "    {} -> {}  since {}  requests {}  in {}  out {}\n",
-                s(&ch["local_address"]),
-                s(&ch["remote_address"]),
-                s(&ch["connected_since"]),
-                s(&ch["requests"]),
-                human_bytes(ch["bytes_in"].as_u64().unwrap_or(0)),
-                human_bytes(ch["bytes_out"].as_u64().unwrap_or(0)),
-            ));
-        }
-    }
+    let mut out = vec![
+        line(&headers.iter().map(|h| h.to_string()).collect::<Vec<_>>()),
+        line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>()),
+    ];
+    out.extend(rows.iter().map(|r| line(r)));
     out
+}
+
+/// `braid status --opens`: one line per open, as `smbstatus` lists locked
+/// files.
+pub fn render_opens(v: &Value) -> String {
+    let empty = Vec::new();
+    let opens = v["opens"].as_array().unwrap_or(&empty);
+    if opens.is_empty() {
+        return "no open files\n".into();
+    }
+    let headers = [
+        "Session",
+        "User",
+        "Client",
+        "Share",
+        "Path",
+        "Access",
+        "ShareMode",
+        "Caching",
+        "Locks",
+        "Durable",
+    ];
+    let rows: Vec<Vec<String>> = opens
+        .iter()
+        .map(|o| {
+            let mut path = o["path"].as_str().unwrap_or_default().to_string();
+            if o["directory"].as_bool() == Some(true) {
+                path.push('\\');
+            }
+            vec![
+                s(&o["session_id_hex"]),
+                s(&o["user"]),
+                s(&o["client_address"]),
+                s(&o["share"]),
+                path,
+                s(&o["access"]),
+                s(&o["share_access"]),
+                s(&o["caching"]),
+                s(&o["locks"]),
+                if o["durable"].as_bool() == Some(true) {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            ]
+        })
+        .collect();
+    aligned(&headers, &rows).concat()
 }
 
 #[cfg(test)]
@@ -261,6 +331,34 @@ mod tests {
         assert_eq!(
             render_table(&serde_json::json!({"sessions": []})),
             "no sessions\n"
+        );
+    }
+
+    #[test]
+    fn opens_table() {
+        let v = serde_json::json!({"opens": [
+            {"session_id_hex": "0x0000000000000001", "user": "alice", "client_address": "127.0.0.1",
+             "share": "data", "path": "docs\\a.txt", "directory": false, "access": "0x0012019f",
+             "share_access": "R", "caching": "lease RWH", "locks": 2, "durable": true},
+            {"session_id_hex": "0x0000000000000001", "user": "alice", "client_address": "127.0.0.1",
+             "share": "data", "path": "", "directory": true, "access": "0x00100081",
+             "share_access": "RWD", "caching": "none", "locks": 0, "durable": false}]});
+        let t = render_opens(&v);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(
+            lines[0].starts_with("Session") && lines[0].ends_with("Locks  Durable"),
+            "{t}"
+        );
+        assert!(
+            lines[2].contains("docs\\a.txt") && lines[2].contains("lease RWH"),
+            "{t}"
+        );
+        assert!(lines[2].ends_with(" 2      yes"), "{t}");
+        assert!(lines[3].contains("  \\  "), "the share's root: {t}");
+        assert_eq!(
+            render_opens(&serde_json::json!({"opens": []})),
+            "no open files\n"
         );
     }
 }
