@@ -284,13 +284,7 @@ pub fn opens_view(state: &ServerState) -> OpensView {
     sessions.sort_by_key(|s| s.id);
     let mut opens = Vec::new();
     for s in sessions {
-        let user = s
-            .identity
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|i| i.user.clone())
-            .unwrap_or_default();
+        let user = s.user_name();
         let client = client_address(state, &s);
         let shares: HashMap<u32, String> = s
             .trees

@@ -223,6 +223,16 @@ impl Session {
         self.signing.lock().unwrap().clone()
     }
 
+    /// The authenticated user's name ("" before authentication).
+    pub fn user_name(&self) -> String {
+        self.identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|i| i.user.clone())
+            .unwrap_or_default()
+    }
+
     pub fn is_anonymous_or_guest(&self) -> bool {
         self.identity
             .lock()

@@ -80,15 +80,6 @@ impl SrvsvcView<'_> {
             .unwrap_or_default();
         (client.unwrap_or_default(), active, idle.unwrap_or_default())
     }
-
-    fn user_of(s: &Session) -> String {
-        s.identity
-            .lock()
-            .unwrap()
-            .as_ref()
-            .map(|i| i.user.clone())
-            .unwrap_or_default()
-    }
 }
 
 impl SrvsvcBackend for SrvsvcView<'_> {
@@ -167,7 +158,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
         let mut trees = Vec::new();
         for s in self.visible_sessions() {
             let (client, _, _) = self.client_of(&s);
-            let user = Self::user_of(&s);
+            let user = s.user_name();
             let opens = s.opens.values();
             let pipes = s
                 .pipes
@@ -202,7 +193,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
     fn open_files(&self) -> Vec<OpenFileEntry> {
         let mut files = Vec::new();
         for s in self.visible_sessions() {
-            let user = Self::user_of(&s);
+            let user = s.user_name();
             let mut opens = s.opens.values();
             opens.sort_by_key(|o| o.volatile_id);
             for open in opens {

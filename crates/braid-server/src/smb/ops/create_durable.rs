@@ -129,13 +129,7 @@ pub fn grant(
     if !caches_handle {
         return None;
     }
-    let owner = session
-        .identity
-        .lock()
-        .unwrap()
-        .as_ref()
-        .map(|i| i.user.clone())
-        .unwrap_or_default();
+    let owner = session.user_name();
     let mut d = Durability {
         version: 1,
         create_guid: [0; 16],
@@ -347,13 +341,7 @@ pub async fn reconnect(
             return Err(not_found);
         }
     }
-    let user = session
-        .identity
-        .lock()
-        .unwrap()
-        .as_ref()
-        .map(|i| i.user.clone())
-        .unwrap_or_default();
+    let user = session.user_name();
     if user != d.owner {
         return Err(NtStatus::ACCESS_DENIED);
     }
