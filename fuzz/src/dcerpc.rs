@@ -86,6 +86,9 @@ impl SrvsvcBackend for Backend {
     fn close_file(&self, id: u32) -> bool {
         id < 20
     }
+    fn end_sessions(&self, client: Option<&str>, _user: Option<&str>) -> usize {
+        usize::from(client.is_some())
+    }
     fn transports(&self) -> Vec<TransportEntry> {
         vec![TransportEntry {
             connections: 3,

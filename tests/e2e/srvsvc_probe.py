@@ -4,9 +4,10 @@ client (python3-samba, the system Python's), and print it as JSON.
 
     /usr/bin/python3 srvsvc_probe.py PORT USER PASSWORD [SHARE...]   (USER "" = anonymous)
     /usr/bin/python3 srvsvc_probe.py PORT USER PASSWORD --close FILE_ID
+    /usr/bin/python3 srvsvc_probe.py PORT USER PASSWORD --end-sessions \\CLIENT
 
 Prints {"sessions": ..., "connections": {share: ...}, "files": ...,
-"tod": ..., "share_info": ...}, or {"close": ...} for --close; a call that fails gives {"error": "WERR_..."}
+"tod": ..., "share_info": ...}, or {"close": ...} / {"end": ...}; a call that fails gives {"error": "WERR_..."}
 in its place. Used by test_srvsvc.py, which runs on the test Python.
 """
 
@@ -78,6 +79,10 @@ def main():
     else:
         creds.set_anonymous()
     c = srvsvc.srvsvc("ncacn_np:127.0.0.1[smb2]", lp, creds)
+    if shares[:1] == ["--end-sessions"]:
+        out = {"end": attempt(lambda: c.NetSessDel(SERVER, shares[1], None) or "ok")}
+        json.dump(out, sys.stdout)
+        return 0
     if shares[:1] == ["--close"]:
         out = {"close": attempt(lambda: c.NetFileClose(SERVER, int(shares[1])) or "ok")}
         json.dump(out, sys.stdout)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from smbprotocol.connection import Connection
-from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.exceptions import SMBException, SMBResponseException
 from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
                               ImpersonationLevel, Open, ShareAccess)
 from smbprotocol.session import Session
@@ -173,6 +173,53 @@ def test_net_file_close_lets_go_of_a_left_handle(server):
     finally:
         left.close()
         other.close()
+
+
+def test_net_session_delete_ends_another_session(server):
+    """Windows' "Close session" (NetSessionDel): alice ends her other
+    sessions from this client; the file one of them held opens for writing
+    again, and that session's next request fails. The calling session
+    itself stays."""
+    port, users = server
+    left = Client(port, "alice", users["alice"])
+    other = Client(port, "alice", users["alice"])
+    try:
+        held = left.open("session-held.txt", write=True)  # share mode: read only
+        with pytest.raises(SMBResponseException) as e:
+            other.open("session-held.txt", write=True)
+        assert e.value.status == STATUS_SHARING_VIOLATION
+        assert probe(port, "bob", users["bob"], "--end-sessions", "\\\\127.0.0.1") == {
+            "end": {"error": "WERR_NERR_CLIENTNAMENOTFOUND"}}, "bob sees no session of alice"
+        assert probe(port, "alice", users["alice"], "--end-sessions", "\\\\127.0.0.1") == {
+            "end": "ok"}
+        for _ in range(50):
+            sessions = probe(port, "alice", users["alice"])["sessions"]
+            if len(sessions) == 1:
+                break
+            time.sleep(0.1)
+        assert len(sessions) == 1, f"only the asking session is left: {sessions}"
+        reopened = None
+        for _ in range(50):
+            try:
+                reopened = Client(port, "alice", users["alice"])
+                reopened.open("session-held.txt", write=True).close()
+                break
+            except SMBResponseException:
+                reopened.close()
+                reopened = None
+                time.sleep(0.1)
+        assert reopened is not None, "the file stayed held"
+        reopened.close()
+        # USER_SESSION_DELETED comes unsigned, as the session is gone:
+        # smbprotocol reports that as an unverifiable signature.
+        with pytest.raises(SMBException):
+            held.write(b"late", 0)
+    finally:
+        for c in (left, other):
+            try:
+                c.close()
+            except Exception:
+                pass
 
 
 def test_anonymous_callers_are_refused(server):

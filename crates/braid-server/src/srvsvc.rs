@@ -24,7 +24,7 @@ const WRITE_RIGHTS: u32 = 0x0002 | 0x0004;
 
 /// srvsvc as seen by one caller: the session the pipe was opened on.
 pub struct SrvsvcView<'a> {
-    pub state: &'a ServerState,
+    pub state: &'a Arc<ServerState>,
     pub caller: &'a Session,
 }
 
@@ -245,6 +245,31 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             return true;
         }
         false
+    }
+
+    fn end_sessions(&self, client: Option<&str>, user: Option<&str>) -> usize {
+        let mut ended = 0;
+        for s in self.visible_sessions() {
+            // The caller's own session carries this very call.
+            if s.id == self.caller.id {
+                continue;
+            }
+            if user.is_some_and(|u| !s.user_name().eq_ignore_ascii_case(u)) {
+                continue;
+            }
+            let (from, _, _) = self.client_of(&s);
+            if client.is_some_and(|c| !from.eq_ignore_ascii_case(c)) {
+                continue;
+            }
+            // As a LOGOFF ends it: its opens close (durable ones wait for
+            // a reconnect), and its client learns on its next request.
+            let state = self.state.clone();
+            tokio::spawn(async move {
+                crate::smb::ops::logoff::end_session(&state, &s).await;
+            });
+            ended += 1;
+        }
+        ended
     }
 
     fn transports(&self) -> Vec<TransportEntry> {

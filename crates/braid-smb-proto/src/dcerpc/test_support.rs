@@ -21,6 +21,8 @@ pub struct FixedBackend {
     pub files: Vec<OpenFileEntry>,
     /// Ids close_file was asked for and found.
     pub closed: std::sync::Mutex<Vec<u32>>,
+    /// Sessions end_sessions ended.
+    pub ended: std::sync::Mutex<usize>,
     pub transports: Vec<TransportEntry>,
     /// Seconds since 1970 the clock shows.
     pub now_unix: u64,
@@ -59,6 +61,16 @@ impl SrvsvcBackend for FixedBackend {
             closed.push(id);
         }
         open
+    }
+    fn end_sessions(&self, client: Option<&str>, user: Option<&str>) -> usize {
+        let matching = self
+            .sessions
+            .iter()
+            .filter(|s| client.is_none_or(|c| s.client.eq_ignore_ascii_case(c)))
+            .filter(|s| user.is_none_or(|u| s.user.eq_ignore_ascii_case(u)))
+            .count();
+        *self.ended.lock().unwrap() += matching;
+        matching
     }
     fn transports(&self) -> Vec<TransportEntry> {
         self.transports.clone()

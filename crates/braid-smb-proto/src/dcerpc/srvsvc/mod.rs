@@ -124,6 +124,9 @@ pub trait SrvsvcBackend {
     /// end only: its client learns on its next request); false if the
     /// caller sees no such open.
     fn close_file(&self, id: u32) -> bool;
+    /// End the sessions the caller sees from `client` (`\\name`) and of
+    /// `user` (None: any), except the caller's own; how many ended.
+    fn end_sessions(&self, client: Option<&str>, user: Option<&str>) -> usize;
     fn transports(&self) -> Vec<TransportEntry>;
     fn now(&self) -> SystemTime;
     /// How long the server has been running.
@@ -139,6 +142,7 @@ pub mod opnum {
     pub const NETR_FILE_GET_INFO: u16 = 10;
     pub const NETR_FILE_CLOSE: u16 = 11;
     pub const NETR_SESSION_ENUM: u16 = 12;
+    pub const NETR_SESSION_DEL: u16 = 13;
     pub const NETR_SHARE_ENUM: u16 = 15;
     pub const NETR_SHARE_GET_INFO: u16 = 16;
     pub const NETR_SHARE_CHECK: u16 = 20;
@@ -177,6 +181,7 @@ pub fn handle_call(opnum: u16, stub: &[u8], backend: &dyn SrvsvcBackend) -> Resu
         opnum::NETR_FILE_GET_INFO => sessions::file_get_info(stub, backend),
         opnum::NETR_FILE_CLOSE => sessions::file_close(stub, backend),
         opnum::NETR_SESSION_ENUM => sessions::session_enum(stub, backend),
+        opnum::NETR_SESSION_DEL => sessions::session_del(stub, backend),
         opnum::NETR_SHARE_ENUM => share::share_enum(stub, backend, true),
         opnum::NETR_SHARE_GET_INFO => share::share_get_info(stub, backend),
         opnum::NETR_SHARE_CHECK => share::share_check(stub, backend),

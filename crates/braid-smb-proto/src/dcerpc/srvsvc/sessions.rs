@@ -102,6 +102,30 @@ pub(super) fn session_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResul
     Ok(enum_answer(&req, SESSION_LEVELS, Ok(rows)))
 }
 
+/// MS-SRVS 3.1.4.6 NetrSessionDel (opnum 13): end the sessions from one
+/// client computer, of one user, or both (Windows' "Close session").
+pub(super) fn session_del(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = NdrReader::new(stub);
+    skip_server_name(&mut r)?;
+    let client = optional_string(&mut r)?.filter(|c| !c.is_empty());
+    let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
+    let status = if client.is_none() && user.is_none() {
+        werror::INVALID_PARAMETER
+    } else if client.as_ref().is_some_and(|c| !c.starts_with("\\\\")) {
+        // MS-SRVS 3.1.4.6: a client name MUST begin with `\\`.
+        werror::INVALID_PARAMETER
+    } else if backend.caller_is_anonymous() {
+        werror::ACCESS_DENIED
+    } else if backend.end_sessions(client.as_deref(), user.as_deref()) == 0 {
+        werror::NERR_CLIENT_NAME_NOT_FOUND
+    } else {
+        werror::SUCCESS
+    };
+    let mut w = NdrWriter::new();
+    w.u32(status);
+    Ok(w.into_bytes())
+}
+
 const CONNECTION_LEVELS: Levels = &[(0, Some(&[Kind::Dword])), (1, Some(&CONNECTION_INFO_1))];
 const CONNECTION_INFO_1: [Kind; 7] = [
     Kind::Dword,

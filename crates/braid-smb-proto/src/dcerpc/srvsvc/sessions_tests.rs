@@ -311,3 +311,57 @@ fn file_close_closes_once() {
     );
     assert!(anonymous.closed.lock().unwrap().is_empty());
 }
+
+fn session_del_stub(client: Option<&str>, user: Option<&str>) -> Vec<u8> {
+    let mut w = crate::dcerpc::ndr::NdrWriter::new();
+    w.null_pointer();
+    for s in [client, user] {
+        match s {
+            Some(s) => {
+                w.referent();
+                w.wstring(s);
+            }
+            None => w.null_pointer(),
+        }
+    }
+    w.into_bytes()
+}
+
+#[test]
+fn session_del_by_client_or_user() {
+    let backend = busy_server();
+    let del = |client, user| {
+        let out = call(
+            opnum::NETR_SESSION_DEL,
+            &session_del_stub(client, user),
+            &backend,
+        );
+        status_of(&out)
+    };
+    assert_eq!(del(Some("\\\\192.0.2.8"), None), werror::SUCCESS);
+    assert_eq!(*backend.ended.lock().unwrap(), 1);
+    assert_eq!(del(None, Some("alice")), werror::SUCCESS);
+    assert_eq!(*backend.ended.lock().unwrap(), 3);
+    assert_eq!(
+        del(Some("\\\\192.0.2.99"), None),
+        werror::NERR_CLIENT_NAME_NOT_FOUND
+    );
+    assert_eq!(del(None, None), werror::INVALID_PARAMETER);
+    assert_eq!(del(Some(""), Some("")), werror::INVALID_PARAMETER);
+    assert_eq!(
+        del(Some("192.0.2.8"), None),
+        werror::INVALID_PARAMETER,
+        "a client name begins with two backslashes"
+    );
+    let anonymous = FixedBackend {
+        anonymous: true,
+        ..busy_server()
+    };
+    let out = call(
+        opnum::NETR_SESSION_DEL,
+        &session_del_stub(None, Some("alice")),
+        &anonymous,
+    );
+    assert_eq!(status_of(&out), werror::ACCESS_DENIED);
+    assert_eq!(*anonymous.ended.lock().unwrap(), 0);
+}
