@@ -235,3 +235,41 @@ def test_opens_show_who_holds_what(server_process, smb_server, remote_dir):
         assert left == [], left
     finally:
         conn.disconnect()
+
+
+def test_opens_show_a_durable_open_waiting_for_its_client(server_process, smb_server,
+                                                         remote_dir):
+    """A durable open with a batch oplock is listed as such; once its
+    connection is dropped it stays listed, disconnected, until the client
+    reconnects it or its timeout passes."""
+    from smbremote import RawClient
+    from test_durable import durable_open
+
+    name = rf"{remote_dir}\durable.bin"
+    client = RawClient(smb_server)
+    try:
+        durable_open(client, name)
+
+        def mine():
+            return [o for o in get_json(server_process, "/api/v1/opens")["opens"]
+                    if o["path"] == name]
+
+        (o,) = mine()
+        assert (o["durable"], o["disconnected"], o["caching"]) == (True, False, "oplock batch"), o
+        client.drop()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            found = mine()
+            if found and found[0]["disconnected"]:
+                break
+            time.sleep(0.1)
+        (o,) = found
+        assert (o["disconnected"], o["durable"], o["session_id"], o["user"], o["share"]) == (
+            True, True, None, smb_server.user, smb_server.share), o
+        table = subprocess.run([str(servers.BRAID_BIN), "status", "--admin",
+                                server_process.admin, "--opens"],
+                               capture_output=True, text=True, timeout=30, check=True).stdout
+        row = next(line for line in table.splitlines() if name in line)
+        assert row.startswith("-  ") and row.rstrip().endswith("waiting"), table
+    finally:
+        client.close()

@@ -24,7 +24,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::metrics::Gauges;
-use crate::session::{Session, SessionPhase};
+use crate::session::{Open, Session, SessionPhase};
 use crate::state::ServerState;
 
 /// Bind the admin listener; errors are one line naming `admin_listen`.
@@ -259,8 +259,10 @@ pub struct OpensView {
 /// One open, as Samba's `smbstatus` lists locked files.
 #[derive(Debug, Serialize)]
 pub struct OpenView {
-    pub session_id: u64,
-    pub session_id_hex: String,
+    /// None for an open whose connection was lost, kept for a durable
+    /// reconnect (`disconnected`).
+    pub session_id: Option<u64>,
+    pub session_id_hex: Option<String>,
     pub user: String,
     pub client_address: Option<String>,
     pub share: String,
@@ -274,11 +276,39 @@ pub struct OpenView {
     /// What the client caches: "lease RWH", "oplock batch", or "none".
     pub caching: String,
     pub durable: bool,
+    /// Its connection was lost; it waits for the client to reconnect it.
+    pub disconnected: bool,
     /// Byte-range locks the open holds.
     pub locks: usize,
 }
 
-/// Every open of every session, by session then open.
+impl OpenView {
+    fn of(o: &Open, share: String) -> OpenView {
+        let share_access = o.handle.share_access();
+        OpenView {
+            session_id: None,
+            session_id_hex: None,
+            user: String::new(),
+            client_address: None,
+            share,
+            path: o.handle.path(),
+            directory: o.is_directory,
+            access: format!("0x{:08x}", o.granted_access),
+            share_access: [(1, 'R'), (2, 'W'), (4, 'D')]
+                .iter()
+                .filter(|(bit, _)| share_access & bit != 0)
+                .map(|(_, c)| *c)
+                .collect(),
+            caching: caching_of(o.oplock.as_ref()),
+            durable: o.durable.lock().unwrap().is_some(),
+            disconnected: false,
+            locks: o.handle.lock_count(),
+        }
+    }
+}
+
+/// Every open of every session, by session then open; then the opens of
+/// lost connections that wait for a durable reconnect.
 pub fn opens_view(state: &ServerState) -> OpensView {
     let mut sessions = state.sessions.values();
     sessions.sort_by_key(|s| s.id);
@@ -296,26 +326,25 @@ pub fn opens_view(state: &ServerState) -> OpensView {
         let mut mine = s.opens.values();
         mine.sort_by_key(|o| o.volatile_id);
         for o in mine {
-            let share_access = o.handle.share_access();
+            let share = shares.get(&o.tree_id()).cloned().unwrap_or_default();
             opens.push(OpenView {
-                session_id: s.id,
-                session_id_hex: format!("0x{:016x}", s.id),
+                session_id: Some(s.id),
+                session_id_hex: Some(format!("0x{:016x}", s.id)),
                 user: user.clone(),
                 client_address: client.clone(),
-                share: shares.get(&o.tree_id()).cloned().unwrap_or_default(),
-                path: o.handle.path(),
-                directory: o.is_directory,
-                access: format!("0x{:08x}", o.granted_access),
-                share_access: [(1, 'R'), (2, 'W'), (4, 'D')]
-                    .iter()
-                    .filter(|(bit, _)| share_access & bit != 0)
-                    .map(|(_, c)| *c)
-                    .collect(),
-                caching: caching_of(o.oplock.as_ref()),
-                durable: o.durable.lock().unwrap().is_some(),
-                locks: o.handle.lock_count(),
+                ..OpenView::of(&o, share)
             });
         }
+    }
+    let mut waiting = state.preserved.all();
+    waiting.sort_by_key(|o| o.persistent_id);
+    for o in waiting {
+        let owner = o.durable.lock().unwrap().as_ref().map(|d| d.owner.clone());
+        opens.push(OpenView {
+            user: owner.unwrap_or_default(),
+            disconnected: true,
+            ..OpenView::of(&o, o.handle.share().name().to_string())
+        });
     }
     OpensView { opens }
 }

@@ -126,6 +126,11 @@ impl PreservedOpens {
         self.opens.len()
     }
 
+    /// Every disconnected open now (the admin view).
+    pub fn all(&self) -> Vec<Arc<Open>> {
+        self.opens.values()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.opens.is_empty()
     }

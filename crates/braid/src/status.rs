@@ -271,10 +271,10 @@ pub fn render_opens(v: &Value) -> String {
                 s(&o["share_access"]),
                 s(&o["caching"]),
                 s(&o["locks"]),
-                if o["durable"].as_bool() == Some(true) {
-                    "yes"
-                } else {
-                    "no"
+                match (o["disconnected"].as_bool(), o["durable"].as_bool()) {
+                    (Some(true), _) => "waiting",
+                    (_, Some(true)) => "yes",
+                    _ => "no",
                 }
                 .into(),
             ]
@@ -342,10 +342,14 @@ mod tests {
              "share_access": "R", "caching": "lease RWH", "locks": 2, "durable": true},
             {"session_id_hex": "0x0000000000000001", "user": "alice", "client_address": "127.0.0.1",
              "share": "data", "path": "", "directory": true, "access": "0x00100081",
-             "share_access": "RWD", "caching": "none", "locks": 0, "durable": false}]});
+             "share_access": "RWD", "caching": "none", "locks": 0, "durable": false},
+            {"session_id_hex": null, "user": "bob", "client_address": null,
+             "share": "data", "path": "b.bin", "directory": false, "access": "0x0012019f",
+             "share_access": "", "caching": "oplock batch", "locks": 0, "durable": true,
+             "disconnected": true}]});
         let t = render_opens(&v);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 4, "{t}");
+        assert_eq!(lines.len(), 5, "{t}");
         assert!(
             lines[0].starts_with("Session") && lines[0].ends_with("Locks  Durable"),
             "{t}"
@@ -356,6 +360,10 @@ mod tests {
         );
         assert!(lines[2].ends_with(" 2      yes"), "{t}");
         assert!(lines[3].contains("  \\  "), "the share's root: {t}");
+        assert!(
+            lines[4].starts_with("-  ") && lines[4].ends_with(" waiting"),
+            "{t}"
+        );
         assert_eq!(
             render_opens(&serde_json::json!({"opens": []})),
             "no open files\n"
