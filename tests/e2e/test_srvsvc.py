@@ -143,6 +143,16 @@ def test_a_user_sees_only_their_own(server):
         bob.close()
 
 
+def hold_against(holder: Client, other: Client, name: str) -> Open:
+    """`holder` opens `name` for writing, sharing reads only; `other`'s open
+    for writing is then refused with SHARING_VIOLATION."""
+    held = holder.open(name, write=True)
+    with pytest.raises(SMBResponseException) as e:
+        other.open(name, write=True)
+    assert e.value.status == STATUS_SHARING_VIOLATION
+    return held
+
+
 def test_net_file_close_lets_go_of_a_left_handle(server):
     """`net file ID /close`: a handle left open (deny-write) is closed from
     another session of the same user; the file opens for writing again,
@@ -151,10 +161,7 @@ def test_net_file_close_lets_go_of_a_left_handle(server):
     left = Client(port, "alice", users["alice"])
     other = Client(port, "alice", users["alice"])
     try:
-        held = left.open("locked.txt", write=True)  # share mode: read only
-        with pytest.raises(SMBResponseException) as e:
-            other.open("locked.txt", write=True)
-        assert e.value.status == STATUS_SHARING_VIOLATION
+        held = hold_against(left, other, "locked.txt")
 
         (entry,) = [f for f in probe(port, "alice", users["alice"])["files"]
                     if f["path"] == "share\\locked.txt"]
@@ -184,10 +191,7 @@ def test_net_session_delete_ends_another_session(server):
     left = Client(port, "alice", users["alice"])
     other = Client(port, "alice", users["alice"])
     try:
-        held = left.open("session-held.txt", write=True)  # share mode: read only
-        with pytest.raises(SMBResponseException) as e:
-            other.open("session-held.txt", write=True)
-        assert e.value.status == STATUS_SHARING_VIOLATION
+        held = hold_against(left, other, "session-held.txt")
         assert probe(port, "bob", users["bob"], "--end-sessions", "\\\\127.0.0.1") == {
             "end": {"error": "WERR_NERR_CLIENTNAMENOTFOUND"}}, "bob sees no session of alice"
         assert probe(port, "alice", users["alice"], "--end-sessions", "\\\\127.0.0.1") == {

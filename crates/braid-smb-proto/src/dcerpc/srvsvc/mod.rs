@@ -397,6 +397,13 @@ fn info_answer(level: u32, arms: &[u32], fields: Option<Vec<Field<'_>>>, status:
     w.into_bytes()
 }
 
+/// The answer of a call whose only [out] part is its NET_API_STATUS.
+fn status_answer(status: u32) -> Vec<u8> {
+    let mut w = NdrWriter::new();
+    w.u32(status);
+    w.into_bytes()
+}
+
 /// Why an enumeration is refused before it runs: a level this server does
 /// not answer (checked first, as Windows does), or an anonymous caller.
 fn refusal(level: u32, answered: &[u32], backend: &dyn SrvsvcBackend) -> Option<u32> {

@@ -121,9 +121,7 @@ pub(super) fn session_del(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult
     } else {
         werror::SUCCESS
     };
-    let mut w = NdrWriter::new();
-    w.u32(status);
-    Ok(w.into_bytes())
+    Ok(status_answer(status))
 }
 
 const CONNECTION_LEVELS: Levels = &[(0, Some(&[Kind::Dword])), (1, Some(&CONNECTION_INFO_1))];
@@ -267,7 +265,5 @@ pub(super) fn file_close(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<
     } else {
         werror::NERR_FILE_ID_NOT_FOUND
     };
-    let mut w = NdrWriter::new();
-    w.u32(status);
-    Ok(w.into_bytes())
+    Ok(status_answer(status))
 }
