@@ -84,6 +84,7 @@ class Client:
 
 
 STATUS_SHARING_VIOLATION, STATUS_FILE_CLOSED = 0xC0000043, 0xC0000128
+STATUS_OBJECT_NAME_NOT_FOUND = 0xC0000034
 
 
 def test_sessions_tree_connects_and_open_files(server):
@@ -180,6 +181,57 @@ def test_net_file_close_lets_go_of_a_left_handle(server):
     finally:
         left.close()
         other.close()
+
+
+def test_net_file_close_ends_a_durable_open_waiting_for_its_client(server):
+    """A durable open whose connection was lost waits, with its byte-range
+    locks, until its client reconnects or its timeout passes (a minute
+    here). It is listed, and its owner (only) can close it: the reconnect
+    then finds nothing."""
+    from types import SimpleNamespace
+
+    from smbremote import RawClient
+    from test_durable import durable_open, reconnect
+    from test_posix_locks import EXCLUSIVE_NOW, element
+
+    port, users = server
+    target = SimpleNamespace(host="127.0.0.1", port=port, user="alice",
+                             password=users["alice"], share="share")
+    lost = RawClient(target)
+    later = RawClient(target)
+    try:
+        op, _ = durable_open(lost, "waiting.bin")
+        op.write(b"kept", 0)
+        op.lock([element(0, 4, EXCLUSIVE_NOW)])
+        file_id = op.file_id
+        lost.drop()
+        waiting = []
+        for _ in range(50):
+            seen = probe(port, "alice", users["alice"])
+            waiting = [f for f in seen["files"] if f["path"] == "share\\waiting.bin"]
+            if waiting and len(seen["sessions"]) == 2:  # the probe's and `later`'s
+                break
+            time.sleep(0.1)
+        (entry,) = waiting
+        assert (entry["user"], entry["locks"]) == ("alice", 1), entry
+        assert entry["permissions"] == PERM_FILE_READ | PERM_FILE_WRITE
+
+        assert probe(port, "bob", users["bob"])["files"] == [], "not bob's to see"
+        assert probe(port, "bob", users["bob"], "--close", str(entry["id"])) == {
+            "close": {"error": "WERR_NERR_FILEIDNOTFOUND"}}, "not bob's to close"
+
+        assert probe(port, "alice", users["alice"], "--close", str(entry["id"])) == {
+            "close": "ok"}
+        for _ in range(50):
+            if not probe(port, "alice", users["alice"])["files"]:
+                break
+            time.sleep(0.1)
+        with pytest.raises(SMBResponseException) as e:
+            reconnect(later, "waiting.bin", file_id)
+        assert e.value.status == STATUS_OBJECT_NAME_NOT_FOUND
+    finally:
+        lost.close()
+        later.close()
 
 
 def test_net_session_delete_ends_another_session(server):

@@ -14,7 +14,7 @@ use braid_smb_proto::dcerpc::{
     SrvsvcBackend, TransportEntry, TreeConnectEntry,
 };
 
-use crate::session::{Session, SessionPhase};
+use crate::session::{Open, Session, SessionPhase};
 use crate::state::ServerState;
 
 /// FILE_READ_DATA | FILE_EXECUTE, and FILE_WRITE_DATA | FILE_APPEND_DATA
@@ -54,6 +54,26 @@ impl SrvsvcView<'_> {
             .collect();
         sessions.sort_by_key(|s| s.id);
         sessions
+    }
+
+    /// Durable opens of the caller's account whose connection was lost,
+    /// waiting for a reconnect (none for an anonymous or guest caller).
+    fn waiting_opens(&self) -> Vec<Arc<Open>> {
+        let Some(me) = self.caller.identity.lock().unwrap().clone() else {
+            return Vec::new();
+        };
+        if me.anonymous || me.guest {
+            return Vec::new();
+        }
+        let mut opens: Vec<Arc<Open>> = self
+            .state
+            .preserved
+            .all()
+            .into_iter()
+            .filter(|o| durable_owner(o).is_some_and(|u| u.eq_ignore_ascii_case(&me.user)))
+            .collect();
+        opens.sort_by_key(|o| o.persistent_id);
+        opens
     }
 
     /// The client's address, `\\192.0.2.7`, from the session's first live
@@ -196,32 +216,14 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             let user = s.user_name();
             let mut opens = s.opens.values();
             opens.sort_by_key(|o| o.volatile_id);
-            for open in opens {
-                let access = open.granted_access;
-                let mut permissions = 0;
-                if access & READ_RIGHTS != 0 {
-                    permissions |= file_permission::READ;
-                }
-                if access & WRITE_RIGHTS != 0 {
-                    permissions |= file_permission::WRITE;
-                }
-                let share = open.handle.share().name().to_string();
-                let path = open.handle.path();
-                files.push(OpenFileEntry {
-                    // FILE_INFO_3's fi3_id is a DWORD; volatile ids are
-                    // handed out in sequence, so the low half is unique
-                    // among the opens alive at once.
-                    id: open.volatile_id as u32,
-                    permissions,
-                    locks: open.handle.lock_count() as u32,
-                    path: if path.is_empty() {
-                        share
-                    } else {
-                        format!("{share}\\{path}")
-                    },
-                    user: user.clone(),
-                });
-            }
+            files.extend(opens.iter().map(|o| file_entry(o, &user)));
+        }
+        // Opens of lost connections that wait for a durable reconnect are
+        // still open files: listed, so that their owner can close them
+        // early (the file stays locked for others until then).
+        for o in self.waiting_opens() {
+            let owner = durable_owner(&o).unwrap_or_default();
+            files.push(file_entry(&o, &owner));
         }
         files
     }
@@ -242,6 +244,19 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             // As a TREE_DISCONNECT closes its opens: the file is let go
             // of now; the client that held it gets FILE_CLOSED next time.
             tokio::spawn(crate::smb::ops::close::close_opens(vec![open]));
+            return true;
+        }
+        let waiting = self
+            .waiting_opens()
+            .into_iter()
+            .find(|o| o.volatile_id as u32 == id);
+        if let Some(open) = waiting {
+            // As its durable timeout would: a reconnect after this finds
+            // no open (OBJECT_NAME_NOT_FOUND).
+            let Some(open) = self.state.preserved.take(open.persistent_id) else {
+                return false;
+            };
+            tokio::task::spawn_blocking(move || crate::durable::close_now(&open));
             return true;
         }
         false
@@ -311,5 +326,40 @@ impl SrvsvcBackend for SrvsvcView<'_> {
         SystemTime::now()
             .duration_since(self.state.start_time)
             .unwrap_or_default()
+    }
+}
+
+fn durable_owner(open: &Open) -> Option<String> {
+    open.durable
+        .lock()
+        .unwrap()
+        .as_ref()
+        .map(|d| d.owner.clone())
+}
+
+/// FILE_INFO_3 of one open (MS-SRVS 2.2.4.9).
+fn file_entry(open: &Open, user: &str) -> OpenFileEntry {
+    let access = open.granted_access;
+    let mut permissions = 0;
+    if access & READ_RIGHTS != 0 {
+        permissions |= file_permission::READ;
+    }
+    if access & WRITE_RIGHTS != 0 {
+        permissions |= file_permission::WRITE;
+    }
+    let share = open.handle.share().name().to_string();
+    let path = open.handle.path();
+    OpenFileEntry {
+        // FILE_INFO_3's fi3_id is a DWORD; volatile ids are handed out in
+        // sequence, so the low half is unique among the opens alive at once.
+        id: open.volatile_id as u32,
+        permissions,
+        locks: open.handle.lock_count() as u32,
+        path: if path.is_empty() {
+            share
+        } else {
+            format!("{share}\\{path}")
+        },
+        user: user.to_string(),
     }
 }
