@@ -146,6 +146,10 @@ pub struct ShareView {
     pub name: String,
     pub path: String,
     pub encrypt: bool,
+    /// `read_only`: only the `write_list` may change it.
+    pub read_only: bool,
+    /// `valid_users`: who may connect (empty: every user).
+    pub valid_users: Vec<String>,
     pub opens: usize,
     pub operations: u64,
     pub errors: u64,
@@ -408,6 +412,8 @@ pub fn shares_view(state: &ServerState) -> SharesView {
                 name: c.name.clone(),
                 path: c.path.display().to_string(),
                 encrypt: c.encrypt,
+                read_only: c.access.read_only,
+                valid_users: c.access.valid_users.clone(),
                 opens: opens.get(&c.name.to_lowercase()).copied().unwrap_or(0),
                 operations: t.operations,
                 errors: t.errors,
@@ -514,6 +520,7 @@ mod tests {
                 hide_dot_files: true,
                 hide_files: Vec::new(),
                 canonicalize_acl_flags: true,
+                access: Default::default(),
             }],
             ..ServerConfig::default()
         };

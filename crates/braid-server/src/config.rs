@@ -27,6 +27,8 @@ pub struct ShareConfig {
     /// DACL inheritance bits canonicalised on set, as Windows does
     /// (Samba's `acl flag inherited canonicalization`).
     pub canonicalize_acl_flags: bool,
+    /// Who may connect, and who may write (`share_access.rs`).
+    pub access: crate::share_access::ShareAccess,
 }
 
 /// The admin API's default address: loopback only, port 9445 (SMB's 445

@@ -17,6 +17,7 @@ pub mod order;
 pub mod server;
 pub mod session;
 pub mod sharded;
+pub mod share_access;
 pub mod smb;
 pub mod srvsvc;
 pub mod state;

@@ -20,6 +20,8 @@ pub struct Share {
     pub access_based_enumeration: bool,
     /// `access::canonicalize_dacl_flags` on descriptors clients supply.
     pub canonicalize_acl_flags: bool,
+    /// Who may connect, and who may write (`share_access.rs`).
+    pub access: crate::share_access::ShareAccess,
 }
 
 pub struct ServerState {
@@ -77,6 +79,7 @@ impl ServerState {
                     encrypt: s.encrypt,
                     access_based_enumeration: s.access_based_enumeration,
                     canonicalize_acl_flags: s.canonicalize_acl_flags,
+                    access: s.access.clone(),
                 }),
             );
         }

@@ -68,6 +68,40 @@ pub struct ShareEntry {
     pub hide_files: Vec<String>,
     /// Canonicalise DACL inheritance bits as Windows does (default true).
     pub canonicalize_acl_flags: Option<bool>,
+    /// Nobody may change anything in the share but `write_list` (default false).
+    #[serde(default)]
+    pub read_only: bool,
+    /// Only these users may connect (default: every user).
+    #[serde(default)]
+    pub valid_users: Vec<String>,
+    /// These users may only read, even where the share is writable.
+    #[serde(default)]
+    pub read_list: Vec<String>,
+    /// These users may write, even where the share is read-only.
+    #[serde(default)]
+    pub write_list: Vec<String>,
+}
+
+impl ShareEntry {
+    /// A share with every option at its default.
+    pub fn new(name: &str, path: PathBuf) -> ShareEntry {
+        ShareEntry {
+            name: name.to_string(),
+            path,
+            encrypt: false,
+            direct_writes: None,
+            posix_locking: None,
+            named_streams: None,
+            access_based_enumeration: false,
+            hide_dot_files: None,
+            hide_files: Vec::new(),
+            canonicalize_acl_flags: None,
+            read_only: false,
+            valid_users: Vec::new(),
+            read_list: Vec::new(),
+            write_list: Vec::new(),
+        }
+    }
 }
 
 /// `[[interface]]`: one address reported by FSCTL_QUERY_NETWORK_INTERFACE_INFO.
@@ -150,18 +184,7 @@ pub fn parse_admin_listen(s: &str) -> Result<Option<SocketAddr>, String> {
 /// `NAME=PATH` from `--share`.
 pub fn parse_share_flag(s: &str) -> Result<ShareEntry, String> {
     match s.split_once('=') {
-        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok(ShareEntry {
-            name: n.to_string(),
-            path: PathBuf::from(p),
-            encrypt: false,
-            direct_writes: None,
-            posix_locking: None,
-            named_streams: None,
-            access_based_enumeration: false,
-            hide_dot_files: None,
-            hide_files: Vec::new(),
-            canonicalize_acl_flags: None,
-        }),
+        Some((n, p)) if !n.is_empty() && !p.is_empty() => Ok(ShareEntry::new(n, PathBuf::from(p))),
         _ => Err(format!(
             "--share '{s}': expected NAME=PATH, e.g. --share data=/srv/data"
         )),

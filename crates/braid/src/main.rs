@@ -203,18 +203,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
     if embedded {
         let dir = PathBuf::from(DEFAULT_SHARE.1);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        shares.push(config::ShareEntry {
-            name: DEFAULT_SHARE.0.into(),
-            path: dir,
-            encrypt: false,
-            direct_writes: None,
-            posix_locking: None,
-            named_streams: None,
-            access_based_enumeration: false,
-            hide_dot_files: None,
-            hide_files: Vec::new(),
-            canonicalize_acl_flags: None,
-        });
+        shares.push(config::ShareEntry::new(DEFAULT_SHARE.0, dir));
     }
     if shares.is_empty() {
         return Err("no shares: add --share NAME=PATH or a [[share]] table in the config".into());
@@ -248,6 +237,22 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
                 ));
             }
         }
+        for (key, list) in [
+            ("valid_users", &s.valid_users),
+            ("read_list", &s.read_list),
+            ("write_list", &s.write_list),
+        ] {
+            if let Some(bad) = list
+                .iter()
+                .find(|u| u.trim().is_empty() || u.contains(['@', '\\', ':']))
+            {
+                return Err(format!(
+                    "share '{}': {key}: '{bad}' is not a user name; \
+                     list the names of users of the users file, e.g. [\"alice\", \"bob\"]",
+                    s.name
+                ));
+            }
+        }
         cfg.shares.push(ShareConfig {
             name: s.name.clone(),
             path: s.path.clone(),
@@ -259,6 +264,12 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
             hide_dot_files: s.hide_dot_files.unwrap_or(true),
             hide_files: s.hide_files.clone(),
             canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
+            access: braid_server::share_access::ShareAccess {
+                read_only: s.read_only,
+                valid_users: s.valid_users.clone(),
+                read_list: s.read_list.clone(),
+                write_list: s.write_list.clone(),
+            },
         });
     }
 

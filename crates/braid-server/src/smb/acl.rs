@@ -155,6 +155,9 @@ pub struct SmbAccess {
     token: OnceLock<Token>,
     /// The SD_BUFFER create context (MS-SMB2 2.2.13.2.1), if any.
     creator: Option<SecurityDescriptor>,
+    /// What the share grants (the tree connect's MaximalAccess,
+    /// `share_access.rs`): no file grants more.
+    share_grant: u32,
 }
 
 impl SmbAccess {
@@ -168,6 +171,16 @@ impl SmbAccess {
             who,
             token: OnceLock::new(),
             creator,
+            share_grant: FILE_ALL_ACCESS,
+        }
+    }
+
+    /// At most `share_grant` on any file, as a Windows share's permissions
+    /// bound what a file's DACL grants.
+    pub fn within(self, share_grant: u32) -> SmbAccess {
+        SmbAccess {
+            share_grant,
+            ..self
         }
     }
 
@@ -184,10 +197,10 @@ impl AccessPolicy for SmbAccess {
     fn maximal_access(&self, object: &ObjectSecurity) -> u32 {
         if object.descriptor.is_none() {
             // The default grants its asker full control (default_descriptor).
-            return FILE_ALL_ACCESS;
+            return self.share_grant;
         }
         let token = self.token();
-        access::maximal_access(&effective_descriptor(object, token), token)
+        access::maximal_access(&effective_descriptor(object, token), token) & self.share_grant
     }
 
     fn new_descriptor(

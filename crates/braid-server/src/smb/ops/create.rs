@@ -202,7 +202,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 .as_ref()
                 .map(|i| i.user.clone())
                 .unwrap_or_default(),
-            crate::smb::acl::SmbAccess::new(identity.as_ref(), creator_sd),
+            crate::smb::acl::SmbAccess::new(identity.as_ref(), creator_sd)
+                .within(req.tree()?.maximal_access),
         )
     };
     let ctx = RequestCtx {

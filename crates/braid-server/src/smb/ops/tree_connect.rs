@@ -12,9 +12,6 @@ const SHI1005_FLAGS_ENCRYPT_DATA: u32 = 0x0000_8000;
 /// MS-SMB2 2.2.10 SMB2_SHAREFLAG_ACCESS_BASED_DIRECTORY_ENUM.
 const SHI1005_FLAGS_ACCESS_BASED_DIRECTORY_ENUM: u32 = 0x0000_0800;
 
-/// FILE_ALL_ACCESS: what a share grants an authenticated user.
-const FILE_ALL_ACCESS: u32 = 0x001F_01FF;
-
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = TreeConnectRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = req.session()?;
@@ -41,6 +38,18 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if encrypt && session.encryption().is_none() {
         return Err(NtStatus::ACCESS_DENIED);
     }
+    // Share-level access (`share_access.rs`): who may connect, and the
+    // most any open on this tree may be granted. IPC$ is everyone's.
+    let maximal_access = match &share {
+        Some(s) => {
+            let identity = session.identity.lock().unwrap().clone();
+            match s.access.maximal_access(identity.as_ref()) {
+                Some(access) => access,
+                None => return Err(NtStatus::ACCESS_DENIED),
+            }
+        }
+        None => crate::share_access::FULL_ACCESS,
+    };
     let mut share_flags = 0;
     if encrypt {
         share_flags |= SHI1005_FLAGS_ENCRYPT_DATA;
@@ -48,7 +57,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if share.as_ref().is_some_and(|s| s.access_based_enumeration) {
         share_flags |= SHI1005_FLAGS_ACCESS_BASED_DIRECTORY_ENUM;
     }
-    let tree = session.add_tree(share, FILE_ALL_ACCESS, encrypt);
+    let tree = session.add_tree(share, maximal_access, encrypt);
     let mut reply = Reply::of(&TreeConnectResponse {
         share_type: kind,
         share_flags,
