@@ -75,6 +75,10 @@ pub enum FsError {
     /// File too large for the file system (FILE_TOO_LARGE / DISK_FULL).
     #[error("file too large")]
     FileTooLarge,
+    /// The process or the system is out of file descriptors
+    /// (TOO_MANY_OPENED_FILES).
+    #[error("too many open files")]
+    TooManyOpenFiles,
     /// Any other host error.
     #[error("I/O error: {0}")]
     Io(io::Error),
@@ -103,6 +107,7 @@ impl FsError {
             libc::EFBIG => FsError::FileTooLarge,
             libc::EOPNOTSUPP => FsError::NotSupported,
             libc::EBADF => FsError::FileClosed,
+            libc::EMFILE | libc::ENFILE => FsError::TooManyOpenFiles,
             e => FsError::Io(io::Error::from_raw_os_error(e)),
         }
     }
@@ -158,6 +163,9 @@ mod tests {
             FsError::from_errno(libc::ENOTEMPTY),
             FsError::DirectoryNotEmpty
         ));
+        for e in [libc::EMFILE, libc::ENFILE] {
+            assert!(matches!(FsError::from_errno(e), FsError::TooManyOpenFiles));
+        }
         assert!(matches!(FsError::from_errno(libc::EIO), FsError::Io(_)));
     }
 }

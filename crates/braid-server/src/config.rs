@@ -86,6 +86,13 @@ pub struct ServerConfig {
     /// The admin address is the built-in default rather than configured:
     /// if it cannot be bound the server runs without the admin API.
     pub admin_listen_is_default: bool,
+    /// Opens one session may hold at once (Samba's `max open files`); the
+    /// next CREATE gets STATUS_TOO_MANY_OPENED_FILES. Braid is one process,
+    /// so this keeps one client from taking every file descriptor.
+    pub max_open_files: usize,
+    /// TCP connections served at once; a connection beyond it is closed
+    /// as soon as it is accepted.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -116,6 +123,8 @@ impl Default for ServerConfig {
             interfaces: Vec::new(),
             admin_listen: Some(DEFAULT_ADMIN_LISTEN.parse().expect("static address")),
             admin_listen_is_default: true,
+            max_open_files: 16384,
+            max_connections: 16384,
         }
     }
 }

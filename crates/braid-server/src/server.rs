@@ -77,9 +77,17 @@ impl Server {
         for l in self.listeners {
             let state = self.state.clone();
             tasks.push(tokio::spawn(async move {
+                let mut refused = RefusalLog::default();
                 loop {
                     match l.accept().await {
-                        Ok((stream, _)) => {
+                        Ok((stream, peer)) => {
+                            if state.connections.len() >= state.config.max_connections {
+                                // Closed at once: the client sees a reset
+                                // and may try again later.
+                                drop(stream);
+                                refused.note(peer, state.config.max_connections);
+                                continue;
+                            }
                             tokio::spawn(serve_connection(state.clone(), stream));
                         }
                         Err(e) => {
@@ -94,5 +102,33 @@ impl Server {
         for t in tasks {
             let _ = t.await;
         }
+    }
+}
+
+/// Connections refused for `max_connections`, logged at most every 10 s
+/// so that a flood does not flood the log too.
+#[derive(Default)]
+struct RefusalLog {
+    since_last: u64,
+    last: Option<std::time::Instant>,
+}
+
+impl RefusalLog {
+    fn note(&mut self, peer: std::net::SocketAddr, max: usize) {
+        self.since_last += 1;
+        if self
+            .last
+            .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(10))
+        {
+            return;
+        }
+        warn!(
+            %peer,
+            refused = self.since_last,
+            max_connections = max,
+            "connection refused: max_connections reached"
+        );
+        self.since_last = 0;
+        self.last = Some(std::time::Instant::now());
     }
 }

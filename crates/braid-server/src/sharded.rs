@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, RandomState};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 const SHARDS: usize = 16;
@@ -10,6 +11,9 @@ const SHARDS: usize = 16;
 pub struct ShardedMap<K, V> {
     shards: Vec<Mutex<HashMap<K, V>>>,
     hasher: RandomState,
+    /// Entries over all shards, kept as they change (under the shard's
+    /// lock), so that `len` locks nothing: CREATE asks it every time.
+    count: AtomicUsize,
 }
 
 impl<K: Hash + Eq, V: Clone> Default for ShardedMap<K, V> {
@@ -23,6 +27,7 @@ impl<K: Hash + Eq, V: Clone> ShardedMap<K, V> {
         ShardedMap {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             hasher: RandomState::new(),
+            count: AtomicUsize::new(0),
         }
     }
     fn shard(&self, k: &K) -> &Mutex<HashMap<K, V>> {
@@ -32,17 +37,29 @@ impl<K: Hash + Eq, V: Clone> ShardedMap<K, V> {
     pub fn get(&self, k: &K) -> Option<V> {
         self.shard(k).lock().unwrap().get(k).cloned()
     }
+    // The count changes under the shard's lock, after the entry did:
+    // an entry's removal cannot then be counted before its insertion.
     pub fn insert(&self, k: K, v: V) -> Option<V> {
-        self.shard(&k).lock().unwrap().insert(k, v)
+        let mut shard = self.shard(&k).lock().unwrap();
+        let old = shard.insert(k, v);
+        if old.is_none() {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        old
     }
     pub fn remove(&self, k: &K) -> Option<V> {
-        self.shard(k).lock().unwrap().remove(k)
+        let mut shard = self.shard(k).lock().unwrap();
+        let old = shard.remove(k);
+        if old.is_some() {
+            self.count.fetch_sub(1, Ordering::Relaxed);
+        }
+        old
     }
     pub fn contains(&self, k: &K) -> bool {
         self.shard(k).lock().unwrap().contains_key(k)
     }
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().unwrap().len()).sum()
+        self.count.load(Ordering::Relaxed)
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -59,6 +76,7 @@ impl<K: Hash + Eq, V: Clone> ShardedMap<K, V> {
         let mut out = Vec::new();
         for s in &self.shards {
             let mut m = s.lock().unwrap();
+            let before = out.len();
             m.retain(|_, v| {
                 if pred(v) {
                     out.push(v.clone());
@@ -67,7 +85,34 @@ impl<K: Hash + Eq, V: Clone> ShardedMap<K, V> {
                     true
                 }
             });
+            self.count.fetch_sub(out.len() - before, Ordering::Relaxed);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShardedMap;
+
+    #[test]
+    fn len_follows_inserts_removes_and_drains() {
+        let m = ShardedMap::new();
+        for k in 0..100u32 {
+            assert!(m.insert(k, k).is_none());
+        }
+        assert_eq!(
+            m.insert(7, 70),
+            Some(7),
+            "a replaced entry is not a new one"
+        );
+        assert_eq!(m.len(), 100);
+        assert_eq!(m.remove(&7), Some(70));
+        assert_eq!(m.remove(&7), None, "nothing left to remove");
+        assert_eq!(m.len(), 99);
+        let odd = m.drain_where(|v| v % 2 == 1);
+        assert_eq!(odd.len(), 49);
+        assert_eq!(m.len(), 50);
+        assert_eq!(m.len(), m.values().len());
     }
 }

@@ -37,6 +37,10 @@ pub struct FileConfig {
     pub leases: Option<bool>,
     /// Channels per session (default 32).
     pub max_channels: Option<u32>,
+    /// Opens one session may hold (default 16384).
+    pub max_open_files: Option<u32>,
+    /// TCP connections served at once (default 16384).
+    pub max_connections: Option<u32>,
     /// Interfaces reported to multichannel clients; none: auto-detect.
     #[serde(default, rename = "interface")]
     pub interfaces: Vec<InterfaceEntry>,

@@ -327,6 +327,22 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         }
         cfg.max_channels = m as usize;
     }
+    if let Some(m) = file.max_open_files {
+        if !(16..=1_000_000).contains(&m) {
+            return Err(format!(
+                "max_open_files = {m}: use a value from 16 to 1000000"
+            ));
+        }
+        cfg.max_open_files = m as usize;
+    }
+    if let Some(m) = file.max_connections {
+        if !(1..=1_000_000).contains(&m) {
+            return Err(format!(
+                "max_connections = {m}: use a value from 1 to 1000000"
+            ));
+        }
+        cfg.max_connections = m as usize;
+    }
     cfg.interfaces = file
         .interfaces
         .iter()
@@ -391,6 +407,41 @@ fn keep_large_buffers() {
     }
 }
 
+/// Every connection and every open holds a file descriptor, in one
+/// process: raise the soft RLIMIT_NOFILE to the hard limit, as Samba
+/// does, and say when even that is below what the configured caps allow.
+fn raise_open_file_limit(cfg: &braid_server::ServerConfig) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct given.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        if lim.rlim_cur < lim.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: lim.rlim_max,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim = raised;
+            }
+        }
+    }
+    let per_session = cfg.max_open_files as u64;
+    if lim.rlim_cur < per_session.saturating_mul(2) {
+        tracing::warn!(
+            nofile = lim.rlim_cur,
+            max_open_files = per_session,
+            "the open file limit (ulimit -n) is less than twice max_open_files: \
+             one client can leave too few descriptors for the others; raise the \
+             hard limit (LimitNOFILE= under systemd) or lower max_open_files"
+        );
+    }
+}
+
 fn serve(args: ServeArgs) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(&args.log)
         .map_err(|e| format!("--log '{}': {e}", args.log))?;
@@ -400,6 +451,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         .init();
     let (cfg, users, embedded) = build(&args)?;
     keep_large_buffers();
+    raise_open_file_limit(&cfg);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -29,6 +29,8 @@ pub fn fs_status(e: &FsError) -> NtStatus {
         FsError::NameTooLong => NtStatus::OBJECT_NAME_INVALID,
         FsError::NotSupported => NtStatus::NOT_SUPPORTED,
         FsError::FileTooLarge => NtStatus::DISK_FULL,
+        // As Samba answers when it runs out of file descriptors.
+        FsError::TooManyOpenFiles => NtStatus::TOO_MANY_OPENED_FILES,
         _ => NtStatus::UNSUCCESSFUL,
     }
 }

@@ -91,6 +91,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if r.name.starts_with('\\') {
         return Err(NtStatus::INVALID_PARAMETER);
     }
+    // Braid is one process: one session holding every file descriptor
+    // would fail every other client's opens. Creates in flight at once
+    // may pass this together, so the cap can be passed by at most the
+    // session's outstanding CREATEs.
+    if session.opens.len() >= req.conn.server.config.max_open_files {
+        return Err(NtStatus::TOO_MANY_OPENED_FILES);
+    }
     // `file:stream[:$DATA]` names a stream of the file; the file service
     // parses and validates it (MS-FSA 2.1.5.1).
     let name = r.name.clone();

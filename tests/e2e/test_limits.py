@@ -1,0 +1,129 @@
+"""Limits that keep one client from taking what every client needs, seen
+from smbprotocol:
+
+- `max_open_files`: a session at its cap gets TOO_MANY_OPENED_FILES, and
+  may open again once it closes something; another session is unaffected.
+- `max_connections`: a connection beyond the cap is closed at once; once
+  a connection ends, a new one is served again.
+
+Braid only: the config keys are Braid's.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import uuid
+
+import pytest
+from smbprotocol.connection import Connection
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
+                              ImpersonationLevel, Open, ShareAccess)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
+
+import servers
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
+    reason="Braid's config keys (max_open_files, max_connections)")
+
+STATUS_TOO_MANY_OPENED_FILES = 0xC000011F
+MAX_OPEN_FILES = 20
+MAX_CONNECTIONS = 4
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("limits-")
+    share = base / "share"
+    share.mkdir()
+    password = "Pw-" + secrets.token_hex(8)
+    proc, port = servers.start_braid_with_config(
+        base,
+        f"max_open_files = {MAX_OPEN_FILES}\nmax_connections = {MAX_CONNECTIONS}\n"
+        f'[[share]]\nname = "share"\npath = "{share}"\n',
+        {"alice": password})
+    yield port, password
+    servers.stop_pid(proc.pid)
+
+
+class Client:
+    def __init__(self, port: int, password: str):
+        self.conn = Connection(uuid.uuid4(), "127.0.0.1", port)
+        self.conn.connect(timeout=5)
+        self.session = Session(self.conn, "alice", password, require_encryption=False)
+        self.session.connect()
+        self.tree = TreeConnect(self.session, r"\\127.0.0.1\share")
+        self.tree.connect()
+
+    def open(self, name: str) -> Open:
+        f = Open(self.tree, name)
+        f.create(ImpersonationLevel.Impersonation,
+                 FilePipePrinterAccessMask.FILE_READ_DATA
+                 | FilePipePrinterAccessMask.FILE_WRITE_DATA, 0,
+                 ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                 CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+        return f
+
+    def close(self):
+        self.conn.disconnect()
+
+
+def test_a_session_at_its_open_file_cap(server):
+    port, password = server
+    greedy, other = Client(port, password), Client(port, password)
+    try:
+        held = [greedy.open(f"f{i}.txt") for i in range(MAX_OPEN_FILES)]
+        with pytest.raises(SMBResponseException) as e:
+            greedy.open("one-too-many.txt")
+        assert e.value.status == STATUS_TOO_MANY_OPENED_FILES
+
+        # Another session opens, writes and reads as before.
+        f = other.open("f0.txt")
+        f.write(b"still served", 0)
+        assert f.read(0, 12) == b"still served"
+        f.close()
+
+        held.pop().close()
+        again = greedy.open("one-too-many.txt")
+        again.write(b"after a close", 0)
+        assert again.read(0, 13) == b"after a close"
+    finally:
+        greedy.close()
+        other.close()
+
+
+def test_a_connection_beyond_the_cap_is_closed(server):
+    port, password = server
+    clients = []
+    try:
+        # The previous test's connections may take a moment to be gone.
+        deadline = time.monotonic() + 10
+        while len(clients) < MAX_CONNECTIONS:
+            try:
+                clients.append(Client(port, password))
+            except Exception:
+                assert time.monotonic() < deadline, "the server kept refusing"
+                time.sleep(0.2)
+        with pytest.raises(Exception):
+            Client(port, password)
+
+        clients.pop().close()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                late = Client(port, password)
+                break
+            except Exception:
+                assert time.monotonic() < deadline, "no connection served after one ended"
+                time.sleep(0.2)
+        f = late.open("late.txt")
+        f.write(b"served", 0)
+        assert f.read(0, 6) == b"served"
+        clients.append(late)
+    finally:
+        for c in clients:
+            c.close()
