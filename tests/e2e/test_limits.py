@@ -5,6 +5,8 @@ from smbprotocol:
   may open again once it closes something; another session is unaffected.
 - `max_connections`: a connection beyond the cap is closed at once; once
   a connection ends, a new one is served again.
+- `logon_failures_per_minute`: an address that keeps failing to log on is
+  refused, right password or not, for the rest of the minute.
 
 Braid only: the config keys are Braid's.
 """
@@ -19,6 +21,7 @@ import uuid
 import pytest
 from smbprotocol.connection import Connection
 from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.header import NtStatus
 from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
                               ImpersonationLevel, Open, ShareAccess)
 from smbprotocol.session import Session
@@ -28,7 +31,7 @@ import servers
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
-    reason="Braid's config keys (max_open_files, max_connections)")
+    reason="Braid's config keys (limits)")
 
 STATUS_TOO_MANY_OPENED_FILES = 0xC000011F
 MAX_OPEN_FILES = 20
@@ -127,3 +130,48 @@ def test_a_connection_beyond_the_cap_is_closed(server):
     finally:
         for c in clients:
             c.close()
+
+
+FAILURES_PER_MINUTE = 3
+
+
+@pytest.fixture(scope="module")
+def throttled(tmp_path_factory):
+    base = tmp_path_factory.mktemp("throttle-")
+    share = base / "share"
+    share.mkdir()
+    password = "Pw-" + secrets.token_hex(8)
+    proc, port = servers.start_braid_with_config(
+        base,
+        f"logon_failures_per_minute = {FAILURES_PER_MINUTE}\n"
+        f'[[share]]\nname = "share"\npath = "{share}"\n',
+        {"alice": password})
+    yield port, password, base / "braid.log"
+    servers.stop_pid(proc.pid)
+
+
+def logon(port: int, password: str) -> int:
+    """The status of one logon as alice on a new connection (0: success)."""
+    conn = Connection(uuid.uuid4(), "127.0.0.1", port)
+    conn.connect(timeout=5)
+    try:
+        Session(conn, "alice", password, require_encryption=False).connect()
+        return 0
+    except SMBResponseException as e:
+        return e.status
+    finally:
+        conn.disconnect()
+
+
+def test_an_address_that_keeps_failing_is_refused_for_the_minute(throttled):
+    """After `logon_failures_per_minute` wrong passwords from 127.0.0.1,
+    even the right one is refused: a guesser learns nothing more this
+    minute, however many connections it opens."""
+    port, password, log = throttled
+    assert logon(port, password) == 0
+    for _ in range(FAILURES_PER_MINUTE):
+        assert logon(port, "wrong-" + secrets.token_hex(4)) == NtStatus.STATUS_LOGON_FAILURE
+    assert logon(port, password) == NtStatus.STATUS_LOGON_FAILURE
+    text = log.read_text()
+    assert "too many failed logons from this address" in text and "127.0.0.1" in text
+    assert password not in text

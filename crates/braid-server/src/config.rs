@@ -93,6 +93,10 @@ pub struct ServerConfig {
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
+    /// Failed logons a client address may have in a minute before its
+    /// logons are refused for the rest of it (`logon_throttle.rs`); 0: no
+    /// limit.
+    pub logon_failures_per_minute: u32,
 }
 
 impl Default for ServerConfig {
@@ -125,6 +129,7 @@ impl Default for ServerConfig {
             admin_listen_is_default: true,
             max_open_files: 16384,
             max_connections: 16384,
+            logon_failures_per_minute: 30,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod dir_lease;
 pub mod durable;
 pub mod interfaces;
 pub mod lease;
+pub mod logon_throttle;
 pub mod metrics;
 pub mod notify;
 pub mod oplock;

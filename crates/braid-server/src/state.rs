@@ -46,6 +46,8 @@ pub struct ServerState {
     pub start_time: SystemTime,
     /// Durable opens whose connection was lost, waiting for a reconnect.
     pub preserved: Arc<crate::durable::PreservedOpens>,
+    /// Failed logons per client address (`logon_throttle.rs`).
+    pub logon_throttle: crate::logon_throttle::LogonThrottle,
     next_session_id: AtomicU64,
     /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
     /// keeps its id when reconnected on another session).
@@ -84,6 +86,8 @@ impl ServerState {
             );
         }
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
+        let logon_throttle =
+            crate::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
         Ok(ServerState {
             config,
             users,
@@ -99,6 +103,7 @@ impl ServerState {
             resume_key_secret: std::hash::RandomState::new(),
             start_time: SystemTime::now(),
             preserved: Default::default(),
+            logon_throttle,
             next_file_id: AtomicU64::new(1),
             // Session ids fit in 32 bits, as Samba's do: some clients keep
             // them in 32-bit variables (smbtorture smb2.session-id does).

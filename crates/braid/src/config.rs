@@ -41,6 +41,9 @@ pub struct FileConfig {
     pub max_open_files: Option<u32>,
     /// TCP connections served at once (default 16384).
     pub max_connections: Option<u32>,
+    /// Failed logons per client address per minute before its logons are
+    /// refused for the rest of it (default 30; 0: no limit).
+    pub logon_failures_per_minute: Option<u32>,
     /// Interfaces reported to multichannel clients; none: auto-detect.
     #[serde(default, rename = "interface")]
     pub interfaces: Vec<InterfaceEntry>,

@@ -343,6 +343,9 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         }
         cfg.max_connections = m as usize;
     }
+    if let Some(n) = file.logon_failures_per_minute {
+        cfg.logon_failures_per_minute = n;
+    }
     cfg.interfaces = file
         .interfaces
         .iter()

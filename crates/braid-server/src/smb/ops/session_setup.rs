@@ -29,6 +29,29 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         .clone();
     let r = SessionSetupRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
 
+    // An address that failed too often this minute is refused before any
+    // password is looked at (`logon_throttle.rs`).
+    if server
+        .logon_throttle
+        .blocked(conn.peer.ip(), std::time::Instant::now())
+    {
+        // Whatever exchange the request continued ends, as a failed
+        // logon ends it.
+        if let Some(s) = &req.session {
+            if r.flags & setup_flags::BINDING != 0 {
+                s.binds.lock().unwrap().remove(&conn.id);
+                conn.binding.lock().unwrap().remove(&s.id);
+            } else if s.phase() == SessionPhase::InProgress
+                && conn.sessions.lock().unwrap().contains(&s.id)
+            {
+                s.auth.lock().unwrap().take();
+                forget_unauthenticated(conn, s);
+            }
+        }
+        tokio::time::sleep(server.config.logon_failure_delay).await;
+        return Err(NtStatus::LOGON_FAILURE);
+    }
+
     if r.flags & setup_flags::BINDING != 0 {
         return bind(req, &neg, &r).await;
     }
@@ -124,6 +147,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
         Err(e) => {
             info!(conn = conn.id, peer = %conn.peer, "logon failure: {e}");
+            count_failure(server, conn, e.nt_status());
             session.auth.lock().unwrap().take();
             // A failed logon ends the session, re-authentication included
             // (as Windows and Samba do): its opens are closed.
@@ -163,6 +187,24 @@ async fn replace_previous_session(
     if same_user && old.phase() == SessionPhase::Valid {
         info!(session = session.id, previous, "previous session replaced");
         super::logoff::end_session(server, &old).await;
+    }
+}
+
+/// A wrong password or unknown user counts against the client's address;
+/// a malformed token does not.
+fn count_failure(server: &ServerState, conn: &crate::conn::Connection, status: NtStatus) {
+    if status != NtStatus::LOGON_FAILURE {
+        return;
+    }
+    let now = std::time::Instant::now();
+    if server.logon_throttle.failed(conn.peer.ip(), now)
+        == crate::logon_throttle::Failure::NowBlocked
+    {
+        tracing::warn!(
+            peer = %conn.peer.ip(),
+            limit = server.config.logon_failures_per_minute,
+            "too many failed logons from this address: its logons are refused for the rest of the minute"
+        );
     }
 }
 
@@ -434,6 +476,7 @@ async fn bind(
         Err(e) => {
             // A failed bind leaves the session and its other channels alone.
             info!(conn = conn.id, peer = %conn.peer, session = session.id, "bind logon failure: {e}");
+            count_failure(server, conn, e.nt_status());
             session.binds.lock().unwrap().remove(&conn.id);
             conn.binding.lock().unwrap().remove(&session.id);
             tokio::time::sleep(server.config.logon_failure_delay).await;
