@@ -336,3 +336,33 @@ def test_write_with_a_bad_signature_is_refused(server_process, smb_server, size)
         conn.disconnect()
     assert (smb_server.share_dir / name).read_bytes() == data
     assert_healthy(server_process, smb_server)
+
+
+def session_setup_first_leg(message_id: int) -> bytes:
+    """SESSION_SETUP (MS-SMB2 2.2.5) carrying a bare NTLMSSP NEGOTIATE, the
+    first leg of a logon, for a new session."""
+    token = b"NTLMSSP\x00" + struct.pack("<II", 1, 0x62088215) + bytes(16)
+    body = struct.pack("<HBBIIHHQ", 25, 0, 1, 0, 0, 64 + 24, len(token), 0) + token
+    return smb2_header(SESSION_SETUP, message_id=message_id) + body
+
+
+@pytest.mark.skipif(os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
+                    reason="Braid's cap on unfinished logons (Samba has none)")
+def test_unfinished_logons_per_connection_are_capped(server_process, smb_server):
+    """Logons begun and never finished each hold an NTLM exchange: one
+    connection may have 16 at once; the next is refused with
+    INSUFFICIENT_RESOURCES, and the server goes on serving."""
+    more_processing, insufficient_resources = 0xC0000016, 0xC000009A
+    sock = negotiated(smb_server)
+    try:
+        statuses = []
+        for message_id in range(1, 18):
+            sock.sendall(frame(session_setup_first_leg(message_id)))
+            response = read_frame(sock)
+            assert response is not None, f"closed after {statuses}"
+            statuses.append(status_of(response))
+        assert statuses == [more_processing] * 16 + [insufficient_resources], \
+            [hex(s) for s in statuses]
+    finally:
+        sock.close()
+    assert_healthy(server_process, smb_server)

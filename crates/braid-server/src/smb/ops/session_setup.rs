@@ -69,6 +69,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             (s, new)
         }
         None if req.header.session_id == 0 => {
+            if sessions_in_progress(conn) >= MAX_SESSIONS_IN_PROGRESS
+                || conn.sessions.lock().unwrap().len() >= MAX_SESSIONS_PER_CONNECTION
+            {
+                return Err(NtStatus::INSUFFICIENT_RESOURCES);
+            }
             let s = Arc::new(Session::new(server.new_session_id(), neg.dialect, conn.id));
             let _ = s.origin.set(neg.clone());
             server.sessions.insert(s.id, s.clone());
@@ -188,6 +193,26 @@ async fn replace_previous_session(
         info!(session = session.id, previous, "previous session replaced");
         super::logoff::end_session(server, &old).await;
     }
+}
+
+/// Logons a connection may have begun and not finished: each holds an
+/// NTLM exchange, and before any logon succeeds nothing else bounds how
+/// many a peer starts within the handshake deadline.
+const MAX_SESSIONS_IN_PROGRESS: usize = 16;
+
+/// Sessions one connection may carry (authenticated ones included).
+const MAX_SESSIONS_PER_CONNECTION: usize = 1024;
+
+fn sessions_in_progress(conn: &crate::conn::Connection) -> usize {
+    let ids: Vec<u64> = conn.sessions.lock().unwrap().iter().copied().collect();
+    ids.iter()
+        .filter(|id| {
+            conn.server
+                .sessions
+                .get(id)
+                .is_some_and(|s| s.phase() == SessionPhase::InProgress)
+        })
+        .count()
 }
 
 /// A wrong password or unknown user counts against the client's address;
