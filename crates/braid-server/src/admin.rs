@@ -525,7 +525,7 @@ mod tests {
             ..ServerConfig::default()
         };
         let files = FileService::new(Arc::new(SystemClock));
-        ServerState::new(config, UserDb::default(), files).unwrap()
+        ServerState::new(config, UserDb::default().into(), files).unwrap()
     }
 
     fn tempdir(tag: &str) -> std::path::PathBuf {

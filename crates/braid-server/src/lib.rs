@@ -24,6 +24,7 @@ pub mod srvsvc;
 pub mod state;
 pub mod tcp_ack;
 pub mod userdb;
+pub mod users_live;
 
 pub use config::{InterfaceConfig, ServerConfig, ShareConfig};
 pub use server::Server;

@@ -9,7 +9,7 @@ use tracing::{info, warn};
 use crate::config::ServerConfig;
 use crate::conn::serve_connection;
 use crate::state::ServerState;
-use crate::userdb::UserDb;
+use crate::users_live::LiveUsers;
 
 pub struct Server {
     pub state: Arc<ServerState>,
@@ -21,7 +21,7 @@ pub struct Server {
 impl Server {
     /// Validate the shares and bind the listeners; errors are one line
     /// saying what failed and how to fix it.
-    pub async fn bind(config: ServerConfig, users: UserDb) -> Result<Server, String> {
+    pub async fn bind(config: ServerConfig, users: LiveUsers) -> Result<Server, String> {
         let files = FileService::new(Arc::new(SystemClock));
         let state = Arc::new(ServerState::new(config, users, files)?);
         let mut listeners = Vec::new();

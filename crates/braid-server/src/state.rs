@@ -10,7 +10,7 @@ use braid_fs::{FileService, ShareRef};
 use crate::config::ServerConfig;
 use crate::session::Session;
 use crate::sharded::ShardedMap;
-use crate::userdb::UserDb;
+use crate::users_live::LiveUsers;
 
 pub struct Share {
     pub name: String,
@@ -26,7 +26,8 @@ pub struct Share {
 
 pub struct ServerState {
     pub config: ServerConfig,
-    pub users: UserDb,
+    /// Read again when the users file changes (`users_live.rs`).
+    pub users: LiveUsers,
     pub files: Arc<FileService>,
     /// Keyed by lower-cased share name: share names are case-insensitive.
     pub shares: HashMap<String, Arc<Share>>,
@@ -58,7 +59,7 @@ pub struct ServerState {
 impl ServerState {
     pub fn new(
         config: ServerConfig,
-        users: UserDb,
+        users: LiveUsers,
         files: Arc<FileService>,
     ) -> Result<Self, String> {
         let mut shares = HashMap::new();

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use braid_server::userdb::UserDb;
+use braid_server::users_live::LiveUsers;
 use braid_server::{Server, ServerConfig, ShareConfig};
 use clap::{Parser, Subcommand};
 
@@ -174,7 +175,7 @@ fn user(cmd: UserCmd) -> Result<(), String> {
     Ok(())
 }
 
-fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
+fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
     let file = match &args.config {
         Some(p) => config::load(p)?,
         None => config::FileConfig::default(),
@@ -365,10 +366,11 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
     }
 
     let users_file = args.users_file.clone().or(file.users_file);
-    let mut users = match &users_file {
+    let from_file = match &users_file {
         Some(p) => UserDb::load(p).map_err(|e| e.to_string())?,
         None => UserDb::default(),
     };
+    let mut fixed = UserDb::default();
     let mut flag_users: Vec<(String, String)> = args
         .user
         .iter()
@@ -378,13 +380,19 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, UserDb, bool), String> {
         flag_users.push((DEFAULT_USER.0.into(), DEFAULT_USER.1.into()));
     }
     for (n, p) in &flag_users {
-        users
+        fixed
             .insert_password(n, p)
             .map_err(|e| format!("--user {n}: {e}"))?;
     }
-    if users.is_empty() && !cfg.allow_guest {
+    // With a users file, users may be added later (`braid user add`):
+    // an empty file is fine then.
+    if users_file.is_none() && fixed.is_empty() && !cfg.allow_guest {
         return Err("no users: add --user NAME:PASSWORD, --users-file FILE (see `braid user add`), or users_file in the config".into());
     }
+    let users = match users_file {
+        Some(path) => LiveUsers::with_file(path, from_file, fixed),
+        None => fixed.into(),
+    };
     Ok((cfg, users, embedded))
 }
 

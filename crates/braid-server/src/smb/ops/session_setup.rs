@@ -101,7 +101,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         if neg.dialect == dialect::SMB311 {
             ex.preauth.update(req.msg);
         }
-        let users = &server.users;
+        let users = server.users.current();
         ex.spnego
             .step(&r.security_buffer, &|user: &str, _domain: &str| {
                 users.nt_hash(user)
@@ -468,7 +468,7 @@ async fn bind(
         if neg.dialect == dialect::SMB311 {
             ex.preauth.update(req.msg);
         }
-        let users = &server.users;
+        let users = server.users.current();
         ex.spnego
             .step(&r.security_buffer, &|user: &str, _domain: &str| {
                 users.nt_hash(user)
