@@ -175,3 +175,44 @@ def test_an_address_that_keeps_failing_is_refused_for_the_minute(throttled):
     text = log.read_text()
     assert "too many failed logons from this address" in text and "127.0.0.1" in text
     assert password not in text
+
+
+@pytest.fixture(scope="module")
+def smb3_only(tmp_path_factory):
+    base = tmp_path_factory.mktemp("minproto-")
+    share = base / "share"
+    share.mkdir()
+    password = "Pw-" + secrets.token_hex(8)
+    proc, port = servers.start_braid_with_config(
+        base, f'min_protocol = "3.0"\n[[share]]\nname = "share"\npath = "{share}"\n',
+        {"alice": password})
+    yield port, password
+    servers.stop_pid(proc.pid)
+
+
+def test_min_protocol_refuses_older_dialects(smb3_only):
+    """`min_protocol = "3.0"` (Samba's `server min protocol = SMB3`): a
+    client that offers only SMB 2.x gets NOT_SUPPORTED (MS-SMB2 3.3.5.4),
+    smbclient limited to SMB2 cannot connect, and SMB 3 clients work."""
+    import subprocess
+
+    from smbprotocol.connection import Dialects
+    port, password = smb3_only
+    conn = Connection(uuid.uuid4(), "127.0.0.1", port)
+    with pytest.raises(SMBResponseException) as e:
+        conn.connect(dialect=Dialects.SMB_2_1_0, timeout=5)
+    assert e.value.status == NtStatus.STATUS_NOT_SUPPORTED
+    conn.disconnect()
+
+    def smbclient(max_protocol: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["smbclient", "//127.0.0.1/share", "-p", str(port), "-U", f"alice%{password}",
+             "-m", max_protocol, "-c", "ls"], capture_output=True, text=True, timeout=60)
+
+    old = smbclient("SMB2")
+    assert old.returncode != 0, old.stdout
+    new = smbclient("SMB3")
+    assert new.returncode == 0, new.stdout + new.stderr
+    c = Client(port, password)
+    assert c.conn.dialect >= Dialects.SMB_3_0_0
+    c.close()

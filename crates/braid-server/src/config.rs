@@ -93,6 +93,9 @@ pub struct ServerConfig {
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
+    /// The lowest dialect NEGOTIATE accepts (Samba's `server min
+    /// protocol`); default 2.0.2, every dialect.
+    pub min_dialect: u16,
     /// Failed logons a client address may have in a minute before its
     /// logons are refused for the rest of it (`logon_throttle.rs`); 0: no
     /// limit.
@@ -130,6 +133,7 @@ impl Default for ServerConfig {
             max_open_files: 16384,
             max_connections: 16384,
             logon_failures_per_minute: 30,
+            min_dialect: braid_smb_proto::messages::negotiate::dialect::SMB202,
         }
     }
 }

@@ -41,6 +41,9 @@ pub struct FileConfig {
     pub max_open_files: Option<u32>,
     /// TCP connections served at once (default 16384).
     pub max_connections: Option<u32>,
+    /// The lowest SMB dialect accepted: "2.0.2" (default), "2.1", "3.0",
+    /// "3.0.2" or "3.1.1" (Samba's names, e.g. "SMB3_00", also).
+    pub min_protocol: Option<String>,
     /// Failed logons per client address per minute before its logons are
     /// refused for the rest of it (default 30; 0: no limit).
     pub logon_failures_per_minute: Option<u32>,
@@ -206,6 +209,23 @@ pub fn parse_user_flag(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// `min_protocol`: a dialect, as SMB writes it or as Samba names it.
+pub fn parse_min_protocol(s: &str) -> Result<u16, String> {
+    use braid_smb_proto::messages::negotiate::dialect;
+    Ok(match s.trim().to_ascii_uppercase().as_str() {
+        "2.0.2" | "2.02" | "SMB2" | "SMB2_02" => dialect::SMB202,
+        "2.1" | "2.10" | "SMB2_10" => dialect::SMB210,
+        "3.0" | "3.00" | "SMB3" | "SMB3_00" => dialect::SMB300,
+        "3.0.2" | "3.02" | "SMB3_02" => dialect::SMB302,
+        "3.1.1" | "3.11" | "SMB3_11" => dialect::SMB311,
+        _ => {
+            return Err(format!(
+                "min_protocol = '{s}': use \"2.0.2\", \"2.1\", \"3.0\", \"3.0.2\" or \"3.1.1\""
+            ))
+        }
+    })
+}
+
 pub fn parse_cipher(s: &str) -> Result<braid_smb_proto::crypto::Cipher, String> {
     use braid_smb_proto::crypto::Cipher;
     Ok(match s.to_ascii_lowercase().as_str() {
@@ -239,6 +259,22 @@ pub fn validate_share_name(name: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn min_protocol_names() {
+        use braid_smb_proto::messages::negotiate::dialect;
+        for (s, d) in [
+            ("2.0.2", dialect::SMB202),
+            ("SMB2_10", dialect::SMB210),
+            ("smb3", dialect::SMB300),
+            ("3.0.2", dialect::SMB302),
+            ("3.1.1", dialect::SMB311),
+        ] {
+            assert_eq!(parse_min_protocol(s), Ok(d), "{s}");
+        }
+        let e = parse_min_protocol("NT1").unwrap_err();
+        assert!(e.starts_with("min_protocol = 'NT1': use"), "{e}");
+    }
 
     #[test]
     fn unknown_key_names_the_key_and_line() {

@@ -344,6 +344,9 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         }
         cfg.max_connections = m as usize;
     }
+    if let Some(m) = &file.min_protocol {
+        cfg.min_dialect = config::parse_min_protocol(m)?;
+    }
     if let Some(n) = file.logon_failures_per_minute {
         cfg.logon_failures_per_minute = n;
     }

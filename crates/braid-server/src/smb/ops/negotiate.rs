@@ -70,7 +70,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if r.dialects.is_empty() {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let Some(&chosen) = SUPPORTED.iter().find(|d| r.dialects.contains(d)) else {
+    // 3.3.5.4: no common dialect at or above `min_protocol` is
+    // NOT_SUPPORTED.
+    let min = conn.server.config.min_dialect;
+    let Some(&chosen) = SUPPORTED
+        .iter()
+        .find(|d| **d >= min && r.dialects.contains(d))
+    else {
         return Err(NtStatus::NOT_SUPPORTED);
     };
 
@@ -215,7 +221,9 @@ pub fn handle_smb1(conn: &Arc<Connection>, msg: &[u8]) -> Result<Vec<u8>, String
         parse_smb1_negotiate_dialects(msg).map_err(|e| format!("bad SMB1 negotiate: {e}"))?;
     let chosen = if dialects.iter().any(|d| d == "SMB 2.???") {
         dialect::WILDCARD
-    } else if dialects.iter().any(|d| d == "SMB 2.002") {
+    } else if dialects.iter().any(|d| d == "SMB 2.002")
+        && conn.server.config.min_dialect <= dialect::SMB202
+    {
         dialect::SMB202
     } else {
         return Err("SMB1-only client".into());
