@@ -168,6 +168,11 @@ pub struct Metrics {
     pub connections_accepted: AtomicU64,
     pub connections_current: AtomicU64,
     pub auth_failures: AtomicU64,
+    /// Connections closed at accept for `max_connections`.
+    pub connections_refused: AtomicU64,
+    /// SESSION_SETUPs refused unread because their address failed too
+    /// often (`logon_throttle.rs`).
+    pub logons_throttled: AtomicU64,
 }
 
 impl Default for Metrics {
@@ -197,6 +202,8 @@ impl Metrics {
             connections_accepted: AtomicU64::new(0),
             connections_current: AtomicU64::new(0),
             auth_failures: AtomicU64::new(0),
+            connections_refused: AtomicU64::new(0),
+            logons_throttled: AtomicU64::new(0),
         }
     }
 
@@ -359,7 +366,7 @@ impl Metrics {
                 "braid_smb_bytes_total{{share=\"{share}\",direction=\"out\"}} {bout}"
             );
         }
-        let simple: [(&str, &str, &str, u64); 5] = [
+        let simple: [(&str, &str, &str, u64); 7] = [
             (
                 "braid_connections",
                 "gauge",
@@ -389,6 +396,18 @@ impl Metrics {
                 "counter",
                 "SESSION_SETUP requests that ended in STATUS_LOGON_FAILURE.",
                 self.auth_failures.load(Ordering::Relaxed),
+            ),
+            (
+                "braid_logons_throttled_total",
+                "counter",
+                "SESSION_SETUP requests refused unread: their address had logon_failures_per_minute failures.",
+                self.logons_throttled.load(Ordering::Relaxed),
+            ),
+            (
+                "braid_connections_refused_total",
+                "counter",
+                "Connections closed as accepted: max_connections were open.",
+                self.connections_refused.load(Ordering::Relaxed),
             ),
         ];
         for (name, kind, help, v) in simple {
@@ -589,6 +608,8 @@ mod tests {
         m.connection_opened();
         m.connection_opened();
         m.connection_closed();
+        m.logons_throttled.fetch_add(2, Ordering::Relaxed);
+        m.connections_refused.fetch_add(3, Ordering::Relaxed);
         let text = m.render_prometheus(Gauges {
             sessions: 3,
             channels: 5,
@@ -619,6 +640,8 @@ mod tests {
         has("braid_sessions 3");
         has("braid_channels 5");
         has("braid_auth_failures_total 1");
+        has("braid_logons_throttled_total 2");
+        has("braid_connections_refused_total 3");
         // Shares with no traffic have no series.
         assert!(!text.contains("share=\"IPC$\""));
         // Every line is a comment or `name{labels} value` with a numeric value.

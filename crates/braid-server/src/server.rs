@@ -85,6 +85,10 @@ impl Server {
                                 // Closed at once: the client sees a reset
                                 // and may try again later.
                                 drop(stream);
+                                state
+                                    .metrics
+                                    .connections_refused
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 refused.note(peer, state.config.max_connections);
                                 continue;
                             }

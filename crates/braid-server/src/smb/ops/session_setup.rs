@@ -48,6 +48,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 forget_unauthenticated(conn, s);
             }
         }
+        server
+            .metrics
+            .logons_throttled
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tokio::time::sleep(server.config.logon_failure_delay).await;
         return Err(NtStatus::LOGON_FAILURE);
     }
