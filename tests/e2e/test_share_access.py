@@ -181,3 +181,50 @@ def test_a_bad_user_list_is_one_clear_line(server, tmp_path):
     assert r.returncode != 0
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "valid_users" in lines[0] and "@staff" in lines[0], r.stderr
+
+
+@pytest.fixture(scope="module")
+def hosts_server(tmp_path_factory):
+    """Shares limited by client address (Samba's hosts allow / hosts deny);
+    the test client is always 127.0.0.1."""
+    base = tmp_path_factory.mktemp("hosts-")
+    dirs = {name: base / name for name in ("lab", "local", "blocked")}
+    for d in dirs.values():
+        d.mkdir()
+        (d / "readme.txt").write_bytes(CONTENT)
+    passwords = {"alice": "Pw-" + secrets.token_hex(8)}
+    proc, port = servers.start_braid_with_config(
+        base,
+        f'[[share]]\nname = "lab"\npath = "{dirs["lab"]}"\nhosts_allow = ["198.18.0.0/15"]\n'
+        f'[[share]]\nname = "local"\npath = "{dirs["local"]}"\n'
+        f'hosts_allow = ["127.0.0.1"]\nhosts_deny = ["127.0.0.0/8"]\n'
+        f'[[share]]\nname = "blocked"\npath = "{dirs["blocked"]}"\n'
+        f'hosts_deny = ["127.0.0.0/8", "::1"]\n',
+        passwords)
+    yield types.SimpleNamespace(port=port, passwords=passwords)
+    servers.stop_pid(proc.pid)
+
+
+def test_shares_limited_by_client_address(hosts_server):
+    out = smbclient(hosts_server, "lab", "alice", "ls")
+    assert "NT_STATUS_ACCESS_DENIED" in out, "127.0.0.1 is not in the lab's network"
+    out = smbclient(hosts_server, "blocked", "alice", "ls")
+    assert "NT_STATUS_ACCESS_DENIED" in out, out
+    out = smbclient(hosts_server, "local", "alice", "ls")
+    assert "readme.txt" in out, "allowed by name, though its network is denied"
+
+
+def test_a_server_limited_to_other_networks_closes_the_connection(tmp_path):
+    share = tmp_path / "share"
+    share.mkdir()
+    passwords = {"alice": "Pw-" + secrets.token_hex(8)}
+    proc, port = servers.start_braid_with_config(
+        tmp_path, f'hosts_allow = ["198.18.0.0/15"]\n[[share]]\nname = "s"\npath = "{share}"\n',
+        passwords)
+    try:
+        srv = types.SimpleNamespace(port=port, passwords=passwords)
+        out = smbclient(srv, "s", "alice", "ls")
+        assert "NT_STATUS_CONNECTION" in out or "NT_STATUS_IO" in out, out
+        assert "connection refused: not in hosts_allow" in (tmp_path / "braid.log").read_text()
+    finally:
+        servers.stop_pid(proc.pid)

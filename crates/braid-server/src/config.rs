@@ -93,6 +93,9 @@ pub struct ServerConfig {
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
+    /// Client addresses served at all (`hosts_allow`, `hosts_deny`); a
+    /// connection from any other is closed as it is accepted.
+    pub hosts: crate::host_access::HostRules,
     /// The lowest dialect NEGOTIATE accepts (Samba's `server min
     /// protocol`); default 2.0.2, every dialect.
     pub min_dialect: u16,
@@ -134,6 +137,7 @@ impl Default for ServerConfig {
             max_connections: 16384,
             logon_failures_per_minute: 30,
             min_dialect: braid_smb_proto::messages::negotiate::dialect::SMB202,
+            hosts: Default::default(),
         }
     }
 }

@@ -78,9 +78,15 @@ impl Server {
             let state = self.state.clone();
             tasks.push(tokio::spawn(async move {
                 let mut refused = RefusalLog::default();
+                let mut hosts_refused = RefusalLog::default();
                 loop {
                     match l.accept().await {
                         Ok((stream, peer)) => {
+                            if !state.config.hosts.admits(peer.ip()) {
+                                drop(stream);
+                                hosts_refused.note(peer, "not in hosts_allow, or in hosts_deny");
+                                continue;
+                            }
                             if state.connections.len() >= state.config.max_connections {
                                 // Closed at once: the client sees a reset
                                 // and may try again later.
@@ -89,7 +95,7 @@ impl Server {
                                     .metrics
                                     .connections_refused
                                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                refused.note(peer, state.config.max_connections);
+                                refused.note(peer, "max_connections reached");
                                 continue;
                             }
                             tokio::spawn(serve_connection(state.clone(), stream));
@@ -109,8 +115,8 @@ impl Server {
     }
 }
 
-/// Connections refused for `max_connections`, logged at most every 10 s
-/// so that a flood does not flood the log too.
+/// Connections refused at accept, logged at most every 10 s for each
+/// reason, so that a flood does not flood the log too.
 #[derive(Default)]
 struct RefusalLog {
     since_last: u64,
@@ -118,7 +124,7 @@ struct RefusalLog {
 }
 
 impl RefusalLog {
-    fn note(&mut self, peer: std::net::SocketAddr, max: usize) {
+    fn note(&mut self, peer: std::net::SocketAddr, why: &str) {
         self.since_last += 1;
         if self
             .last
@@ -129,8 +135,7 @@ impl RefusalLog {
         warn!(
             %peer,
             refused = self.since_last,
-            max_connections = max,
-            "connection refused: max_connections reached"
+            "connection refused: {why}"
         );
         self.since_last = 0;
         self.last = Some(std::time::Instant::now());

@@ -34,6 +34,9 @@ pub struct ShareAccess {
     /// These users may write, even on a read-only share; this wins over
     /// `read_list`, as in Samba.
     pub write_list: Vec<String>,
+    /// Client addresses that may connect to the share (`hosts_allow`,
+    /// `hosts_deny`), checked at TREE_CONNECT.
+    pub hosts: crate::host_access::HostRules,
 }
 
 impl ShareAccess {

@@ -41,6 +41,13 @@ pub struct FileConfig {
     pub max_open_files: Option<u32>,
     /// TCP connections served at once (default 16384).
     pub max_connections: Option<u32>,
+    /// Client addresses or networks served (default all), e.g.
+    /// ["198.18.0.0/15", "127.0.0.1"].
+    #[serde(default)]
+    pub hosts_allow: Vec<String>,
+    /// Client addresses or networks refused (default none).
+    #[serde(default)]
+    pub hosts_deny: Vec<String>,
     /// The lowest SMB dialect accepted: "2.0.2" (default), "2.1", "3.0",
     /// "3.0.2" or "3.1.1" (Samba's names, e.g. "SMB3_00", also).
     pub min_protocol: Option<String>,
@@ -90,6 +97,12 @@ pub struct ShareEntry {
     /// These users may write, even where the share is read-only.
     #[serde(default)]
     pub write_list: Vec<String>,
+    /// Client addresses or networks that may use the share (default all).
+    #[serde(default)]
+    pub hosts_allow: Vec<String>,
+    /// Client addresses or networks that may not (default none).
+    #[serde(default)]
+    pub hosts_deny: Vec<String>,
 }
 
 impl ShareEntry {
@@ -110,6 +123,8 @@ impl ShareEntry {
             valid_users: Vec::new(),
             read_list: Vec::new(),
             write_list: Vec::new(),
+            hosts_allow: Vec::new(),
+            hosts_deny: Vec::new(),
         }
     }
 }
@@ -207,6 +222,25 @@ pub fn parse_user_flag(s: &str) -> Result<(String, String), String> {
         Some((n, p)) if !n.is_empty() => Ok((n.to_string(), p.to_string())),
         _ => Err("--user: expected NAME:PASSWORD, e.g. --user alice:secret".to_string()),
     }
+}
+
+/// `hosts_allow` and `hosts_deny`; `prefix` names where they were given.
+pub fn parse_hosts(
+    prefix: &str,
+    allow: &[String],
+    deny: &[String],
+) -> Result<braid_server::host_access::HostRules, String> {
+    let parse = |key: &str, list: &[String]| {
+        list.iter()
+            .map(|s| {
+                braid_server::host_access::parse_net(s).map_err(|e| format!("{prefix}{key}: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(braid_server::host_access::HostRules {
+        allow: parse("hosts_allow", allow)?,
+        deny: parse("hosts_deny", deny)?,
+    })
 }
 
 /// `min_protocol`: a dialect, as SMB writes it or as Samba names it.

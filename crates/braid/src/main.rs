@@ -270,6 +270,11 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
                 valid_users: s.valid_users.clone(),
                 read_list: s.read_list.clone(),
                 write_list: s.write_list.clone(),
+                hosts: config::parse_hosts(
+                    &format!("share '{}': ", s.name),
+                    &s.hosts_allow,
+                    &s.hosts_deny,
+                )?,
             },
         });
     }
@@ -344,6 +349,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         }
         cfg.max_connections = m as usize;
     }
+    cfg.hosts = config::parse_hosts("", &file.hosts_allow, &file.hosts_deny)?;
     if let Some(m) = &file.min_protocol {
         cfg.min_dialect = config::parse_min_protocol(m)?;
     }

@@ -5,6 +5,8 @@ use braid_smb_proto::messages::tree_connect::share_type;
 use braid_smb_proto::messages::{TreeConnectRequest, TreeConnectResponse};
 use braid_smb_proto::NtStatus;
 
+use tracing::debug;
+
 use crate::smb::{OpResult, Reply, Request};
 
 /// MS-SMB2 2.2.10 SMB2_SHAREFLAG_ENCRYPT_DATA.
@@ -41,6 +43,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // Share-level access (`share_access.rs`): who may connect, and the
     // most any open on this tree may be granted. IPC$ is everyone's.
     let maximal_access = match &share {
+        Some(s) if !s.access.hosts.admits(req.conn.peer.ip()) => {
+            debug!(peer = %req.conn.peer, share = %s.name, "tree connect refused: hosts_allow/hosts_deny");
+            return Err(NtStatus::ACCESS_DENIED);
+        }
         Some(s) => {
             let identity = session.identity.lock().unwrap().clone();
             match s.access.maximal_access(identity.as_ref()) {
