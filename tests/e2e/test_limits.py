@@ -38,19 +38,23 @@ MAX_OPEN_FILES = 20
 MAX_CONNECTIONS = 4
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    base = tmp_path_factory.mktemp("limits-")
+def start(tmp_path_factory, tag: str, options: str):
+    """Braid with `options` (top-level TOML) and one share, for alice.
+    Yields the port, alice's password and the server's log."""
+    base = tmp_path_factory.mktemp(tag)
     share = base / "share"
     share.mkdir()
     password = "Pw-" + secrets.token_hex(8)
     proc, port = servers.start_braid_with_config(
-        base,
-        f"max_open_files = {MAX_OPEN_FILES}\nmax_connections = {MAX_CONNECTIONS}\n"
-        f'[[share]]\nname = "share"\npath = "{share}"\n',
-        {"alice": password})
-    yield port, password
+        base, options + f'[[share]]\nname = "share"\npath = "{share}"\n', {"alice": password})
+    yield port, password, base / "braid.log"
     servers.stop_pid(proc.pid)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    yield from start(tmp_path_factory, "limits-", f"max_open_files = {MAX_OPEN_FILES}\n"
+                     f"max_connections = {MAX_CONNECTIONS}\n")
 
 
 class Client:
@@ -76,7 +80,7 @@ class Client:
 
 
 def test_a_session_at_its_open_file_cap(server):
-    port, password = server
+    port, password, _ = server
     greedy, other = Client(port, password), Client(port, password)
     try:
         held = [greedy.open(f"f{i}.txt") for i in range(MAX_OPEN_FILES)]
@@ -100,7 +104,7 @@ def test_a_session_at_its_open_file_cap(server):
 
 
 def test_a_connection_beyond_the_cap_is_closed(server):
-    port, password = server
+    port, password, _ = server
     clients = []
     try:
         # The previous test's connections may take a moment to be gone.
@@ -137,17 +141,8 @@ FAILURES_PER_MINUTE = 3
 
 @pytest.fixture(scope="module")
 def throttled(tmp_path_factory):
-    base = tmp_path_factory.mktemp("throttle-")
-    share = base / "share"
-    share.mkdir()
-    password = "Pw-" + secrets.token_hex(8)
-    proc, port = servers.start_braid_with_config(
-        base,
-        f"logon_failures_per_minute = {FAILURES_PER_MINUTE}\n"
-        f'[[share]]\nname = "share"\npath = "{share}"\n',
-        {"alice": password})
-    yield port, password, base / "braid.log"
-    servers.stop_pid(proc.pid)
+    yield from start(tmp_path_factory, "throttle-",
+                     f"logon_failures_per_minute = {FAILURES_PER_MINUTE}\n")
 
 
 def logon(port: int, password: str) -> int:
@@ -179,15 +174,7 @@ def test_an_address_that_keeps_failing_is_refused_for_the_minute(throttled):
 
 @pytest.fixture(scope="module")
 def smb3_only(tmp_path_factory):
-    base = tmp_path_factory.mktemp("minproto-")
-    share = base / "share"
-    share.mkdir()
-    password = "Pw-" + secrets.token_hex(8)
-    proc, port = servers.start_braid_with_config(
-        base, f'min_protocol = "3.0"\n[[share]]\nname = "share"\npath = "{share}"\n',
-        {"alice": password})
-    yield port, password
-    servers.stop_pid(proc.pid)
+    yield from start(tmp_path_factory, "minproto-", 'min_protocol = "3.0"\n')
 
 
 def test_min_protocol_refuses_older_dialects(smb3_only):
@@ -197,7 +184,7 @@ def test_min_protocol_refuses_older_dialects(smb3_only):
     import subprocess
 
     from smbprotocol.connection import Dialects
-    port, password = smb3_only
+    port, password, _ = smb3_only
     conn = Connection(uuid.uuid4(), "127.0.0.1", port)
     with pytest.raises(SMBResponseException) as e:
         conn.connect(dialect=Dialects.SMB_2_1_0, timeout=5)

@@ -144,6 +144,14 @@ def test_a_user_sees_only_their_own(server):
         bob.close()
 
 
+def wait_for_no_files(port: int, user: str, password: str) -> None:
+    """Closing an open is asynchronous: wait until the user has none."""
+    for _ in range(50):
+        if not probe(port, user, password)["files"]:
+            return
+        time.sleep(0.1)
+
+
 def hold_against(holder: Client, other: Client, name: str) -> Open:
     """`holder` opens `name` for writing, sharing reads only; `other`'s open
     for writing is then refused with SHARING_VIOLATION."""
@@ -170,10 +178,7 @@ def test_net_file_close_lets_go_of_a_left_handle(server):
             "close": {"error": "WERR_NERR_FILEIDNOTFOUND"}}, "not bob's to close"
         assert probe(port, "alice", users["alice"], "--close", str(entry["id"])) == {
             "close": "ok"}
-        for _ in range(50):
-            if not probe(port, "alice", users["alice"])["files"]:
-                break
-            time.sleep(0.1)
+        wait_for_no_files(port, "alice", users["alice"])
         other.open("locked.txt", write=True).close()
         with pytest.raises(SMBResponseException) as e:
             held.write(b"late", 0)
@@ -222,10 +227,7 @@ def test_net_file_close_ends_a_durable_open_waiting_for_its_client(server):
 
         assert probe(port, "alice", users["alice"], "--close", str(entry["id"])) == {
             "close": "ok"}
-        for _ in range(50):
-            if not probe(port, "alice", users["alice"])["files"]:
-                break
-            time.sleep(0.1)
+        wait_for_no_files(port, "alice", users["alice"])
         with pytest.raises(SMBResponseException) as e:
             reconnect(later, "waiting.bin", file_id)
         assert e.value.status == STATUS_OBJECT_NAME_NOT_FOUND

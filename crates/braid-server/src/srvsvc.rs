@@ -29,15 +29,23 @@ pub struct SrvsvcView<'a> {
 }
 
 impl SrvsvcView<'_> {
-    /// Authenticated sessions of the caller's account (none for an
-    /// anonymous caller).
+    /// The caller's account; None for an anonymous or guest caller, who
+    /// sees no one's sessions or opens.
+    fn caller_account(&self) -> Option<String> {
+        self.caller
+            .identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .filter(|i| !i.anonymous && !i.guest)
+            .map(|i| i.user.clone())
+    }
+
+    /// Authenticated sessions of the caller's account.
     fn visible_sessions(&self) -> Vec<Arc<Session>> {
-        let Some(me) = self.caller.identity.lock().unwrap().clone() else {
+        let Some(me) = self.caller_account() else {
             return Vec::new();
         };
-        if me.anonymous || me.guest {
-            return Vec::new();
-        }
         let mut sessions: Vec<Arc<Session>> = self
             .state
             .sessions
@@ -49,7 +57,7 @@ impl SrvsvcView<'_> {
                     .lock()
                     .unwrap()
                     .as_ref()
-                    .is_some_and(|i| !i.anonymous && i.user.eq_ignore_ascii_case(&me.user))
+                    .is_some_and(|i| !i.anonymous && i.user.eq_ignore_ascii_case(&me))
             })
             .collect();
         sessions.sort_by_key(|s| s.id);
@@ -57,20 +65,17 @@ impl SrvsvcView<'_> {
     }
 
     /// Durable opens of the caller's account whose connection was lost,
-    /// waiting for a reconnect (none for an anonymous or guest caller).
+    /// waiting for a reconnect.
     fn waiting_opens(&self) -> Vec<Arc<Open>> {
-        let Some(me) = self.caller.identity.lock().unwrap().clone() else {
+        let Some(me) = self.caller_account() else {
             return Vec::new();
         };
-        if me.anonymous || me.guest {
-            return Vec::new();
-        }
         let mut opens: Vec<Arc<Open>> = self
             .state
             .preserved
             .all()
             .into_iter()
-            .filter(|o| durable_owner(o).is_some_and(|u| u.eq_ignore_ascii_case(&me.user)))
+            .filter(|o| durable_owner(o).is_some_and(|u| u.eq_ignore_ascii_case(&me)))
             .collect();
         opens.sort_by_key(|o| o.persistent_id);
         opens
