@@ -39,14 +39,16 @@ MAX_CONNECTIONS = 4
 
 
 def start(tmp_path_factory, tag: str, options: str):
-    """Braid with `options` (top-level TOML) and one share, for alice.
-    Yields the port, alice's password and the server's log."""
+    """Braid with `options` (top-level TOML) and one share, for alice (and
+    bob, whose password is alice's with "-bob" after it). Yields the port,
+    alice's password and the server's log."""
     base = tmp_path_factory.mktemp(tag)
     share = base / "share"
     share.mkdir()
     password = "Pw-" + secrets.token_hex(8)
     proc, port = servers.start_braid_with_config(
-        base, options + f'[[share]]\nname = "share"\npath = "{share}"\n', {"alice": password})
+        base, options + f'[[share]]\nname = "share"\npath = "{share}"\n',
+        {"alice": password, "bob": password + "-bob"})
     yield port, password, base / "braid.log"
     servers.stop_pid(proc.pid)
 
@@ -145,12 +147,12 @@ def throttled(tmp_path_factory):
                      f"logon_failures_per_minute = {FAILURES_PER_MINUTE}\n")
 
 
-def logon(port: int, password: str) -> int:
-    """The status of one logon as alice on a new connection (0: success)."""
+def logon(port: int, password: str, user: str = "alice") -> int:
+    """The status of one logon on a new connection (0: success)."""
     conn = Connection(uuid.uuid4(), "127.0.0.1", port)
     conn.connect(timeout=5)
     try:
-        Session(conn, "alice", password, require_encryption=False).connect()
+        Session(conn, user, password, require_encryption=False).connect()
         return 0
     except SMBResponseException as e:
         return e.status
@@ -158,18 +160,27 @@ def logon(port: int, password: str) -> int:
         conn.disconnect()
 
 
-def test_an_address_that_keeps_failing_is_refused_for_the_minute(throttled):
-    """After `logon_failures_per_minute` wrong passwords from 127.0.0.1,
-    even the right one is refused: a guesser learns nothing more this
-    minute, however many connections it opens."""
+def test_failed_logons_are_limited_per_name_and_address(throttled):
+    """After `logon_failures_per_minute` wrong passwords for alice from
+    127.0.0.1, even her right one is refused from there this minute: a
+    guesser learns nothing more, however many connections it opens. Bob,
+    behind the same address, goes on. Ten times as many failures over
+    many names (password spraying) close the address to everyone."""
     port, password, log = throttled
+    failure = NtStatus.STATUS_LOGON_FAILURE
     assert logon(port, password) == 0
     for _ in range(FAILURES_PER_MINUTE):
-        assert logon(port, "wrong-" + secrets.token_hex(4)) == NtStatus.STATUS_LOGON_FAILURE
-    assert logon(port, password) == NtStatus.STATUS_LOGON_FAILURE
+        assert logon(port, "wrong-" + secrets.token_hex(4)) == failure
+    assert logon(port, password) == failure
+    assert logon(port, password + "-bob", "bob") == 0
+
+    # The address has 3 failures; 27 more over other names make 30.
+    for i in range(FAILURES_PER_MINUTE * 10 - FAILURES_PER_MINUTE):
+        assert logon(port, "guess", f"nobody{i}") == failure
+    assert logon(port, password + "-bob", "bob") == failure
     text = log.read_text()
-    assert "too many failed logons from this address" in text and "127.0.0.1" in text
-    assert password not in text
+    assert text.count("too many failed logons from this address") == 2, text[-3000:]
+    assert "127.0.0.1" in text and password not in text and "nobody" not in text
 
 
 @pytest.fixture(scope="module")

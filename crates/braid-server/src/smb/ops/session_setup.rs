@@ -33,7 +33,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // password is looked at (`logon_throttle.rs`).
     if server
         .logon_throttle
-        .blocked(conn.peer.ip(), std::time::Instant::now())
+        .blocked(conn.peer.ip(), None, std::time::Instant::now())
     {
         // Whatever exchange the request continued ends, as a failed
         // logon ends it.
@@ -90,6 +90,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::USER_SESSION_DELETED);
     }
 
+    let lookup = Lookup::new(server, conn);
     let step = {
         let mut auth = session.auth.lock().unwrap();
         let ex = auth.get_or_insert_with(|| AuthExchange {
@@ -105,10 +106,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         if neg.dialect == dialect::SMB311 {
             ex.preauth.update(req.msg);
         }
-        let users = server.users.current();
         ex.spnego
             .step(&r.security_buffer, &|user: &str, _domain: &str| {
-                users.nt_hash(user)
+                lookup.hash(user)
             })
     };
 
@@ -156,7 +156,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
         Err(e) => {
             info!(conn = conn.id, peer = %conn.peer, "logon failure: {e}");
-            count_failure(server, conn, e.nt_status());
+            count_failure(server, conn, e.nt_status(), &lookup);
             session.auth.lock().unwrap().take();
             // A failed logon ends the session, re-authentication included
             // (as Windows and Samba do): its opens are closed.
@@ -219,20 +219,76 @@ fn sessions_in_progress(conn: &crate::conn::Connection) -> usize {
         .count()
 }
 
-/// A wrong password or unknown user counts against the client's address;
-/// a malformed token does not.
-fn count_failure(server: &ServerState, conn: &crate::conn::Connection, status: NtStatus) {
+/// The user lookup of one logon step, through the throttle
+/// (`logon_throttle.rs`): it remembers the name asked for, and answers a
+/// name its address may not try now as an unknown one, so its password is
+/// not looked at.
+struct Lookup<'a> {
+    server: &'a ServerState,
+    users: Arc<crate::userdb::UserDb>,
+    peer: std::net::IpAddr,
+    tried: std::cell::RefCell<Option<String>>,
+    refused: std::cell::Cell<bool>,
+}
+
+impl<'a> Lookup<'a> {
+    fn new(server: &'a ServerState, conn: &crate::conn::Connection) -> Lookup<'a> {
+        Lookup {
+            server,
+            users: server.users.current(),
+            peer: conn.peer.ip(),
+            tried: Default::default(),
+            refused: Default::default(),
+        }
+    }
+
+    fn hash(&self, user: &str) -> Option<[u8; 16]> {
+        *self.tried.borrow_mut() = Some(user.to_string());
+        let now = std::time::Instant::now();
+        if self
+            .server
+            .logon_throttle
+            .blocked(self.peer, Some(user), now)
+        {
+            self.refused.set(true);
+            return None;
+        }
+        self.users.nt_hash(user)
+    }
+}
+
+/// A wrong password or unknown user counts against the name and the
+/// client's address; a malformed token does not, nor a logon the throttle
+/// refused (so that a client stuck on a blocked name cannot use up its
+/// address's allowance).
+fn count_failure(
+    server: &ServerState,
+    conn: &crate::conn::Connection,
+    status: NtStatus,
+    lookup: &Lookup<'_>,
+) {
+    if lookup.refused.get() {
+        server
+            .metrics
+            .logons_throttled
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        return;
+    }
+    let Some(user) = lookup.tried.borrow_mut().take() else {
+        return;
+    };
     if status != NtStatus::LOGON_FAILURE {
         return;
     }
     let now = std::time::Instant::now();
-    if server.logon_throttle.failed(conn.peer.ip(), now)
+    if server.logon_throttle.failed(conn.peer.ip(), &user, now)
         == crate::logon_throttle::Failure::NowBlocked
     {
         tracing::warn!(
             peer = %conn.peer.ip(),
             limit = server.config.logon_failures_per_minute,
-            "too many failed logons from this address: its logons are refused for the rest of the minute"
+            "too many failed logons from this address (of one user name, or of all): \
+             refused for the rest of the minute"
         );
     }
 }
@@ -466,16 +522,16 @@ async fn bind(
         check_bind(req, neg, &session)?;
     }
 
+    let lookup = Lookup::new(server, conn);
     let step = {
         let mut binds = session.binds.lock().unwrap();
         let ex = binds.entry(conn.id).or_insert_with(|| new_exchange(req));
         if neg.dialect == dialect::SMB311 {
             ex.preauth.update(req.msg);
         }
-        let users = server.users.current();
         ex.spnego
             .step(&r.security_buffer, &|user: &str, _domain: &str| {
-                users.nt_hash(user)
+                lookup.hash(user)
             })
     };
     conn.binding.lock().unwrap().insert(session.id);
@@ -505,7 +561,7 @@ async fn bind(
         Err(e) => {
             // A failed bind leaves the session and its other channels alone.
             info!(conn = conn.id, peer = %conn.peer, session = session.id, "bind logon failure: {e}");
-            count_failure(server, conn, e.nt_status());
+            count_failure(server, conn, e.nt_status(), &lookup);
             session.binds.lock().unwrap().remove(&conn.id);
             conn.binding.lock().unwrap().remove(&session.id);
             tokio::time::sleep(server.config.logon_failure_delay).await;
