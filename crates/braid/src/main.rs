@@ -333,6 +333,8 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         }
         cfg.max_channels = m as usize;
     }
+    let nofile = raise_open_file_limit();
+    cfg.max_open_files = default_max_open_files(nofile);
     if let Some(m) = file.max_open_files {
         if !(16..=1_000_000).contains(&m) {
             return Err(format!(
@@ -340,6 +342,15 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             ));
         }
         cfg.max_open_files = m as usize;
+        if nofile.is_some_and(|n| n < 2 * u64::from(m)) {
+            tracing::warn!(
+                nofile,
+                max_open_files = m,
+                "the open file limit (ulimit -n) is less than twice max_open_files: \
+                 one client can leave too few descriptors for the others; raise the \
+                 hard limit (LimitNOFILE= under systemd) or lower max_open_files"
+            );
+        }
     }
     if let Some(m) = file.max_connections {
         if !(1..=1_000_000).contains(&m) {
@@ -429,8 +440,8 @@ fn keep_large_buffers() {
 
 /// Every connection and every open holds a file descriptor, in one
 /// process: raise the soft RLIMIT_NOFILE to the hard limit, as Samba
-/// does, and say when even that is below what the configured caps allow.
-fn raise_open_file_limit(cfg: &braid_server::ServerConfig) {
+/// does. Returns the soft limit now, if it could be read.
+fn raise_open_file_limit() -> Option<u64> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -438,7 +449,7 @@ fn raise_open_file_limit(cfg: &braid_server::ServerConfig) {
     // SAFETY: getrlimit/setrlimit only read and write the struct given.
     unsafe {
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return;
+            return None;
         }
         if lim.rlim_cur < lim.rlim_max {
             let raised = libc::rlimit {
@@ -450,16 +461,15 @@ fn raise_open_file_limit(cfg: &braid_server::ServerConfig) {
             }
         }
     }
-    let per_session = cfg.max_open_files as u64;
-    if lim.rlim_cur < per_session.saturating_mul(2) {
-        tracing::warn!(
-            nofile = lim.rlim_cur,
-            max_open_files = per_session,
-            "the open file limit (ulimit -n) is less than twice max_open_files: \
-             one client can leave too few descriptors for the others; raise the \
-             hard limit (LimitNOFILE= under systemd) or lower max_open_files"
-        );
-    }
+    Some(lim.rlim_cur)
+}
+
+/// `max_open_files` when the config does not set it: Samba's 16384, but
+/// at most a quarter of the descriptors the process may have, so that one
+/// client cannot take them all.
+fn default_max_open_files(nofile: Option<u64>) -> usize {
+    let quarter = nofile.map_or(u64::MAX, |n| (n / 4).max(16));
+    quarter.min(16384) as usize
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
@@ -471,7 +481,6 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         .init();
     let (cfg, users, embedded) = build(&args)?;
     keep_large_buffers();
-    raise_open_file_limit(&cfg);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -500,4 +509,26 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         }
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_max_open_files;
+
+    #[test]
+    fn max_open_files_leaves_descriptors_for_other_clients() {
+        assert_eq!(
+            default_max_open_files(Some(1_048_576)),
+            16384,
+            "Samba's default"
+        );
+        assert_eq!(default_max_open_files(Some(20_000)), 5000);
+        assert_eq!(default_max_open_files(Some(1024)), 256);
+        assert_eq!(
+            default_max_open_files(Some(8)),
+            16,
+            "never below the config minimum"
+        );
+        assert_eq!(default_max_open_files(None), 16384);
+    }
 }
