@@ -42,18 +42,24 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("shareopts-")
-    abe_dir, plain_dir = base / "abe", base / "plain"
+    abe_dir, plain_dir, veto_dir = base / "abe", base / "plain", base / "veto"
     abe_dir.mkdir()
     plain_dir.mkdir()
+    veto_dir.mkdir()
+    (veto_dir / "setup.EXE").write_bytes(b"vetoed")
+    (veto_dir / ".snapshot").mkdir()
+    (veto_dir / ".snapshot" / "old.txt").write_bytes(b"vetoed")
+    (veto_dir / "readme.txt").write_bytes(b"served")
     passwords = {u: "Pw-" + secrets.token_hex(8) for u in ("alice", "bob")}
     proc, port = servers.start_braid_with_config(
         base,
         f'[[share]]\nname = "abe"\npath = "{abe_dir}"\n'
         f'access_based_enumeration = true\nhide_files = ["*.secret", "Thumbs.db"]\n'
-        f'[[share]]\nname = "plain"\npath = "{plain_dir}"\nhide_dot_files = false\n',
+        f'[[share]]\nname = "plain"\npath = "{plain_dir}"\nhide_dot_files = false\n'
+        f'[[share]]\nname = "veto"\npath = "{veto_dir}"\nveto_files = ["*.exe", ".snapshot"]\n',
         passwords)
     yield types.SimpleNamespace(port=port, passwords=passwords, abe_dir=abe_dir,
-                                plain_dir=plain_dir)
+                                plain_dir=plain_dir, veto_dir=veto_dir)
     servers.stop_pid(proc.pid)
 
 
@@ -127,3 +133,27 @@ def test_a_file_hidden_by_its_name_can_be_overwritten_without_naming_hidden(serv
     finally:
         bob.close()
     assert (server.abe_dir / ".overwrite-me").read_bytes() == b""
+
+
+def test_vetoed_names_are_neither_listed_nor_opened(server, tmp_path):
+    """`veto_files` (Samba's `veto files`): names matching a pattern are
+    left out of listings, and opening, creating or reaching through one is
+    OBJECT_NAME_NOT_FOUND / OBJECT_PATH_NOT_FOUND; the host's files stay."""
+    assert set(listing(server, "veto", "alice")) == {".", "..", "readme.txt"}
+
+    def smbclient(command: str) -> str:
+        r = subprocess.run(
+            ["smbclient", "//127.0.0.1/veto", "-p", str(server.port),
+             "-U", f"alice%{server.passwords['alice']}", "-m", "SMB3", "-c", command],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        return r.stdout + r.stderr
+
+    (tmp_path / "tool.exe").write_bytes(b"new")
+    assert "NT_STATUS_OBJECT_NAME_NOT_FOUND" in smbclient("get setup.exe")
+    assert "NT_STATUS_OBJECT_PATH_NOT_FOUND" in smbclient("get .snapshot\\old.txt")
+    assert "NT_STATUS_OBJECT_NAME_NOT_FOUND" in smbclient("put tool.exe")
+    assert "NT_STATUS_OBJECT_NAME_NOT_FOUND" in smbclient("rename readme.txt readme.exe")
+    out = smbclient("get readme.txt got.txt")
+    assert (tmp_path / "got.txt").read_bytes() == b"served", out
+    assert sorted(p.name for p in server.veto_dir.iterdir()) == [
+        ".snapshot", "readme.txt", "setup.EXE"]

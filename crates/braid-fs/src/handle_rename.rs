@@ -32,6 +32,7 @@ impl OpenHandle {
             return Err(FsError::AccessDenied);
         }
         let comps = path::parse(new_path)?;
+        self.0.share.0.check_veto(&comps)?;
         let old_rel = self.0.rel();
         if comps.is_empty() || old_rel.is_empty() {
             return Err(FsError::AccessDenied);

@@ -115,6 +115,7 @@ impl FileService {
         share.0.check_stream_syntax(&p.path)?;
         let (base_path, spec) = stream::split(&p.path)?;
         let comps = path::parse(base_path)?;
+        share.0.check_veto(&comps)?;
         // MS-FSA 2.1.5.1 parameter validation.
         if p.directory == DirectoryRequirement::MustBeDirectory
             && matches!(
@@ -182,6 +183,7 @@ impl FileService {
             _ => 0,
         };
         let comps = path::parse(base)?;
+        share.0.check_veto(&comps)?;
         if comps.is_empty() {
             return Ok((sys::fstat(share.0.root_fd())?.st_ino, skey));
         }

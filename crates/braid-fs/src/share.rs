@@ -25,6 +25,8 @@ pub(crate) struct Share {
     named_streams: AtomicBool,
     /// Names shown as hidden; unset: none.
     hidden: OnceLock<HiddenNames>,
+    /// Names neither listed nor opened (Samba's `veto files`); unset: none.
+    veto: OnceLock<Vec<String>>,
 }
 
 /// Names a share shows with FILE_ATTRIBUTE_HIDDEN whatever their stored
@@ -90,7 +92,37 @@ impl Share {
             posix_locking: AtomicBool::new(true),
             named_streams: AtomicBool::new(true),
             hidden: OnceLock::new(),
+            veto: OnceLock::new(),
         }
+    }
+
+    /// Whether `name`, one path component, is vetoed.
+    pub(crate) fn vetoes(&self, name: &str) -> bool {
+        let Some(patterns) = self.veto.get() else {
+            return false;
+        };
+        let name = name.split(':').next().unwrap_or(name);
+        !name.is_empty()
+            && name != "."
+            && name != ".."
+            && patterns.iter().any(|p| glob_match(p, name))
+    }
+
+    /// A path that names a vetoed file or passes through a vetoed
+    /// directory does not exist, as far as clients can tell: as Samba
+    /// answers, OBJECT_NAME_NOT_FOUND for the last component and
+    /// OBJECT_PATH_NOT_FOUND for one on the way.
+    pub(crate) fn check_veto(&self, comps: &[String]) -> FsResult<()> {
+        for (i, c) in comps.iter().enumerate() {
+            if self.vetoes(c) {
+                return Err(if i + 1 == comps.len() {
+                    FsError::NotFound
+                } else {
+                    FsError::PathNotFound
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Whether the share shows `name` as hidden ([`HiddenNames::hides`]).
@@ -174,6 +206,14 @@ impl ShareRef {
     /// second call is ignored.
     pub fn set_hidden_names(&self, hidden: HiddenNames) {
         let _ = self.0.hidden.set(hidden);
+    }
+    /// Name patterns (`*`, `?`, case-insensitive, against each path
+    /// component) that are neither listed nor opened, created or renamed
+    /// to. Set once, before the share is served.
+    pub fn set_veto_names(&self, patterns: Vec<String>) {
+        if !patterns.is_empty() {
+            let _ = self.0.veto.set(patterns);
+        }
     }
     /// The file id (as `FileInfo::file_id`) of the directory at `path`, a
     /// share-relative path in the form `OpenHandle::path` gives (`\\`

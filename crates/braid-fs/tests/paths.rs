@@ -215,3 +215,51 @@ fn a_file_opens_by_its_short_name() {
         Err(FsError::NotFound)
     ));
 }
+
+#[test]
+fn vetoed_names_are_neither_listed_nor_opened() {
+    let e = env();
+    std::fs::create_dir(e.share_dir.join(".snapshot")).unwrap();
+    std::fs::write(e.share_dir.join(".snapshot").join("old.txt"), b"x").unwrap();
+    std::fs::write(e.share_dir.join("setup.EXE"), b"x").unwrap();
+    std::fs::write(e.share_dir.join("readme.txt"), b"x").unwrap();
+    e.share
+        .set_veto_names(vec!["*.exe".into(), ".snapshot".into()]);
+
+    let root = e
+        .open("", access::FILE_LIST_DIRECTORY, ALL, Disposition::Open)
+        .unwrap();
+    let mut names: Vec<String> = root
+        .handle
+        .read_dir()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, [".", "..", "readme.txt"]);
+
+    let err = |r: Result<Opened, FsError>| r.err().map(|e| format!("{e:?}"));
+    assert_eq!(
+        err(e.open("setup.exe", RW, ALL, Disposition::Open)),
+        Some("NotFound".into())
+    );
+    assert_eq!(
+        err(e.open("new.exe", RW, ALL, Disposition::Create)),
+        Some("NotFound".into())
+    );
+    assert_eq!(
+        err(e.open(".snapshot\\old.txt", RW, ALL, Disposition::Open)),
+        Some("PathNotFound".into())
+    );
+    assert!(!e.share_dir.join("new.exe").exists());
+
+    let f = e
+        .open("readme.txt", RW | access::DELETE, ALL, Disposition::Open)
+        .unwrap();
+    assert!(matches!(
+        f.handle.rename("run.exe", false),
+        Err(FsError::NotFound)
+    ));
+    assert!(e.share_dir.join("readme.txt").exists());
+}

@@ -519,6 +519,7 @@ mod tests {
                 access_based_enumeration: false,
                 hide_dot_files: true,
                 hide_files: Vec::new(),
+                veto_files: Vec::new(),
                 canonicalize_acl_flags: true,
                 access: Default::default(),
             }],

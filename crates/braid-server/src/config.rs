@@ -24,6 +24,8 @@ pub struct ShareConfig {
     pub hide_dot_files: bool,
     /// Name patterns (`*`, `?`) reported as hidden (Samba's `hide files`).
     pub hide_files: Vec<String>,
+    /// Name patterns neither listed nor opened (Samba's `veto files`).
+    pub veto_files: Vec<String>,
     /// DACL inheritance bits canonicalised on set, as Windows does
     /// (Samba's `acl flag inherited canonicalization`).
     pub canonicalize_acl_flags: bool,

@@ -74,6 +74,7 @@ impl ServerState {
                 dot_files: s.hide_dot_files,
                 patterns: s.hide_files.clone(),
             });
+            fs.set_veto_names(s.veto_files.clone());
             shares.insert(
                 s.name.to_lowercase(),
                 Arc::new(Share {

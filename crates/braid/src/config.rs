@@ -83,6 +83,9 @@ pub struct ShareEntry {
     /// Name patterns reported as hidden (default none).
     #[serde(default)]
     pub hide_files: Vec<String>,
+    /// Name patterns neither listed nor opened (default none).
+    #[serde(default)]
+    pub veto_files: Vec<String>,
     /// Canonicalise DACL inheritance bits as Windows does (default true).
     pub canonicalize_acl_flags: Option<bool>,
     /// Nobody may change anything in the share but `write_list` (default false).
@@ -118,6 +121,7 @@ impl ShareEntry {
             access_based_enumeration: false,
             hide_dot_files: None,
             hide_files: Vec::new(),
+            veto_files: Vec::new(),
             canonicalize_acl_flags: None,
             read_only: false,
             valid_users: Vec::new(),

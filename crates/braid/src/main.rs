@@ -229,13 +229,15 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
                 s.path.display()
             ));
         }
-        for p in &s.hide_files {
-            if p.is_empty() || p.contains(['/', '\\']) {
-                return Err(format!(
-                    "share '{}': hide_files: '{p}' is not a file name pattern; \
-                     give one name with * and ? wildcards, e.g. \"*.tmp\"",
-                    s.name
-                ));
+        for (key, list) in [("hide_files", &s.hide_files), ("veto_files", &s.veto_files)] {
+            for p in list {
+                if p.is_empty() || p.contains(['/', '\\']) {
+                    return Err(format!(
+                        "share '{}': {key}: '{p}' is not a file name pattern; \
+                         give one name with * and ? wildcards, e.g. \"*.tmp\"",
+                        s.name
+                    ));
+                }
             }
         }
         for (key, list) in [
@@ -264,6 +266,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             access_based_enumeration: s.access_based_enumeration,
             hide_dot_files: s.hide_dot_files.unwrap_or(true),
             hide_files: s.hide_files.clone(),
+            veto_files: s.veto_files.clone(),
             canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
             access: braid_server::share_access::ShareAccess {
                 read_only: s.read_only,
