@@ -50,13 +50,16 @@ def server(tmp_path_factory):
     (veto_dir / ".snapshot").mkdir()
     (veto_dir / ".snapshot" / "old.txt").write_bytes(b"vetoed")
     (veto_dir / "readme.txt").write_bytes(b"served")
+    (base / "masked").mkdir()
     passwords = {u: "Pw-" + secrets.token_hex(8) for u in ("alice", "bob")}
     proc, port = servers.start_braid_with_config(
         base,
         f'[[share]]\nname = "abe"\npath = "{abe_dir}"\n'
         f'access_based_enumeration = true\nhide_files = ["*.secret", "Thumbs.db"]\n'
         f'[[share]]\nname = "plain"\npath = "{plain_dir}"\nhide_dot_files = false\n'
-        f'[[share]]\nname = "veto"\npath = "{veto_dir}"\nveto_files = ["*.exe", ".snapshot"]\n',
+        f'[[share]]\nname = "veto"\npath = "{veto_dir}"\nveto_files = ["*.exe", ".snapshot"]\n'
+        f'[[share]]\nname = "masked"\npath = "{base / "masked"}"\n'
+        f'create_mask = 0o640\ndirectory_mask = 0o750\n',
         passwords)
     yield types.SimpleNamespace(port=port, passwords=passwords, abe_dir=abe_dir,
                                 plain_dir=plain_dir, veto_dir=veto_dir)
@@ -157,3 +160,19 @@ def test_vetoed_names_are_neither_listed_nor_opened(server, tmp_path):
     assert (tmp_path / "got.txt").read_bytes() == b"served", out
     assert sorted(p.name for p in server.veto_dir.iterdir()) == [
         ".snapshot", "readme.txt", "setup.EXE"]
+
+
+def test_create_and_directory_masks_set_the_unix_modes(server, tmp_path):
+    """`create_mask` / `directory_mask` (Samba's `create mask`, `directory
+    mask`): what a client creates gets exactly 0666 / 0777 masked by them,
+    whatever the server's umask."""
+    (tmp_path / "new.txt").write_bytes(b"masked")
+    r = subprocess.run(
+        ["smbclient", "//127.0.0.1/masked", "-p", str(server.port),
+         "-U", f"alice%{server.passwords['alice']}", "-m", "SMB3",
+         "-c", "put new.txt; mkdir newdir"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    masked = server.veto_dir.parent / "masked"
+    assert os.stat(masked / "new.txt").st_mode & 0o7777 == 0o640
+    assert os.stat(masked / "newdir").st_mode & 0o7777 == 0o750

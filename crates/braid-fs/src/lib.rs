@@ -43,7 +43,7 @@ pub use error::{FsError, FsResult};
 pub use handle::OpenHandle;
 pub use security::{AccessPolicy, ObjectSecurity};
 pub use service::FileService;
-pub use share::{HiddenNames, ShareRef};
+pub use share::{CreateModes, HiddenNames, ShareRef};
 pub use stream_handle::StreamEntry;
 pub use types::{
     access, attr, map_generic, share as share_access, BasicTimes, CreateAction, DirEntry,

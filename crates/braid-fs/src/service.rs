@@ -419,7 +419,8 @@ impl FileService {
             Some(pol) => check_create(pol, &r, is_dir)?,
             None => None,
         };
-        let Some(created) = self.create_on_disk(&r, p, is_dir, descriptor.as_deref())? else {
+        let Some(created) = self.create_on_disk(share, &r, p, is_dir, descriptor.as_deref())?
+        else {
             return Ok(None);
         };
         let maximal_access = match pol {
@@ -466,6 +467,7 @@ impl FileService {
     /// to store one. `Ok(None)`: it exists after all (a race).
     pub(crate) fn create_on_disk(
         &self,
+        share: &ShareRef,
         r: &path::Resolved,
         p: &OpenParams,
         is_dir: bool,
@@ -525,6 +527,15 @@ impl FileService {
         }
         let default = if is_dir { 0 } else { attr::ARCHIVE };
         let setup = (|| {
+            // The share's `create_mask` / `directory_mask`: the mode is
+            // exactly that, whatever the server's umask (as Samba, which
+            // runs with umask 0).
+            if let Some(mode) = share.0.create_mode(is_dir) {
+                // SAFETY: plain syscall on a descriptor we own.
+                if unsafe { libc::fchmod(fd.as_raw_fd(), mode) } < 0 {
+                    return Err(FsError::last_os());
+                }
+            }
             if let Some(sd) = sd {
                 security::put_descriptor(fd.as_raw_fd(), sd)?;
             }

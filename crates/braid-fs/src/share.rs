@@ -27,6 +27,18 @@ pub(crate) struct Share {
     hidden: OnceLock<HiddenNames>,
     /// Names neither listed nor opened (Samba's `veto files`); unset: none.
     veto: OnceLock<Vec<String>>,
+    /// Unix modes of new files and directories; unset: 0666 / 0777 less
+    /// the process umask.
+    create_modes: OnceLock<CreateModes>,
+}
+
+/// Unix permission bits for what clients create (Samba's `create mask`
+/// and `directory mask`): a new file gets 0666 & `file_mask`, a new
+/// directory 0777 & `directory_mask`, exactly, the umask aside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CreateModes {
+    pub file_mask: u32,
+    pub directory_mask: u32,
 }
 
 /// Names a share shows with FILE_ATTRIBUTE_HIDDEN whatever their stored
@@ -93,7 +105,19 @@ impl Share {
             named_streams: AtomicBool::new(true),
             hidden: OnceLock::new(),
             veto: OnceLock::new(),
+            create_modes: OnceLock::new(),
         }
+    }
+
+    /// The mode a new file (or directory) gets, if the share sets one.
+    pub(crate) fn create_mode(&self, is_dir: bool) -> Option<libc::mode_t> {
+        self.create_modes.get().map(|m| {
+            if is_dir {
+                0o777 & m.directory_mask
+            } else {
+                0o666 & m.file_mask
+            }
+        })
     }
 
     /// Whether `name`, one path component, is vetoed.
@@ -210,6 +234,9 @@ impl ShareRef {
     /// Name patterns (`*`, `?`, case-insensitive, against each path
     /// component) that are neither listed nor opened, created or renamed
     /// to. Set once, before the share is served.
+    pub fn set_create_modes(&self, modes: CreateModes) {
+        let _ = self.0.create_modes.set(modes);
+    }
     pub fn set_veto_names(&self, patterns: Vec<String>) {
         if !patterns.is_empty() {
             let _ = self.0.veto.set(patterns);

@@ -104,7 +104,8 @@ impl FileService {
                     Some(pol) => check_create(pol, r, false)?,
                     None => None,
                 };
-                let Some(c) = self.create_on_disk(r, &fp, false, descriptor.as_deref())? else {
+                let Some(c) = self.create_on_disk(share, r, &fp, false, descriptor.as_deref())?
+                else {
                     return Ok(None);
                 };
                 Base {

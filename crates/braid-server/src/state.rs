@@ -75,6 +75,9 @@ impl ServerState {
                 patterns: s.hide_files.clone(),
             });
             fs.set_veto_names(s.veto_files.clone());
+            if let Some(m) = s.create_modes {
+                fs.set_create_modes(m);
+            }
             shares.insert(
                 s.name.to_lowercase(),
                 Arc::new(Share {

@@ -86,6 +86,10 @@ pub struct ShareEntry {
     /// Name patterns neither listed nor opened (default none).
     #[serde(default)]
     pub veto_files: Vec<String>,
+    /// Unix permission mask of new files, e.g. 0o644 (default: the umask).
+    pub create_mask: Option<u32>,
+    /// Unix permission mask of new directories, e.g. 0o755.
+    pub directory_mask: Option<u32>,
     /// Canonicalise DACL inheritance bits as Windows does (default true).
     pub canonicalize_acl_flags: Option<bool>,
     /// Nobody may change anything in the share but `write_list` (default false).
@@ -122,6 +126,8 @@ impl ShareEntry {
             hide_dot_files: None,
             hide_files: Vec::new(),
             veto_files: Vec::new(),
+            create_mask: None,
+            directory_mask: None,
             canonicalize_acl_flags: None,
             read_only: false,
             valid_users: Vec::new(),

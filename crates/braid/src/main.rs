@@ -256,6 +256,25 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
                 ));
             }
         }
+        for (key, mask) in [
+            ("create_mask", s.create_mask),
+            ("directory_mask", s.directory_mask),
+        ] {
+            if mask.is_some_and(|m| m > 0o777) {
+                return Err(format!(
+                    "share '{}': {key} = {:#o}: give permission bits only, at most 0o777, e.g. 0o644",
+                    s.name,
+                    mask.unwrap_or(0)
+                ));
+            }
+        }
+        // Either mask alone leaves the other kind as the umask makes it.
+        let create_modes = (s.create_mask.is_some() || s.directory_mask.is_some()).then(|| {
+            braid_fs::CreateModes {
+                file_mask: s.create_mask.unwrap_or(0o666 & !current_umask()),
+                directory_mask: s.directory_mask.unwrap_or(0o777 & !current_umask()),
+            }
+        });
         cfg.shares.push(ShareConfig {
             name: s.name.clone(),
             path: s.path.clone(),
@@ -267,6 +286,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             hide_dot_files: s.hide_dot_files.unwrap_or(true),
             hide_files: s.hide_files.clone(),
             veto_files: s.veto_files.clone(),
+            create_modes,
             canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
             access: braid_server::share_access::ShareAccess {
                 read_only: s.read_only,
@@ -465,6 +485,17 @@ fn raise_open_file_limit() -> Option<u64> {
         }
     }
     Some(lim.rlim_cur)
+}
+
+/// The process umask (read by setting it and setting it back, before any
+/// thread runs).
+fn current_umask() -> u32 {
+    // SAFETY: umask only swaps the process's file mode creation mask.
+    unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old as u32
+    }
 }
 
 /// `max_open_files` when the config does not set it: Samba's 16384, but
