@@ -125,3 +125,32 @@ def test_garbage_on_the_pipe_harms_nothing(smb_server):
         conn.disconnect()
     shares = list_shares(smb_server.port, smb_server.user, smb_server.password, "-m", "SMB3")
     assert shares.get(smb_server.share) == "Disk", shares
+
+
+@pytest.mark.skipif(not IS_BRAID, reason="Braid's config format")
+def test_comments_and_shares_left_out_of_the_list(tmp_path):
+    """A share's `comment` shows in `smbclient -L`; a share with
+    `browseable = false` is left out of it (Samba's `browseable = no`) but
+    connects by name."""
+    docs, hidden = tmp_path / "docs", tmp_path / "hidden"
+    docs.mkdir()
+    hidden.mkdir()
+    (hidden / "inside.txt").write_bytes(b"here")
+    password = "Pw-" + secrets.token_hex(8)
+    proc, port = servers.start_braid_with_config(
+        tmp_path,
+        f'[[share]]\nname = "docs"\npath = "{docs}"\ncomment = "Team documents"\n'
+        f'[[share]]\nname = "hidden"\npath = "{hidden}"\nbrowseable = false\n',
+        {"alice": password})
+    try:
+        r = subprocess.run(
+            ["smbclient", "-L", "//127.0.0.1", "-p", str(port), "-U", f"alice%{password}"],
+            capture_output=True, text=True, timeout=120)
+        assert re.search(r"^\tdocs\s+Disk\s+Team documents$", r.stdout, re.M), r.stdout
+        assert list_shares(port, "alice", password) == {"docs": "Disk", "IPC$": "IPC"}
+        r = subprocess.run(
+            ["smbclient", "//127.0.0.1/hidden", "-p", str(port), "-U", f"alice%{password}",
+             "-c", "ls"], capture_output=True, text=True, timeout=120)
+        assert "inside.txt" in r.stdout, r.stdout + r.stderr
+    finally:
+        servers.stop_pid(proc.pid)

@@ -523,6 +523,8 @@ mod tests {
                 create_modes: None,
                 canonicalize_acl_flags: true,
                 access: Default::default(),
+                comment: String::new(),
+                browseable: true,
             }],
             ..ServerConfig::default()
         };

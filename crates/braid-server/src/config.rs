@@ -34,6 +34,11 @@ pub struct ShareConfig {
     pub canonicalize_acl_flags: bool,
     /// Who may connect, and who may write (`share_access.rs`).
     pub access: crate::share_access::ShareAccess,
+    /// Shown in share lists (Samba's `comment`).
+    pub comment: String,
+    /// Listed in share lists (Samba's `browseable`); connecting by name
+    /// works either way.
+    pub browseable: bool,
 }
 
 /// The admin API's default address: loopback only, port 9445 (SMB's 445

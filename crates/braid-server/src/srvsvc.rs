@@ -129,8 +129,9 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             .map(|s| ShareEntry {
                 name: s.name.clone(),
                 share_type: share_type::DISK,
-                comment: String::new(),
+                comment: s.comment.clone(),
                 connections: count(&s.name),
+                browseable: s.browseable,
             })
             .collect();
         shares.sort_by_key(|s| s.name.to_lowercase());
@@ -139,6 +140,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             share_type: share_type::IPC | share_type::SPECIAL,
             comment: "IPC Service (Braid)".into(),
             connections: count("IPC$"),
+            browseable: true,
         });
         shares
     }

@@ -22,6 +22,10 @@ pub struct Share {
     pub canonicalize_acl_flags: bool,
     /// Who may connect, and who may write (`share_access.rs`).
     pub access: crate::share_access::ShareAccess,
+    /// Shown in share lists (srvsvc).
+    pub comment: String,
+    /// Listed by srvsvc's enumerations (Samba's `browseable`).
+    pub browseable: bool,
 }
 
 pub struct ServerState {
@@ -87,6 +91,8 @@ impl ServerState {
                     access_based_enumeration: s.access_based_enumeration,
                     canonicalize_acl_flags: s.canonicalize_acl_flags,
                     access: s.access.clone(),
+                    comment: s.comment.clone(),
+                    browseable: s.browseable,
                 }),
             );
         }

@@ -86,6 +86,11 @@ pub struct ShareEntry {
     /// Name patterns neither listed nor opened (default none).
     #[serde(default)]
     pub veto_files: Vec<String>,
+    /// Shown in share lists (default none).
+    #[serde(default)]
+    pub comment: String,
+    /// Listed in share lists (default true).
+    pub browseable: Option<bool>,
     /// Unix permission mask of new files, e.g. 0o644 (default: the umask).
     pub create_mask: Option<u32>,
     /// Unix permission mask of new directories, e.g. 0o755.
@@ -126,6 +131,8 @@ impl ShareEntry {
             hide_dot_files: None,
             hide_files: Vec::new(),
             veto_files: Vec::new(),
+            comment: String::new(),
+            browseable: None,
             create_mask: None,
             directory_mask: None,
             canonicalize_acl_flags: None,

@@ -287,6 +287,8 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             hide_files: s.hide_files.clone(),
             veto_files: s.veto_files.clone(),
             create_modes,
+            comment: s.comment.clone(),
+            browseable: s.browseable.unwrap_or(true),
             canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
             access: braid_server::share_access::ShareAccess {
                 read_only: s.read_only,

@@ -89,6 +89,7 @@ pub fn share(name: &str, share_type: u32, comment: &str) -> ShareEntry {
         share_type,
         comment: comment.into(),
         connections: 0,
+        browseable: true,
     }
 }
 

@@ -25,6 +25,9 @@ pub struct ShareEntry {
     pub comment: String,
     /// Tree connects to it now (shi2_current_uses).
     pub connections: u32,
+    /// Listed by the enumerations; a share that is not (Samba's
+    /// `browseable = no`) still answers NetShareGetInfo and connects.
+    pub browseable: bool,
 }
 
 /// MS-SRVS 2.2.2.4: share types (the low bits) and modifier bits.

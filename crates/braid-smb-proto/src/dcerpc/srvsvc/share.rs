@@ -119,6 +119,7 @@ pub(super) fn share_enum(
     } else {
         Ok(shares
             .iter()
+            .filter(|s| s.browseable)
             .filter(|s| all || s.share_type & share_type::SPECIAL == 0)
             .filter_map(|s| share_info(req.level, s))
             .collect())

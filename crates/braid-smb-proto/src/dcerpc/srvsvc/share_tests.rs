@@ -289,3 +289,33 @@ fn unknown_opnums_and_bad_stubs_fault() {
         );
     }
 }
+
+#[test]
+fn a_share_that_is_not_browseable_is_not_listed_but_answers_get_info() {
+    let mut backend = three_shares();
+    backend.shares[1].browseable = false;
+    let out = handle_call(
+        opnum::NETR_SHARE_ENUM,
+        &share_enum_stub(0, Some(0)),
+        &backend,
+    )
+    .unwrap();
+    let mut c = StubCursor::new(&out);
+    assert_eq!((c.u32(), c.u32()), (0, 0));
+    assert!(c.pointer());
+    assert_eq!(c.u32(), 2);
+    assert!(c.pointer());
+    assert_eq!(c.u32(), 2);
+    assert!(c.pointer() && c.pointer());
+    let names: Vec<String> = (0..2).map(|_| c.string()).collect();
+    assert_eq!(names, ["data", "IPC$"]);
+
+    let out = handle_call(
+        opnum::NETR_SHARE_GET_INFO,
+        &share_get_info_stub("home", 0),
+        &backend,
+    )
+    .unwrap();
+    let status = u32::from_le_bytes(out[out.len() - 4..].try_into().unwrap());
+    assert_eq!(status, werror::SUCCESS);
+}
