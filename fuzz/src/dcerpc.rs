@@ -30,6 +30,8 @@ impl SrvsvcBackend for Backend {
                 },
                 comment: "x".repeat(i),
                 connections: i as u32,
+                // Some shares left out of the enumerations.
+                browseable: i % 7 != 3,
             })
             .collect()
     }
