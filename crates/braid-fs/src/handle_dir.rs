@@ -56,7 +56,7 @@ impl OpenHandle {
     /// leaving the share.
     fn entry_at(&self, dfd: RawFd, root: RawFd, rel: &str, name: &[u8]) -> Option<DirEntry> {
         let os = OsStr::from_bytes(name);
-        if std::str::from_utf8(name).is_ok_and(|n| self.0.share.0.vetoes(n)) {
+        if self.0.share.0.vetoes_entry(name) {
             return None;
         }
         let cname = std::ffi::CString::new(name).ok()?;

@@ -120,6 +120,13 @@ impl Share {
         })
     }
 
+    /// Whether the on-disk name `name` is vetoed: a listing asks this of
+    /// every entry, so a share without `veto_files` answers before
+    /// decoding anything.
+    pub(crate) fn vetoes_entry(&self, name: &[u8]) -> bool {
+        self.veto.get().is_some() && std::str::from_utf8(name).is_ok_and(|n| self.vetoes(n))
+    }
+
     /// Whether `name`, one path component, is vetoed.
     pub(crate) fn vetoes(&self, name: &str) -> bool {
         let Some(patterns) = self.veto.get() else {
