@@ -78,7 +78,17 @@ def owner(result_name: str, names: list[str]) -> str | None:
 # runs them (run with --start, the server has these shares):
 # smb2.acls_non_canonical expects DACL inheritance bits kept as sent.
 # smb2.create_no_streams expects a share without named streams.
-TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams"}
+TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams",
+               "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps"}
+
+# Previous versions (smb2.twrp): the snapshot seed_snapshots makes in the
+# "snaps" share, and what smbtorture is told to find in it.
+SNAPSHOT = "@GMT-2015.10.31-19.40.30"
+SNAPSHOT_STREAM = b"stream data as of the snapshot\n"
+TWRP = [f"--option=torture:twrp_snapshot={SNAPSHOT}",
+        "--option=torture:twrp_file=foo",
+        "--option=torture:twrp_stream=bar",
+        f"--option=torture:twrp_stream_size={len(SNAPSHOT_STREAM)}"]
 
 
 # Tests that take a channel down: smbtorture drops the client's packets on
@@ -99,6 +109,29 @@ TEST_OPTIONS = {name: IPTABLES for name in (
     "smb2.replay.dhv2-pending3o-vs-oplock-sane",
     "smb2.replay.dhv2-pending3o-vs-lease-sane",
 )}
+TEST_OPTIONS["smb2.twrp"] = TWRP
+
+
+def seed_snapshots(server, share_dir: Path) -> None:
+    """Give the "snaps" share a file with a stream and a subdirectory, made
+    through the server (so the stream is stored as that server stores
+    streams), then a snapshot of it, as a backup tool would make one: a copy
+    of the tree with its xattrs in .snapshots/@GMT-..., the subdirectory's
+    file hard-linked, as rsync --link-dest makes unchanged files."""
+    with tempfile.TemporaryDirectory() as tmp:
+        data, stream = Path(tmp) / "data", Path(tmp) / "stream"
+        data.write_bytes(b"the file as of the snapshot\n")
+        stream.write_bytes(SNAPSHOT_STREAM)
+        subprocess.run(["smbclient", f"//{server.host}/snaps", "-p", str(server.port),
+                        "-U", f"{server.user}%{server.password}",
+                        "-c", f"put {data} foo; put {stream} foo:bar; mkdir subdir; "
+                              f"put {data} subdir\\hardlink"],
+                       check=True, capture_output=True, timeout=60)
+    snap = share_dir / servers.SNAPSHOT_DIR / SNAPSHOT
+    (snap / "subdir").mkdir(parents=True)
+    subprocess.run(["cp", "-a", str(share_dir / "foo"), str(snap / "foo")], check=True)
+    os.link(share_dir / "subdir" / "hardlink", snap / "subdir" / "hardlink")
+    servers.give_to_share_owner(share_dir, share_dir / servers.SNAPSHOT_DIR)
 
 
 def matches(name: str, prefix: str) -> bool:
@@ -273,6 +306,7 @@ def main() -> int:
         (base / "hideunread").mkdir()
         (base / "noncanon").mkdir()
         (base / "nostreams").mkdir()
+        (base / "snaps").mkdir()
         try:
             # smb2.dosmode expects "hidefile" hidden by the share's rules;
             # smb2.acls.ACCESSBASED needs an access-based share "hideunread".
@@ -281,8 +315,12 @@ def main() -> int:
                                    hide_files=("hidefile",),
                                    abe_share=("hideunread", base / "hideunread"),
                                    noncanonical_share=("noncanon", base / "noncanon"),
-                                   nostreams_share=("nostreams", base / "nostreams"))
-        except RuntimeError as e:
+                                   nostreams_share=("nostreams", base / "nostreams"),
+                                   snapshot_share=("snaps", base / "snaps"))
+            seed_snapshots(server, base / "snaps")
+        except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+            if server is not None:
+                server.stop()
             print(f"run_smbtorture: could not start {args.start}: {e}")
             print(f"smbtorture: 0 passed, {len(required)} failed (server did not start)")
             return 1

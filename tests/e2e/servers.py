@@ -191,11 +191,13 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 hide_files: tuple[str, ...] = (),
                 abe_share: tuple[str, Path] | None = None,
                 noncanonical_share: tuple[str, Path] | None = None,
-                nostreams_share: tuple[str, Path] | None = None) -> Server:
+                nostreams_share: tuple[str, Path] | None = None,
+                snapshot_share: tuple[str, Path] | None = None) -> Server:
     """hide_files: name patterns the share reports hidden; abe_share: a
     second share (name, directory) with access-based enumeration;
     noncanonical_share: one that keeps DACL inheritance bits as sent;
-    nostreams_share: one without named streams."""
+    nostreams_share: one without named streams; snapshot_share: one whose
+    `.snapshots` directory holds previous versions (`@GMT-...` names)."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
@@ -204,7 +206,7 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
             "--user", f"{user}:{password}"]
     if (hide_files or abe_share is not None or noncanonical_share is not None
-            or nostreams_share is not None):
+            or nostreams_share is not None or snapshot_share is not None):
         config = workdir / "braid.toml"
         text = f"[[share]]\nname = {json.dumps(share)}\npath = {json.dumps(str(share_dir))}\n"
         text += f"hide_files = {json.dumps(list(hide_files))}\n"
@@ -219,6 +221,10 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
             text += (f"[[share]]\nname = {json.dumps(nostreams_share[0])}\n"
                      f"path = {json.dumps(str(nostreams_share[1]))}\n"
                      "named_streams = false\n")
+        if snapshot_share is not None:
+            text += (f"[[share]]\nname = {json.dumps(snapshot_share[0])}\n"
+                     f"path = {json.dumps(str(snapshot_share[1]))}\n"
+                     f"snapshot_dir = {json.dumps(SNAPSHOT_DIR)}\n")
         config.write_text(text)
         argv += ["--config", str(config)]
     else:
@@ -297,6 +303,22 @@ SAMBA_CONF = """\
 """
 
 
+# Where a snapshot share keeps its snapshots, for Braid and for Samba's
+# vfs_shadow_copy2 (whose default names, @GMT-%Y.%m.%d-%H.%M.%S, Braid's
+# default matches).
+SNAPSHOT_DIR = ".snapshots"
+
+SAMBA_SNAPSHOT_SHARE = """
+[{name}]
+    path = {path}
+    read only = no
+    guest ok = no
+    vfs objects = shadow_copy2 streams_xattr acl_xattr
+    shadow:snapdir = {snapdir}
+    shadow:mountpoint = {path}
+    acl_xattr:ignore system acls = yes
+"""
+
 SAMBA_EXTRA_SHARE = """
 [{name}]
     path = {path}
@@ -343,7 +365,8 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 hide_files: tuple[str, ...] = (),
                 abe_share: tuple[str, Path] | None = None,
                 noncanonical_share: tuple[str, Path] | None = None,
-                nostreams_share: tuple[str, Path] | None = None) -> Server:
+                nostreams_share: tuple[str, Path] | None = None,
+                snapshot_share: tuple[str, Path] | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -368,6 +391,11 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
             os.chown(extra[1], account.pw_uid, account.pw_gid)
             make_reachable(extra[1])
             text += SAMBA_EXTRA_SHARE.format(name=extra[0], path=extra[1], option=option)
+    if snapshot_share is not None:
+        os.chown(snapshot_share[1], account.pw_uid, account.pw_gid)
+        make_reachable(snapshot_share[1])
+        text += SAMBA_SNAPSHOT_SHARE.format(name=snapshot_share[0], path=snapshot_share[1],
+                                            snapdir=SNAPSHOT_DIR)
     conf.write_text(text)
     accounts = [(user, password)]
     if user2 is not None:

@@ -79,6 +79,10 @@ pub enum FsError {
     /// (TOO_MANY_OPENED_FILES).
     #[error("too many open files")]
     TooManyOpenFiles,
+    /// The share is a snapshot, or on a read-only file system
+    /// (MEDIA_WRITE_PROTECTED).
+    #[error("write protected")]
+    WriteProtected,
     /// Any other host error.
     #[error("I/O error: {0}")]
     Io(io::Error),
@@ -95,7 +99,8 @@ impl FsError {
             libc::ENOENT => FsError::NotFound,
             libc::ENOTDIR => FsError::PathNotFound,
             libc::EEXIST => FsError::NameCollision,
-            libc::EACCES | libc::EPERM | libc::EROFS => FsError::AccessDenied,
+            libc::EACCES | libc::EPERM => FsError::AccessDenied,
+            libc::EROFS => FsError::WriteProtected,
             // RESOLVE_BENEATH / RESOLVE_NO_MAGICLINKS refusals.
             libc::EXDEV | libc::ELOOP => FsError::AccessDenied,
             libc::ENOTEMPTY => FsError::DirectoryNotEmpty,

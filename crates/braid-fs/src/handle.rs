@@ -24,6 +24,16 @@ use crate::uring::RingSlot;
 /// How long after the first write through an open its LastWriteTime
 /// update waits (Samba's default "smbd:writetimeupdatedelay"; see
 /// [`crate::open_table::OpenWriteTime`]).
+/// Rights whose use changes the file: refused in a snapshot.
+const CHANGE_RIGHTS: u32 = acc::FILE_WRITE_DATA
+    | acc::FILE_APPEND_DATA
+    | acc::FILE_WRITE_EA
+    | acc::FILE_WRITE_ATTRIBUTES
+    | acc::FILE_DELETE_CHILD
+    | acc::DELETE
+    | acc::WRITE_DAC
+    | acc::WRITE_OWNER;
+
 const WRITE_TIME_DELAY: Duration = Duration::from_secs(2);
 
 pub(crate) struct HandleInner {
@@ -193,6 +203,11 @@ impl OpenHandle {
         self.live()?;
         if self.0.access & rights == 0 {
             return Err(FsError::AccessDenied);
+        }
+        // An open in a snapshot may hold write access (it is granted as
+        // the file's ACL says, as Samba does) but changes nothing.
+        if rights & CHANGE_RIGHTS != 0 {
+            self.0.share.0.check_writable()?;
         }
         Ok(())
     }

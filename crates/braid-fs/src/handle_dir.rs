@@ -56,7 +56,9 @@ impl OpenHandle {
     /// leaving the share.
     fn entry_at(&self, dfd: RawFd, root: RawFd, rel: &str, name: &[u8]) -> Option<DirEntry> {
         let os = OsStr::from_bytes(name);
-        if self.0.share.0.vetoes_entry(name) {
+        if self.0.share.0.vetoes_entry(name)
+            || (rel.is_empty() && self.0.share.0.hides_snapshot_dir(name))
+        {
             return None;
         }
         let cname = std::ffi::CString::new(name).ok()?;

@@ -30,6 +30,7 @@ pub mod security;
 mod service;
 mod share;
 pub mod shortname;
+pub mod snapshot;
 mod sparse;
 pub mod stream;
 mod stream_handle;
@@ -44,6 +45,7 @@ pub use handle::OpenHandle;
 pub use security::{AccessPolicy, ObjectSecurity};
 pub use service::FileService;
 pub use share::{CreateModes, HiddenNames, ShareRef};
+pub use snapshot::SnapshotConfig;
 pub use stream_handle::StreamEntry;
 pub use types::{
     access, attr, map_generic, share as share_access, BasicTimes, CreateAction, DirEntry,

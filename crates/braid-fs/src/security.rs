@@ -140,6 +140,7 @@ impl OpenHandle {
     /// WRITE_DAC / WRITE_OWNER and merged the parts). At most
     /// [`MAX_DESCRIPTOR_LEN`] bytes, else `InvalidParameter`.
     pub fn set_security_descriptor(&self, sd: &[u8]) -> FsResult<()> {
+        self.0.share.0.check_writable()?;
         self.live()?;
         let before = sys::fstat(self.fd())?;
         put_descriptor(self.fd(), sd)?;

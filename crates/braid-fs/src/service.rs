@@ -141,6 +141,17 @@ impl FileService {
             return Err(FsError::AccessDenied);
         }
         let mut p = p;
+        if share.0.read_only() {
+            // A snapshot (`snapshot.rs`) has only what it has: nothing is
+            // created, overwritten or deleted in it (Samba answers
+            // MEDIA_WRITE_PROTECTED too).
+            match p.disposition {
+                _ if p.delete_on_close => return Err(FsError::WriteProtected),
+                Disposition::Open => {}
+                Disposition::OpenIf => p.disposition = Disposition::Open,
+                _ => return Err(FsError::WriteProtected),
+            }
+        }
         match spec {
             StreamSpec::None => {}
             // MS-FSA 2.1.5.1: a data stream is never a directory; the
@@ -296,7 +307,16 @@ impl FileService {
         );
         let want_write =
             (!max && access & (acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA) != 0) || overwrite;
-        let (fd, writable) = Self::open_fd(share.0.root_fd(), &rel, p, want_write, max, access)?;
+        // In a snapshot the file is only ever read, whatever was granted.
+        let ro = share.0.read_only();
+        let (fd, writable) = Self::open_fd(
+            share.0.root_fd(),
+            &rel,
+            p,
+            want_write && !ro,
+            max && !ro,
+            access,
+        )?;
         let st = sys::fstat(fd.as_raw_fd())?;
         let fmt = st.st_mode & libc::S_IFMT;
         if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
+use crate::snapshot::{SnapshotConfig, Snapshots};
 
 const SHARDS: usize = 16;
 
@@ -30,6 +31,11 @@ pub(crate) struct Share {
     /// Unix modes of new files and directories; unset: 0666 / 0777 less
     /// the process umask.
     create_modes: OnceLock<CreateModes>,
+    /// Previous versions of the share (`snapshot.rs`); unset: none.
+    snapshots: OnceLock<Snapshots>,
+    /// A snapshot's view: its time (Unix seconds). Such a share refuses
+    /// every change ([`FsError::WriteProtected`]).
+    snapshot_time: Option<i64>,
 }
 
 /// Unix permission bits for what clients create (Samba's `create mask`
@@ -106,7 +112,54 @@ impl Share {
             hidden: OnceLock::new(),
             veto: OnceLock::new(),
             create_modes: OnceLock::new(),
+            snapshots: OnceLock::new(),
+            snapshot_time: None,
         }
+    }
+
+    /// The read-only view of this share's snapshot at `root` (taken at
+    /// `time`): the same name and options, its own root and opens.
+    pub(crate) fn view_of_snapshot(&self, root_path: PathBuf, root: OwnedFd, time: i64) -> Share {
+        let view = Share {
+            snapshot_time: Some(time),
+            ..Share::new(self.name.clone(), root_path, root)
+        };
+        view.posix_locking
+            .store(self.posix_locking(), Ordering::Relaxed);
+        view.named_streams.store(
+            self.named_streams.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        if let Some(h) = self.hidden.get() {
+            let _ = view.hidden.set(h.clone());
+        }
+        if let Some(v) = self.veto.get() {
+            let _ = view.veto.set(v.clone());
+        }
+        view
+    }
+
+    /// Whether changes are refused: the share is a snapshot's view.
+    pub(crate) fn read_only(&self) -> bool {
+        self.snapshot_time.is_some()
+    }
+
+    /// Refuse a change in a snapshot's view.
+    pub(crate) fn check_writable(&self) -> FsResult<()> {
+        if self.read_only() {
+            return Err(FsError::WriteProtected);
+        }
+        Ok(())
+    }
+
+    /// Whether `name`, an entry of the share's root directory, is the
+    /// directory holding the share's snapshots, which the live share
+    /// neither lists nor opens.
+    pub(crate) fn hides_snapshot_dir(&self, name: &[u8]) -> bool {
+        self.snapshots
+            .get()
+            .and_then(Snapshots::hidden_root_entry)
+            .is_some_and(|d| d.as_bytes() == name)
     }
 
     /// The mode a new file (or directory) gets, if the share sets one.
@@ -145,7 +198,9 @@ impl Share {
     /// OBJECT_PATH_NOT_FOUND for one on the way.
     pub(crate) fn check_veto(&self, comps: &[String]) -> FsResult<()> {
         for (i, c) in comps.iter().enumerate() {
-            if self.vetoes(c) {
+            let snapshot_dir =
+                i == 0 && self.snapshots.get().is_some() && self.names_snapshot_dir(c);
+            if snapshot_dir || self.vetoes(c) {
                 return Err(if i + 1 == comps.len() {
                     FsError::NotFound
                 } else {
@@ -154,6 +209,17 @@ impl Share {
             }
         }
         Ok(())
+    }
+
+    /// Whether a client's name for a root entry (any case, or its 8.3
+    /// short name) names the snapshot directory.
+    fn names_snapshot_dir(&self, name: &str) -> bool {
+        let Some(dir) = self.snapshots.get().and_then(Snapshots::hidden_root_entry) else {
+            return false;
+        };
+        let name = name.split(':').next().unwrap_or(name);
+        name.eq_ignore_ascii_case(&dir)
+            || name.eq_ignore_ascii_case(&crate::shortname::short_name(&dir))
     }
 
     /// Whether the share shows `name` as hidden ([`HiddenNames::hides`]).
@@ -248,6 +314,33 @@ impl ShareRef {
         if !patterns.is_empty() {
             let _ = self.0.veto.set(patterns);
         }
+    }
+    /// Serve the snapshots described by `config` as previous versions
+    /// (`snapshot.rs`). Set once, before the share is served; an invalid
+    /// format is an error naming what is wrong.
+    pub fn set_snapshots(&self, config: SnapshotConfig) -> Result<(), String> {
+        let s = Snapshots::new(config)?;
+        let _ = self.0.snapshots.set(s);
+        Ok(())
+    }
+    /// Times (Unix seconds, UTC) of the share's snapshots, newest first.
+    pub fn snapshots(&self) -> FsResult<Vec<i64>> {
+        match self.0.snapshots.get() {
+            Some(s) => s.list(&self.0),
+            None => Ok(Vec::new()),
+        }
+    }
+    /// The read-only view of the snapshot taken at `time` (Unix seconds):
+    /// NotFound if the share has none then.
+    pub fn snapshot_view(&self, time: i64) -> FsResult<ShareRef> {
+        match self.0.snapshots.get() {
+            Some(s) => s.view(&self.0, time),
+            None => Err(FsError::NotFound),
+        }
+    }
+    /// The time of the snapshot this share is a view of, if it is one.
+    pub fn snapshot_time(&self) -> Option<i64> {
+        self.0.snapshot_time
     }
     /// The file id (as `FileInfo::file_id`) of the directory at `path`, a
     /// share-relative path in the form `OpenHandle::path` gives (`\\`

@@ -525,6 +525,7 @@ mod tests {
                 access: Default::default(),
                 comment: String::new(),
                 browseable: true,
+                snapshots: None,
             }],
             ..ServerConfig::default()
         };

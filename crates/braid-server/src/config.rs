@@ -39,6 +39,8 @@ pub struct ShareConfig {
     /// Listed in share lists (Samba's `browseable`); connecting by name
     /// works either way.
     pub browseable: bool,
+    /// Snapshots served as previous versions (braid-fs `snapshot.rs`).
+    pub snapshots: Option<braid_fs::SnapshotConfig>,
 }
 
 /// The admin API's default address: loopback only, port 9445 (SMB's 445

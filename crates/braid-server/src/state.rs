@@ -28,6 +28,26 @@ pub struct Share {
     pub browseable: bool,
 }
 
+impl Share {
+    /// This share as of one of its snapshots (MS-SMB2 3.3.5.9.4), `view`
+    /// being the snapshot's read-only file-service share. Its name, which
+    /// keys oplocks, leases and change notification, is the share's name
+    /// and the snapshot's `@GMT` token: no share name holds a `\\`, so a
+    /// snapshot's file is never taken for the live file.
+    pub fn as_of_snapshot(&self, view: ShareRef, token: &str) -> Share {
+        Share {
+            name: format!("{}\\{token}", self.name),
+            fs: view,
+            encrypt: self.encrypt,
+            access_based_enumeration: self.access_based_enumeration,
+            canonicalize_acl_flags: self.canonicalize_acl_flags,
+            access: self.access.clone(),
+            comment: self.comment.clone(),
+            browseable: self.browseable,
+        }
+    }
+}
+
 pub struct ServerState {
     pub config: ServerConfig,
     /// Read again when the users file changes (`users_live.rs`).
@@ -79,6 +99,10 @@ impl ServerState {
                 patterns: s.hide_files.clone(),
             });
             fs.set_veto_names(s.veto_files.clone());
+            if let Some(snapshots) = &s.snapshots {
+                fs.set_snapshots(snapshots.clone())
+                    .map_err(|e| format!("share '{}': snapshot_format: {e}", s.name))?;
+            }
             if let Some(m) = s.create_modes {
                 fs.set_create_modes(m);
             }

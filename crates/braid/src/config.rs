@@ -115,6 +115,11 @@ pub struct ShareEntry {
     /// Client addresses or networks that may not (default none).
     #[serde(default)]
     pub hosts_deny: Vec<String>,
+    /// The directory of the share's snapshots, served as previous
+    /// versions: relative to the share's path, or absolute (default none).
+    pub snapshot_dir: Option<PathBuf>,
+    /// How snapshot directories are named (default "@GMT-%Y.%m.%d-%H.%M.%S").
+    pub snapshot_format: Option<String>,
 }
 
 impl ShareEntry {
@@ -142,6 +147,8 @@ impl ShareEntry {
             write_list: Vec::new(),
             hosts_allow: Vec::new(),
             hosts_deny: Vec::new(),
+            snapshot_dir: None,
+            snapshot_format: None,
         }
     }
 }
@@ -307,6 +314,48 @@ pub fn validate_share_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The share's previous versions (`snapshot_dir`, `snapshot_format`), or a
+/// configuration error naming the key and the fix.
+pub fn snapshot_config(s: &ShareEntry) -> Result<Option<braid_fs::SnapshotConfig>, String> {
+    let Some(dir) = &s.snapshot_dir else {
+        if s.snapshot_format.is_some() {
+            return Err(format!(
+                "share '{}': snapshot_format is set but snapshot_dir is not; \
+                 give the directory holding the snapshots, e.g. snapshot_dir = \".snapshots\"",
+                s.name
+            ));
+        }
+        return Ok(None);
+    };
+    if dir
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(format!(
+            "share '{}': snapshot_dir = {}: \"..\" is not allowed; give a path inside the share \
+             (e.g. \".snapshots\") or an absolute path",
+            s.name,
+            dir.display()
+        ));
+    }
+    let config = braid_fs::SnapshotConfig {
+        dir: dir.clone(),
+        format: s
+            .snapshot_format
+            .clone()
+            .unwrap_or_else(|| braid_fs::snapshot::DEFAULT_FORMAT.to_string()),
+    };
+    config.validate().map_err(|why| {
+        format!(
+            "share '{}': snapshot_format = \"{}\": {why}; e.g. \"{}\"",
+            s.name,
+            config.format,
+            braid_fs::snapshot::DEFAULT_FORMAT
+        )
+    })?;
+    Ok(Some(config))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +381,31 @@ mod tests {
         let e = parse("listen = [\"127.0.0.1:4445\"]\nbogus = 1\n").unwrap_err();
         assert!(e.contains("bogus"), "{e}");
         assert!(e.starts_with("line 2"), "{e}");
+    }
+
+    #[test]
+    fn snapshot_settings() {
+        let share = |extra: &str| {
+            let c = parse(&format!(
+                "[[share]]\nname = \"d\"\npath = \"/srv\"\n{extra}"
+            ))
+            .unwrap();
+            snapshot_config(&c.shares[0])
+        };
+        assert_eq!(share("").unwrap(), None);
+        let c = share("snapshot_dir = \".snapshots\"\n").unwrap().unwrap();
+        assert_eq!(c.format, braid_fs::snapshot::DEFAULT_FORMAT);
+        let c =
+            share("snapshot_dir = \"/tank/.zfs/snapshot\"\nsnapshot_format = \"auto-%Y-%m-%d\"\n");
+        assert_eq!(c.unwrap().unwrap().format, "auto-%Y-%m-%d");
+        for (bad, names) in [
+            ("snapshot_format = \"%Y\"\n", "snapshot_dir"),
+            ("snapshot_dir = \"../x\"\n", "\"..\""),
+            ("snapshot_dir = \"s\"\nsnapshot_format = \"%d.%m\"\n", "%Y"),
+        ] {
+            let e = share(bad).unwrap_err();
+            assert!(e.contains(names) && !e.contains('\n'), "{e}");
+        }
     }
 
     #[test]

@@ -275,7 +275,9 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
                 directory_mask: s.directory_mask.unwrap_or(0o777 & !current_umask()),
             }
         });
+        let snapshots = config::snapshot_config(s)?;
         cfg.shares.push(ShareConfig {
+            snapshots,
             name: s.name.clone(),
             path: s.path.clone(),
             encrypt: s.encrypt,

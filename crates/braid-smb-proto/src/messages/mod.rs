@@ -31,6 +31,7 @@ pub mod query_info;
 pub mod read;
 pub mod session_setup;
 pub mod set_info;
+pub mod snapshots;
 pub mod tree_connect;
 pub mod tree_disconnect;
 pub mod write;

@@ -37,7 +37,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = CreateRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = req.session()?.clone();
     let tree = req.tree()?.clone();
-    let durable_ask = super::create_durable::parse(&r.contexts, req.conn.dialect())?;
+    let mut durable_ask = super::create_durable::parse(&r.contexts, req.conn.dialect())?;
     if let Some(rc) = &durable_ask.reconnect {
         // 3.3.5.9.7 / 3.3.5.9.12: no name or access validation, no open.
         // The lease context counts whatever RequestedOplockLevel says.
@@ -113,6 +113,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut creator_sd = None;
     let mut want_qfid = false;
     let mut lease_data = None;
+    let mut timewarp = None;
     for c in &r.contexts {
         match c.name.as_slice() {
             n if n == context_name::ALLOCATION_SIZE => {
@@ -127,14 +128,15 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     .map_err(|e| e.status())?;
                 create_eas = super::convert::eas_of(list)?;
             }
-            // MS-SMB2 3.3.5.9.4: open the version of the file as of a
-            // snapshot. Braid keeps no snapshots, so no previous version
-            // exists: STATUS_OBJECT_NAME_NOT_FOUND.
+            // MS-SMB2 2.2.13.2.7: the time of the snapshot to open the
+            // file in, a FILETIME (Samba refuses any other length).
             n if n == context_name::TIMEWARP_TOKEN => {
-                if c.data.len() < 8 {
-                    return Err(NtStatus::INVALID_PARAMETER);
-                }
-                return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+                let token: [u8; 8] = c
+                    .data
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| NtStatus::INVALID_PARAMETER)?;
+                timewarp = Some(u64::from_le_bytes(token));
             }
             // MS-SMB2 2.2.13.2.2: the security descriptor of a new file.
             n if n == context_name::SD_BUFFER => {
@@ -152,6 +154,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
     }
 
+    // MS-SMB2 3.3.5.9.4: the open is of the file as of that snapshot,
+    // read-only (braid-fs `snapshot.rs`). Such an open is not made
+    // durable: a reconnect would find it by its share's name.
+    let share = match timewarp {
+        Some(filetime) => {
+            durable_ask = Default::default();
+            snapshot_share(&share, filetime).await?
+        }
+        None => share,
+    };
     let lease_request = lease_request(req, r.requested_oplock_level, lease_data)?;
     let mut _pending = None;
     if let Some(q) = &durable_ask.v2 {
@@ -492,6 +504,19 @@ fn lease_request(
         ctx.epoch = 0;
     }
     Ok(Some(ctx))
+}
+
+/// `share` as of the snapshot taken at `filetime`; OBJECT_NAME_NOT_FOUND
+/// when the share has none then.
+async fn snapshot_share(
+    share: &Arc<crate::state::Share>,
+    filetime: u64,
+) -> Result<Arc<crate::state::Share>, NtStatus> {
+    let time = braid_fs::snapshot::filetime_to_unix(filetime);
+    let fs = share.fs.clone();
+    let view = blocking(move || fs.snapshot_view(time)).await?;
+    let token = braid_fs::snapshot::gmt_token(time);
+    Ok(Arc::new(share.as_of_snapshot(view, &token)))
 }
 
 /// Open through the file service, applying the EaBuffer to a file that was

@@ -8,7 +8,7 @@ use braid_smb_proto::messages::ioctl::{
 use braid_smb_proto::messages::{IoctlRequest, IoctlResponse};
 use braid_smb_proto::NtStatus;
 
-use super::{fsctl_copy, fsctl_sparse};
+use super::{fsctl_copy, fsctl_snapshots, fsctl_sparse};
 use crate::smb::{OpResult, Reply, Request};
 
 /// SMB2_0_IOCTL_IS_FSCTL.
@@ -32,6 +32,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         fsctl::PIPE_TRANSCEIVE => return Err(NtStatus::NOT_SUPPORTED),
         fsctl::QUERY_NETWORK_INTERFACE_INFO => network_interface_info(req, &r)?,
         FSCTL_CREATE_OR_GET_OBJECT_ID | FSCTL_GET_OBJECT_ID => object_id(req, &r).await?,
+        fsctl::SRV_ENUMERATE_SNAPSHOTS => fsctl_snapshots::enumerate(req, &r).await?,
         fsctl::SRV_REQUEST_RESUME_KEY => fsctl_copy::request_resume_key(req, &r)?,
         fsctl::SET_SPARSE => fsctl_sparse::set_sparse(req, &r).await?,
         fsctl::SET_ZERO_DATA => fsctl_sparse::set_zero_data(req, &r).await?,
