@@ -208,6 +208,47 @@ def test_del(client, smb_server, remote_dir, tmp_path):
     assert "doomed.bin" not in listing(ok(client("ls", directory=remote_dir)))
 
 
+BRAID_ONLY_NAMES = pytest.mark.skipif(
+    os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
+    reason="Samba lists a name ending in a dot by its mangled name, and its "
+           "mangling cache does not give back a long name deleted by smbclient's del")
+
+
+@BRAID_ONLY_NAMES
+def test_a_file_recreated_by_its_short_name_keeps_its_long_name(client, smb_server,
+                                                                 remote_dir, tmp_path):
+    """An old application saves LONGNA~1.TXT by deleting it and creating it
+    again: the file keeps its long name (NTFS's name tunneling, Samba's
+    mangling cache)."""
+    long = "Quarterly report, final.txt"
+    ok(client(f'put "{random_file(tmp_path / "v1", 100)}" "{long}"', directory=remote_dir))
+    info = ok(client(f'allinfo "{long}"', directory=remote_dir)).stdout
+    short = re.search(r"^altname: (\S+)$", info, re.M).group(1)
+    assert "~" in short, info
+    new = random_file(tmp_path / "v2", 200)
+    ok(client(f'del {short}; put "{new}" {short}', directory=remote_dir))
+    host = smb_server.share_dir / remote_dir
+    assert sorted(p.name for p in host.iterdir()) == [long]
+    assert sha256(host / long) == sha256(new)
+
+
+@BRAID_ONLY_NAMES
+def test_names_ending_in_a_dot_or_a_space(client, smb_server, remote_dir, tmp_path):
+    """Clients other than Windows make them; NTFS over SMB and Samba keep them."""
+    src = random_file(tmp_path / "src", 300)
+    ok(client(f'put "{src}" "draft."; put "{src}" "notes "; mkdir "old."',
+              directory=remote_dir))
+    host = smb_server.share_dir / remote_dir
+    assert sorted(p.name for p in host.iterdir()) == ["draft.", "notes ", "old."]
+    # (ls's columns cannot show a trailing space: "notes " is read back.)
+    names = listing(ok(client("ls", directory=remote_dir)))
+    assert {"draft.", "old."} <= set(names), names
+    ok(client(f'get "draft." "{tmp_path / "back"}"; get "notes " "{tmp_path / "back2"}"',
+              directory=remote_dir))
+    assert sha256(tmp_path / "back") == sha256(src)
+    assert sha256(tmp_path / "back2") == sha256(src)
+
+
 def make_tree(root: Path) -> dict[str, str]:
     """A small directory tree; returns {relative path: sha256}."""
     files = {

@@ -159,7 +159,9 @@ impl HandleInner {
         }
         let flag = if is_dir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: plain syscall on a validated single component.
-        sys::check(unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), flag) })
+        sys::check(unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), flag) })?;
+        self.share.0.tunnel.remember(parent, name, self.clock.now());
+        Ok(())
     }
 }
 

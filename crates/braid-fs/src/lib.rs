@@ -36,6 +36,7 @@ pub mod stream;
 mod stream_handle;
 mod stream_open;
 mod sys;
+mod tunnel;
 pub mod types;
 mod uring;
 

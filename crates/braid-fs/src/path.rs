@@ -35,11 +35,9 @@ pub fn validate_component(c: &str) -> FsResult<()> {
     }) {
         return Err(FsError::InvalidName);
     }
-    // Windows strips trailing spaces/dots at the Win32 layer; names ending in
-    // them cannot be created by normal clients, so refuse them.
-    if c.ends_with(' ') || c.ends_with('.') {
-        return Err(FsError::InvalidName);
-    }
+    // Names ending in a space or a dot are valid: only Windows' Win32
+    // layer strips those; NTFS keeps them when they come over SMB, as
+    // Samba does, and macOS and Linux clients make such names.
     Ok(())
 }
 
@@ -226,13 +224,14 @@ mod tests {
             "a\"b",
             "a:stream",
             "a\u{1}b",
-            "trailing.",
-            "trailing ",
             "\\\\double",
         ] {
             assert!(parse(bad).is_err(), "{bad:?} should be invalid");
         }
         assert!(matches!(parse(&"x".repeat(256)), Err(FsError::NameTooLong)));
+        for good in ["trailing.", "trailing ", "...", "a.\\b "] {
+            assert!(parse(good).is_ok(), "{good:?} should be valid");
+        }
         assert!(parse(&"x".repeat(255)).is_ok());
     }
 

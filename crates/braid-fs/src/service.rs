@@ -240,9 +240,31 @@ impl FileService {
         } else {
             match p.disposition {
                 Disposition::Open | Disposition::Overwrite => Err(FsError::NotFound),
-                _ => self.create(share, r, p, access, max, pol),
+                _ => {
+                    let r = self.tunneled(share, r);
+                    self.create(share, r, p, access, max, pol)
+                }
             }
         }
+    }
+
+    /// A create of the short name of a file deleted from the same
+    /// directory moments ago creates its long name (`tunnel.rs`), unless
+    /// that name is taken again.
+    fn tunneled(&self, share: &ShareRef, mut r: path::Resolved) -> path::Resolved {
+        let now = self.clock.now();
+        if let Some(long) = share.0.tunnel.take(&r.parent_rel, &r.name, now) {
+            let free = sys::cstr(&long).is_ok_and(|c| {
+                matches!(
+                    sys::lstat_at(r.parent_fd.as_raw_fd(), &c),
+                    Err(libc::ENOENT)
+                )
+            });
+            if free {
+                r.name = long;
+            }
+        }
+        r
     }
 
     /// Open the fd of an existing file with the least host rights needed.

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
 use crate::snapshot::{SnapshotConfig, Snapshots};
+use crate::tunnel::Tunnel;
 
 const SHARDS: usize = 16;
 
@@ -36,6 +37,8 @@ pub(crate) struct Share {
     /// A snapshot's view: its time (Unix seconds). Such a share refuses
     /// every change ([`FsError::WriteProtected`]).
     snapshot_time: Option<i64>,
+    /// Long names of files deleted lately, by short name (`tunnel.rs`).
+    pub(crate) tunnel: Tunnel,
 }
 
 /// Unix permission bits for what clients create (Samba's `create mask`
@@ -114,6 +117,7 @@ impl Share {
             create_modes: OnceLock::new(),
             snapshots: OnceLock::new(),
             snapshot_time: None,
+            tunnel: Tunnel::default(),
         }
     }
 

@@ -133,19 +133,16 @@ fn missing_components() {
     ));
     // ("x:stream" names a stream now, tests/streams.rs; a bad stream type
     // is still an invalid name.)
-    for bad in [
-        "a*b",
-        "a?",
-        "x:stream:$FOO",
-        "a:b\\c",
-        "tab\tname",
-        "dot.",
-        "space ",
-    ] {
+    for bad in ["a*b", "a?", "x:stream:$FOO", "a:b\\c", "tab\tname"] {
         assert!(matches!(
             e.open(bad, RW, ALL, Disposition::Create),
             Err(FsError::InvalidName)
         ));
+    }
+    // A trailing dot or space is kept, as NTFS keeps it from SMB clients.
+    for name in ["dot.", "space "] {
+        e.create_file(name, b"kept");
+        assert_eq!(std::fs::read(e.share_dir.join(name)).unwrap(), b"kept");
     }
 }
 
@@ -262,4 +259,29 @@ fn vetoed_names_are_neither_listed_nor_opened() {
         Err(FsError::NotFound)
     ));
     assert!(e.share_dir.join("readme.txt").exists());
+}
+
+#[test]
+fn a_file_deleted_and_created_again_by_its_short_name_keeps_its_long_name() {
+    let e = env();
+    e.mkdir("docs");
+    let long = "Quarterly report, final.txt";
+    e.create_file(&format!("docs\\{long}"), b"v1");
+    let short = braid_fs::shortname::short_name(long);
+    let mut p = OpenParams::new(format!("docs\\{short}"), access::DELETE, Disposition::Open);
+    p.share_access = ALL;
+    p.delete_on_close = true;
+    e.open_p(p).unwrap().handle.close().unwrap();
+    assert!(!e.share_dir.join("docs").join(long).exists());
+
+    e.create_file(&format!("docs\\{short}"), b"v2");
+    let names: Vec<String> = std::fs::read_dir(e.share_dir.join("docs"))
+        .unwrap()
+        .map(|d| d.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, [long]);
+    // Once only: another create by the short name is that name.
+    std::fs::remove_file(e.share_dir.join("docs").join(long)).unwrap();
+    e.create_file(&format!("docs\\{short}"), b"v3");
+    assert!(e.share_dir.join("docs").join(&short).exists());
 }

@@ -76,7 +76,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         };
         let entries = blocking(move || {
             let mut entries = handle.read_dir()?;
-            entries.retain(|e| wildcard_match(&pattern, &e.name));
+            // A pattern matches a name or its 8.3 short name, as on NTFS
+            // and Samba: clients find a file by the short name they hold.
+            entries.retain(|e| {
+                wildcard_match(&pattern, &e.name)
+                    || (!is_8_3(&e.name) && wildcard_match(&pattern, &short_name(&e.name)))
+            });
             if let Some(policy) = readable {
                 leave_out_unreadable(&handle, &policy, &mut entries)?;
             }
