@@ -67,7 +67,7 @@ impl OpenHandle {
 /// `copy_file_range` until `len` bytes are copied or the source ends.
 /// Ok(None): not supported for these descriptors (nothing was copied), copy
 /// another way.
-fn copy_file_range_all(
+pub(crate) fn copy_file_range_all(
     src: i32,
     src_offset: u64,
     dest: i32,

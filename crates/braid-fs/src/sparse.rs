@@ -34,7 +34,7 @@ impl OpenHandle {
         Ok(())
     }
 
-    fn is_sparse(&self) -> bool {
+    pub(crate) fn is_sparse(&self) -> bool {
         info::read_dos(self.fd()).is_some_and(|m| m.attributes & attr::SPARSE_FILE != 0)
     }
 
@@ -56,6 +56,17 @@ impl OpenHandle {
             return Ok(());
         }
         self.note_write();
+        self.fill_zeros(offset, end)
+    }
+
+    /// Zero `[offset, end)` of the file (not a stream), which the caller
+    /// has checked lies within its end of file; the caller holds the
+    /// write lock (`serialize_writes`) and has noted the write. A sparse
+    /// file gets a hole; any other keeps its blocks.
+    pub(crate) fn fill_zeros(&self, offset: u64, end: u64) -> FsResult<()> {
+        if offset >= end {
+            return Ok(());
+        }
         let keep = libc::FALLOC_FL_KEEP_SIZE;
         let modes = if self.is_sparse() {
             [

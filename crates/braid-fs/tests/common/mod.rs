@@ -88,3 +88,22 @@ impl Env {
         self.host(rel).symlink_metadata().is_ok()
     }
 }
+
+/// Whether the test directory's file system takes user xattrs.
+pub fn xattrs_work(e: &Env) -> bool {
+    let p = e.host("probe");
+    std::fs::write(&p, b"").unwrap();
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: valid C strings and buffer.
+    let r = unsafe {
+        libc::setxattr(
+            c.as_ptr(),
+            c"user.probe".as_ptr(),
+            b"1".as_ptr().cast(),
+            1,
+            0,
+        )
+    };
+    std::fs::remove_file(&p).unwrap();
+    r == 0
+}
