@@ -1,9 +1,10 @@
 //! Input and output buffers of the FSCTLs a file server implements itself:
-//! server-side copy (MS-SMB2 2.2.31.1, 2.2.32.1, 2.2.32.3) and sparse files
+//! server-side copy (MS-SMB2 2.2.31.1, 2.2.32.1, 2.2.32.3), block cloning
+//! (MS-FSCC 2.3.7.2 SMB2_DUPLICATE_EXTENTS_DATA) and sparse files
 //! (MS-FSCC 2.3.64 FSCTL_SET_SPARSE, 2.3.67 FSCTL_SET_ZERO_DATA, 2.3.51
 //! FSCTL_QUERY_ALLOCATED_RANGES).
 
-use crate::codec::{DecodeError, DecodeResult, Reader, WriteLe};
+use crate::codec::{DecodeError, DecodeResult, FileId, Reader, WriteLe};
 
 /// MS-SMB2 2.2.32.3: SRV_REQUEST_RESUME_KEY Response (ResumeKey,
 /// ContextLength 0, then 4 bytes of Context as Windows sends).
@@ -119,6 +120,45 @@ impl CopyChunkResponse {
     }
 }
 
+/// MS-FSCC 2.3.7.2: SMB2_DUPLICATE_EXTENTS_DATA, the input of
+/// FSCTL_DUPLICATE_EXTENTS_TO_FILE over SMB2: the open of the source file
+/// (an SMB2_FILEID of the same session), then three 64-bit signed integers.
+/// They are kept as sent, unsigned: a value with the top bit set is a
+/// negative one, which the file service refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DuplicateExtentsData {
+    pub source_file_id: FileId,
+    pub source_offset: u64,
+    pub target_offset: u64,
+    pub byte_count: u64,
+}
+
+impl DuplicateExtentsData {
+    pub const SIZE: usize = 40;
+
+    /// The structure at the start of `b`; bytes after it are ignored. A
+    /// shorter buffer is an error (MS-SMB2 3.3.5.15.17: INVALID_PARAMETER).
+    pub fn decode(b: &[u8]) -> DecodeResult<Self> {
+        if b.len() < Self::SIZE {
+            return Err(DecodeError::Invalid("duplicate extents data too short"));
+        }
+        let mut r = Reader::new(b);
+        Ok(DuplicateExtentsData {
+            source_file_id: FileId::read(&mut r)?,
+            source_offset: r.u64()?,
+            target_offset: r.u64()?,
+            byte_count: r.u64()?,
+        })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        self.source_file_id.write(out);
+        out.put_u64(self.source_offset);
+        out.put_u64(self.target_offset);
+        out.put_u64(self.byte_count);
+    }
+}
+
 /// MS-FSCC 2.3.66 FILE_ZERO_DATA_INFORMATION, and 2.3.52
 /// FILE_ALLOCATED_RANGE_BUFFER: both are an offset and a 64-bit bound
 /// (BeyondFinalZero for the former, Length for the latter).
@@ -185,6 +225,56 @@ mod tests {
             let mut buf = Vec::new();
             range.encode(&mut buf);
             prop_assert_eq!(FileRange::decode(&buf).unwrap(), range);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn duplicate_extents_roundtrip(p in any::<u64>(), v in any::<u64>(), s in any::<u64>(),
+                                       t in any::<u64>(), n in any::<u64>(),
+                                       extra in proptest::collection::vec(any::<u8>(), 0..8)) {
+            let d = DuplicateExtentsData {
+                source_file_id: FileId { persistent: p, volatile: v },
+                source_offset: s,
+                target_offset: t,
+                byte_count: n,
+            };
+            let mut b = Vec::new();
+            d.encode(&mut b);
+            prop_assert_eq!(b.len(), DuplicateExtentsData::SIZE);
+            b.extend_from_slice(&extra);
+            prop_assert_eq!(DuplicateExtentsData::decode(&b).unwrap(), d);
+        }
+    }
+
+    #[test]
+    fn duplicate_extents_layout() {
+        // MS-FSCC 2.3.7.2: SourceFileID (Persistent, Volatile), then
+        // SourceFileOffset, TargetFileOffset and ByteCount, little-endian.
+        let mut b = Vec::new();
+        for v in [1u64, 2, 0x1000, 0x2000, 0x4000] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        let d = DuplicateExtentsData::decode(&b).unwrap();
+        assert_eq!(
+            d.source_file_id,
+            FileId {
+                persistent: 1,
+                volatile: 2
+            }
+        );
+        assert_eq!(
+            (d.source_offset, d.target_offset, d.byte_count),
+            (0x1000, 0x2000, 0x4000)
+        );
+        // A negative offset arrives as a value with the top bit set.
+        b[16..24].copy_from_slice(&(-4096i64).to_le_bytes());
+        assert_eq!(
+            DuplicateExtentsData::decode(&b).unwrap().source_offset,
+            (-4096i64) as u64
+        );
+        for n in [0, 16, 39] {
+            assert!(DuplicateExtentsData::decode(&b[..n]).is_err());
         }
     }
 
