@@ -6,6 +6,13 @@ file written over the wire is copied by the server into another file, in
 made-up resume key, a chunk past the source's end and an over-limit request
 get the statuses MS-SMB2 3.3.5.15.6 names.
 
+Block cloning (FSCTL_DUPLICATE_EXTENTS_TO_FILE): ranges of one file made to
+read as ranges of another, across two tree connects, without either file
+changing size; a closed source, a range past the source's last cluster,
+overlapping ranges of one file and malformed input get the statuses MS-SMB2
+3.3.5.15.17 and MS-FSCC 2.3.8 name. The share's file system may not clone
+(ext4 does not): the server then copies, and the bytes are the same.
+
 Sparse files (FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA,
 FSCTL_QUERY_ALLOCATED_RANGES): a sparse file written at two places lists
 just those ranges, zeroing one reads back zeros without changing the size,
@@ -38,10 +45,13 @@ from smbprotocol.open import (
     ImpersonationLevel,
     Open,
     ShareAccess,
+    SMB2QueryInfoRequest,
+    SMB2QueryInfoResponse,
 )
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
+TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 MIB = 1024 * 1024
 RW = FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE
 STATUS_INVALID_VIEW_SIZE = 0xC000001F
@@ -73,6 +83,8 @@ def open_file(t: TreeConnect, name: str, disposition=CreateDisposition.FILE_OVER
 
 def ioctl(op: Open, code: int, data: bytes, max_output: int) -> bytes:
     req = SMB2IOCTLRequest()
+    # smbprotocol's CtlCode lacks some controls (FSCTL_DUPLICATE_EXTENTS_TO_FILE).
+    req["ctl_code"].enum_strict = False
     req["ctl_code"] = code
     req["file_id"] = op.file_id
     req["max_output_response"] = max_output
@@ -83,6 +95,7 @@ def ioctl(op: Open, code: int, data: bytes, max_output: int) -> bytes:
                         tid=op.tree_connect.tree_connect_id)
     resp = conn.receive(request)
     out = SMB2IOCTLResponse()
+    out["ctl_code"].enum_strict = False
     out.unpack(resp["data"].get_value())
     return out["buffer"].get_value()
 
@@ -188,3 +201,96 @@ def test_sparse_file_ranges_and_zeroing(session, smb_server, remote_dir):
     # Not sparse: the whole range counts as allocated, as on NTFS.
     ioctl(op, FSCTL_SET_SPARSE, b"\x00", 0)
     assert allocated(op, 0, size) == [(0, size)]
+
+
+FSCTL_DUPLICATE_EXTENTS_TO_FILE = 0x00098344
+SMB2_0_INFO_FILESYSTEM, FILE_FS_ATTRIBUTE_INFORMATION = 2, 5
+FILE_SUPPORTS_BLOCK_REFCOUNTING = 0x08000000
+
+
+def needs_block_cloning(op: Open) -> None:
+    """Skip, as smbtorture does, where the share does not advertise block
+    cloning in FileFsAttributeInformation (Samba's smbd off btrfs); Braid
+    always does."""
+    req = SMB2QueryInfoRequest()
+    req["info_type"] = SMB2_0_INFO_FILESYSTEM
+    req["file_info_class"] = FILE_FS_ATTRIBUTE_INFORMATION
+    req["output_buffer_length"] = 1024
+    req["file_id"] = op.file_id
+    conn = op.connection
+    request = conn.send(req, sid=op.tree_connect.session.session_id,
+                        tid=op.tree_connect.tree_connect_id)
+    resp = SMB2QueryInfoResponse()
+    resp.unpack(conn.receive(request)["data"].get_value())
+    (attributes,) = struct.unpack_from("<I", resp["buffer"].get_value())
+    advertised = bool(attributes & FILE_SUPPORTS_BLOCK_REFCOUNTING)
+    if TARGET == "braid":
+        assert advertised
+    elif not advertised:
+        pytest.skip("the share does not advertise FILE_SUPPORTS_BLOCK_REFCOUNTING")
+
+
+def dup_extents(dest: Open, src_id: bytes, src_off: int, dest_off: int, count: int) -> None:
+    # MS-FSCC 2.3.7.2 SMB2_DUPLICATE_EXTENTS_DATA: the source's SMB2_FILEID,
+    # then SourceFileOffset, TargetFileOffset and ByteCount (signed 64-bit).
+    data = src_id + struct.pack("<qqq", src_off, dest_off, count)
+    assert ioctl(dest, FSCTL_DUPLICATE_EXTENTS_TO_FILE, data, 0) == b""
+
+
+def test_duplicate_extents_reads_back_byte_for_byte(session, smb_server, remote_dir):
+    data = os.urandom(3 * MIB + 5000)  # ends inside a cluster
+    t1, t2 = tree(session, smb_server), tree(session, smb_server)
+    src = open_file(t1, f"{remote_dir}\\src.bin")
+    needs_block_cloning(src)
+    src.write(data, 0)
+    dest = open_file(t2, f"{remote_dir}\\dest.bin")  # another tree connect
+    dest.write(bytes(len(data)), 0)  # the target must already be that long
+    # The whole file, its length ending at the source's (unaligned) end.
+    dup_extents(dest, src.file_id, 0, 0, len(data))
+    assert dest.read(3 * MIB, len(data) - 3 * MIB) == data[3 * MIB:]
+    got = b"".join(dest.read(off, MIB) for off in range(0, 3 * MIB, MIB))
+    assert got == data[:3 * MIB]
+    path = smb_server.share_dir / remote_dir / "dest.bin"
+    assert path.read_bytes() == data
+    # A range to another place, and one past the target's end: cut there.
+    dup_extents(dest, src.file_id, MIB, 0, 64 * 1024)
+    dup_extents(dest, src.file_id, 0, 3 * MIB, 2 * MIB)
+    want = data[MIB:MIB + 64 * 1024] + data[64 * 1024:3 * MIB] + data[:5000]
+    assert path.read_bytes() == want
+    assert path.stat().st_size == len(data)
+    assert (smb_server.share_dir / remote_dir / "src.bin").read_bytes() == data
+
+
+def test_duplicate_extents_refusals(session, smb_server, remote_dir):
+    t = tree(session, smb_server)
+    src = open_file(t, f"{remote_dir}\\a.bin")
+    needs_block_cloning(src)
+    src.write(b"x" * 8192, 0)
+    dest = open_file(t, f"{remote_dir}\\b.bin")
+    dest.write(b"y" * 8192, 0)
+    closed = open_file(t, f"{remote_dir}\\c.bin")
+    closed_id = closed.file_id
+    closed.close()
+
+    def status(src_id, src_off, dest_off, count, on=dest):
+        with pytest.raises(SMBResponseException) as e:
+            dup_extents(on, src_id, src_off, dest_off, count)
+        return e.value.status
+
+    # No such open in the session (MS-SMB2 3.3.5.15.17).
+    assert status(closed_id, 0, 0, 4096) == NtStatus.STATUS_INVALID_HANDLE
+    # Past the source's allocation (its last cluster).
+    assert status(src.file_id, 0, 0, 64 * 1024) == NtStatus.STATUS_NOT_SUPPORTED
+    # Overlapping ranges of one file.
+    assert status(src.file_id, 0, 2048, 4096, on=src) == NtStatus.STATUS_NOT_SUPPORTED
+    # Negative values, and a range that wraps.
+    assert status(src.file_id, -4096, 0, 4096) == NtStatus.STATUS_INVALID_PARAMETER
+    assert status(src.file_id, 0, 0, -1) == NtStatus.STATUS_INVALID_PARAMETER
+    assert status(src.file_id, 0, 2**63 - 4096, 8192) == NtStatus.STATUS_INVALID_PARAMETER
+    # A buffer shorter than SMB2_DUPLICATE_EXTENTS_DATA.
+    with pytest.raises(SMBResponseException) as e:
+        ioctl(dest, FSCTL_DUPLICATE_EXTENTS_TO_FILE, src.file_id + bytes(16), 0)
+    assert e.value.status == NtStatus.STATUS_INVALID_PARAMETER
+    # None of them changed anything.
+    assert dest.read(0, 8192) == b"y" * 8192
+    assert src.read(0, 8192) == b"x" * 8192

@@ -45,17 +45,22 @@ pub const FILE_SUPPORTS_OBJECT_IDS: u32 = 0x0001_0000;
 pub const FILE_SUPPORTS_ENCRYPTION: u32 = 0x0002_0000;
 pub const FILE_NAMED_STREAMS: u32 = 0x0004_0000;
 pub const FILE_READ_ONLY_VOLUME: u32 = 0x0008_0000;
+/// FSCTL_DUPLICATE_EXTENTS_TO_FILE is served (block cloning).
+pub const FILE_SUPPORTS_BLOCK_REFCOUNTING: u32 = 0x0800_0000;
 
 /// What Braid advertises by default: names are case-sensitive on the
 /// backend and preserved, Unicode, security descriptors are answered,
-/// files can be sparse (FSCTL_SET_SPARSE and friends) and have named
-/// streams (`file:stream:$DATA`).
+/// files can be sparse (FSCTL_SET_SPARSE and friends), have named
+/// streams (`file:stream:$DATA`) and take block clones
+/// (FSCTL_DUPLICATE_EXTENTS_TO_FILE: the host file system's clone where it
+/// has one, a copy in the kernel where not, the same bytes either way).
 pub const DEFAULT_FS_ATTRIBUTES: u32 = FILE_CASE_SENSITIVE_SEARCH
     | FILE_CASE_PRESERVED_NAMES
     | FILE_UNICODE_ON_DISK
     | FILE_PERSISTENT_ACLS
     | FILE_SUPPORTS_SPARSE_FILES
-    | FILE_NAMED_STREAMS;
+    | FILE_NAMED_STREAMS
+    | FILE_SUPPORTS_BLOCK_REFCOUNTING;
 
 // MS-FSCC 2.5.7 FileFsSectorSizeInformation flags.
 pub const SSINFO_FLAGS_ALIGNED_DEVICE: u32 = 0x0000_0001;

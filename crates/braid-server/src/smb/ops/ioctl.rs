@@ -8,7 +8,7 @@ use braid_smb_proto::messages::ioctl::{
 use braid_smb_proto::messages::{IoctlRequest, IoctlResponse};
 use braid_smb_proto::NtStatus;
 
-use super::{fsctl_copy, fsctl_snapshots, fsctl_sparse};
+use super::{fsctl_copy, fsctl_dup_extents, fsctl_snapshots, fsctl_sparse};
 use crate::smb::{OpResult, Reply, Request};
 
 /// SMB2_0_IOCTL_IS_FSCTL.
@@ -39,6 +39,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         fsctl::QUERY_ALLOCATED_RANGES => fsctl_sparse::query_allocated_ranges(req, &r).await?,
         fsctl::GET_COMPRESSION => fsctl_sparse::get_compression(req, &r)?,
         fsctl::SET_COMPRESSION => fsctl_sparse::set_compression(req, &r)?,
+        fsctl::DUPLICATE_EXTENTS_TO_FILE => fsctl_dup_extents::duplicate_extents(req, &r).await?,
         fsctl::SRV_COPYCHUNK | fsctl::SRV_COPYCHUNK_WRITE => {
             return fsctl_copy::copychunk(req, &r).await
         }

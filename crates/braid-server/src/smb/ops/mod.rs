@@ -8,6 +8,7 @@ pub mod create_durable;
 pub mod echo;
 pub mod flush;
 pub mod fsctl_copy;
+pub mod fsctl_dup_extents;
 pub mod fsctl_snapshots;
 pub mod fsctl_sparse;
 pub mod ioctl;
