@@ -307,6 +307,7 @@ def main() -> int:
         (base / "noncanon").mkdir()
         (base / "nostreams").mkdir()
         (base / "snaps").mkdir()
+        (base / "noperm").mkdir()
         try:
             # smb2.dosmode expects "hidefile" hidden by the share's rules;
             # smb2.acls.ACCESSBASED needs an access-based share "hideunread".
@@ -316,7 +317,10 @@ def main() -> int:
                                    abe_share=("hideunread", base / "hideunread"),
                                    noncanonical_share=("noncanon", base / "noncanon"),
                                    nostreams_share=("nostreams", base / "nostreams"),
-                                   snapshot_share=("snaps", base / "snaps"))
+                                   snapshot_share=("snaps", base / "snaps"),
+                                   # smb2.ioctl.bug14788.*: IOCTLs on a tree
+                                   # whose files the user may not touch.
+                                   noperm_share=("noperm", base / "noperm"))
             seed_snapshots(server, base / "snaps")
         except (RuntimeError, subprocess.SubprocessError, OSError) as e:
             if server is not None:

@@ -192,12 +192,15 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 abe_share: tuple[str, Path] | None = None,
                 noncanonical_share: tuple[str, Path] | None = None,
                 nostreams_share: tuple[str, Path] | None = None,
-                snapshot_share: tuple[str, Path] | None = None) -> Server:
+                snapshot_share: tuple[str, Path] | None = None,
+                noperm_share: tuple[str, Path] | None = None) -> Server:
     """hide_files: name patterns the share reports hidden; abe_share: a
     second share (name, directory) with access-based enumeration;
     noncanonical_share: one that keeps DACL inheritance bits as sent;
     nostreams_share: one without named streams; snapshot_share: one whose
-    `.snapshots` directory holds previous versions (`@GMT-...` names)."""
+    `.snapshots` directory holds previous versions (`@GMT-...` names);
+    noperm_share: one whose root grants the user nothing (an NT ACL with an
+    empty DACL; for Samba, mode 0000), which a tree connect still reaches."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
@@ -206,7 +209,8 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
             "--user", f"{user}:{password}"]
     if (hide_files or abe_share is not None or noncanonical_share is not None
-            or nostreams_share is not None or snapshot_share is not None):
+            or nostreams_share is not None or snapshot_share is not None
+            or noperm_share is not None):
         config = workdir / "braid.toml"
         text = f"[[share]]\nname = {json.dumps(share)}\npath = {json.dumps(str(share_dir))}\n"
         text += f"hide_files = {json.dumps(list(hide_files))}\n"
@@ -225,6 +229,10 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
             text += (f"[[share]]\nname = {json.dumps(snapshot_share[0])}\n"
                      f"path = {json.dumps(str(snapshot_share[1]))}\n"
                      f"snapshot_dir = {json.dumps(SNAPSHOT_DIR)}\n")
+        if noperm_share is not None:
+            os.setxattr(noperm_share[1], "user.braid.sd", NO_ACCESS_SD)
+            text += (f"[[share]]\nname = {json.dumps(noperm_share[0])}\n"
+                     f"path = {json.dumps(str(noperm_share[1]))}\n")
         config.write_text(text)
         argv += ["--config", str(config)]
     else:
@@ -303,6 +311,15 @@ SAMBA_CONF = """\
 """
 
 
+# A self-relative security descriptor (MS-DTYP 2.4.6) owned by SYSTEM with
+# an empty DACL: nobody is granted anything. Braid keeps a file's NT ACL in
+# the xattr user.braid.sd.
+_SYSTEM_SID = bytes([1, 1, 0, 0, 0, 0, 0, 5, 18, 0, 0, 0])
+NO_ACCESS_SD = (bytes([1, 0]) + (0x8004).to_bytes(2, "little")
+                + (20).to_bytes(4, "little") + (32).to_bytes(4, "little")
+                + (0).to_bytes(4, "little") + (44).to_bytes(4, "little")
+                + _SYSTEM_SID + _SYSTEM_SID + bytes([2, 0, 8, 0, 0, 0, 0, 0]))
+
 # Where a snapshot share keeps its snapshots, for Braid and for Samba's
 # vfs_shadow_copy2 (whose default names, @GMT-%Y.%m.%d-%H.%M.%S, Braid's
 # default matches).
@@ -366,7 +383,8 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 abe_share: tuple[str, Path] | None = None,
                 noncanonical_share: tuple[str, Path] | None = None,
                 nostreams_share: tuple[str, Path] | None = None,
-                snapshot_share: tuple[str, Path] | None = None) -> Server:
+                snapshot_share: tuple[str, Path] | None = None,
+                noperm_share: tuple[str, Path] | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -396,6 +414,10 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
         make_reachable(snapshot_share[1])
         text += SAMBA_SNAPSHOT_SHARE.format(name=snapshot_share[0], path=snapshot_share[1],
                                             snapdir=SNAPSHOT_DIR)
+    if noperm_share is not None:
+        make_reachable(noperm_share[1])
+        os.chmod(noperm_share[1], 0)
+        text += SAMBA_EXTRA_SHARE.format(name=noperm_share[0], path=noperm_share[1], option="")
     conf.write_text(text)
     accounts = [(user, password)]
     if user2 is not None:
