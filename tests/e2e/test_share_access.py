@@ -228,3 +228,48 @@ def test_a_server_limited_to_other_networks_closes_the_connection(tmp_path):
         assert "connection refused: not in hosts_allow" in (tmp_path / "braid.log").read_text()
     finally:
         servers.stop_pid(proc.pid)
+
+
+@pytest.fixture(scope="module")
+def guest_server(tmp_path_factory):
+    """Anonymous sessions allowed: a public read-only share open to guests
+    (guest_ok), and one that is not."""
+    base = tmp_path_factory.mktemp("guests-")
+    dirs = {name: base / name for name in ("public", "private")}
+    for d in dirs.values():
+        d.mkdir()
+        (d / "readme.txt").write_bytes(CONTENT)
+    passwords = {"alice": "Pw-" + secrets.token_hex(8)}
+    proc, port = servers.start_braid_with_config(
+        base,
+        'allow_guest = true\n'
+        f'[[share]]\nname = "public"\npath = "{dirs["public"]}"\nguest_ok = true\n'
+        'read_only = true\nwrite_list = ["alice"]\n'
+        f'[[share]]\nname = "private"\npath = "{dirs["private"]}"\n',
+        passwords)
+    yield types.SimpleNamespace(port=port, passwords=passwords, dirs=dirs)
+    servers.stop_pid(proc.pid)
+
+
+def anonymous(srv, share: str, commands: str, cwd) -> str:
+    r = subprocess.run(
+        ["smbclient", f"//127.0.0.1/{share}", "-p", str(srv.port), "-N", "-m", "SMB3",
+         "-c", commands],
+        capture_output=True, text=True, timeout=120, cwd=cwd)
+    return r.stdout + r.stderr
+
+
+def test_guests_reach_only_shares_open_to_guests(guest_server, tmp_path):
+    out = anonymous(guest_server, "public", "get readme.txt got.txt", tmp_path)
+    assert (tmp_path / "got.txt").read_bytes() == CONTENT, out
+    (tmp_path / "mine.txt").write_bytes(b"from a guest")
+    out = anonymous(guest_server, "public", "put mine.txt", tmp_path)
+    assert "NT_STATUS_ACCESS_DENIED" in out, out
+    assert not (guest_server.dirs["public"] / "mine.txt").exists()
+    out = anonymous(guest_server, "private", "ls", tmp_path)
+    assert "NT_STATUS_ACCESS_DENIED" in out, out
+    # A user reaches both, and writes where the write list says.
+    out = smbclient(guest_server, "private", "alice", "ls")
+    assert "readme.txt" in out, out
+    out = smbclient(guest_server, "public", "alice", "put mine.txt", cwd=tmp_path)
+    assert (guest_server.dirs["public"] / "mine.txt").read_bytes() == b"from a guest", out

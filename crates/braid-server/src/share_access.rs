@@ -37,16 +37,23 @@ pub struct ShareAccess {
     /// Client addresses that may connect to the share (`hosts_allow`,
     /// `hosts_deny`), checked at TREE_CONNECT.
     pub hosts: crate::host_access::HostRules,
+    /// Guest and anonymous sessions may connect (Samba's `guest ok`);
+    /// otherwise only authenticated users may.
+    pub guest_ok: bool,
 }
 
 impl ShareAccess {
     /// The rights a tree connect of `identity` gets: `None` when it may
     /// not connect at all (STATUS_ACCESS_DENIED).
     pub fn maximal_access(&self, identity: Option<&Identity>) -> Option<u32> {
-        // Guests and anonymous sessions have no name to be listed by.
+        // Guests and anonymous sessions have no name to be listed by,
+        // and reach only the shares open to guests.
         let user = identity
             .filter(|i| !i.anonymous && !i.guest)
             .map(|i| i.user.as_str());
+        if user.is_none() && !self.guest_ok {
+            return None;
+        }
         let listed =
             |list: &[String]| user.is_some_and(|u| list.iter().any(|n| n.eq_ignore_ascii_case(u)));
         if !self.valid_users.is_empty() && !listed(&self.valid_users) {
@@ -77,13 +84,44 @@ mod tests {
     }
 
     #[test]
-    fn an_open_share_lets_everyone_write() {
+    fn an_open_share_lets_every_user_write_and_no_guest_in() {
         let rules = ShareAccess::default();
         assert_eq!(
             rules.maximal_access(Some(&user("alice"))),
             Some(FULL_ACCESS)
         );
-        assert_eq!(rules.maximal_access(None), Some(FULL_ACCESS));
+        let anonymous = Identity {
+            anonymous: true,
+            ..user("")
+        };
+        assert_eq!(rules.maximal_access(Some(&anonymous)), None);
+        assert_eq!(rules.maximal_access(None), None);
+    }
+
+    #[test]
+    fn a_guest_share_takes_guests_within_its_other_rules() {
+        let anonymous = Identity {
+            anonymous: true,
+            ..user("")
+        };
+        let public = ShareAccess {
+            guest_ok: true,
+            ..ShareAccess::default()
+        };
+        assert_eq!(public.maximal_access(Some(&anonymous)), Some(FULL_ACCESS));
+        let read_only = ShareAccess {
+            read_only: true,
+            ..public.clone()
+        };
+        assert_eq!(
+            read_only.maximal_access(Some(&anonymous)),
+            Some(READ_ONLY_ACCESS)
+        );
+        let listed = ShareAccess {
+            valid_users: names(&["alice"]),
+            ..public
+        };
+        assert_eq!(listed.maximal_access(Some(&anonymous)), None);
     }
 
     #[test]

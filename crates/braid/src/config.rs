@@ -115,6 +115,9 @@ pub struct ShareEntry {
     /// Client addresses or networks that may not (default none).
     #[serde(default)]
     pub hosts_deny: Vec<String>,
+    /// Guest and anonymous sessions may connect (default false).
+    #[serde(default)]
+    pub guest_ok: bool,
     /// The directory of the share's snapshots, served as previous
     /// versions: relative to the share's path, or absolute (default none).
     pub snapshot_dir: Option<PathBuf>,
@@ -147,6 +150,7 @@ impl ShareEntry {
             write_list: Vec::new(),
             hosts_allow: Vec::new(),
             hosts_deny: Vec::new(),
+            guest_ok: false,
             snapshot_dir: None,
             snapshot_format: None,
         }

@@ -198,13 +198,19 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         .collect::<Result<_, _>>()?;
 
     let mut shares = file.shares;
+    // Shares given by flag have no other way to be opened to guests:
+    // `--allow-guest` opens them (`[[share]]` tables say `guest_ok`).
     for s in &args.share {
-        shares.push(config::parse_share_flag(s)?);
+        let mut share = config::parse_share_flag(s)?;
+        share.guest_ok = args.allow_guest;
+        shares.push(share);
     }
     if embedded {
         let dir = PathBuf::from(DEFAULT_SHARE.1);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        shares.push(config::ShareEntry::new(DEFAULT_SHARE.0, dir));
+        let mut share = config::ShareEntry::new(DEFAULT_SHARE.0, dir);
+        share.guest_ok = args.allow_guest;
+        shares.push(share);
     }
     if shares.is_empty() {
         return Err("no shares: add --share NAME=PATH or a [[share]] table in the config".into());
@@ -302,6 +308,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
                     &s.hosts_allow,
                     &s.hosts_deny,
                 )?,
+                guest_ok: s.guest_ok,
             },
         });
     }
@@ -321,6 +328,15 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         }
     };
     cfg.allow_guest = args.allow_guest || file.allow_guest.unwrap_or(false);
+    if !cfg.allow_guest {
+        for s in cfg.shares.iter().filter(|s| s.access.guest_ok) {
+            tracing::warn!(
+                share = %s.name,
+                "guest_ok has no effect while anonymous sessions are refused: \
+                 set allow_guest = true (or --allow-guest) for guests to reach it"
+            );
+        }
+    }
     if let Some(m) = file.max_io_size {
         if !(65536..=8 * 1024 * 1024).contains(&m) {
             return Err(format!(
