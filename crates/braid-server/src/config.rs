@@ -62,6 +62,9 @@ pub struct InterfaceConfig {
 pub struct ServerConfig {
     pub listen: Vec<SocketAddr>,
     pub shares: Vec<ShareConfig>,
+    /// Each user's own share (Samba's `[homes]`, `homes.rs`): a share
+    /// whose path holds `%U`, served to each user under their name.
+    pub homes: Option<ShareConfig>,
     /// MS-SMB2 3.3.1.5 RequireMessageSigning.
     pub signing_required: bool,
     /// Allow anonymous/guest sessions (off unless explicitly enabled).
@@ -122,6 +125,7 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: vec!["127.0.0.1:4445".parse().expect("static address")],
             shares: Vec::new(),
+            homes: None,
             signing_required: true,
             allow_guest: false,
             max_io_size: 8 * 1024 * 1024,

@@ -8,6 +8,7 @@ pub mod conn;
 pub mod credits;
 pub mod dir_lease;
 pub mod durable;
+pub mod homes;
 pub mod host_access;
 pub mod interfaces;
 pub mod lease;

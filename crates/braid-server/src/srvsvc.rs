@@ -134,6 +134,18 @@ impl SrvsvcBackend for SrvsvcView<'_> {
                 browseable: s.browseable,
             })
             .collect();
+        // The caller's own home share (`homes.rs`), as Samba lists it.
+        if let (Some(homes), Some(me)) = (&self.state.homes, self.caller_account()) {
+            if self.state.share(&me).is_none() {
+                shares.push(ShareEntry {
+                    name: me.clone(),
+                    share_type: share_type::DISK,
+                    comment: homes.comment(&me),
+                    connections: count(&me),
+                    browseable: homes.browseable(),
+                });
+            }
+        }
         shares.sort_by_key(|s| s.name.to_lowercase());
         shares.push(ShareEntry {
             name: "IPC$".into(),

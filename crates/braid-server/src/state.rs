@@ -29,6 +29,39 @@ pub struct Share {
 }
 
 impl Share {
+    /// Serve the share `s` describes: its directory added to the file
+    /// service with its options.
+    pub fn serve(files: &FileService, s: &crate::config::ShareConfig) -> Result<Share, String> {
+        let fs = files
+            .add_share(&s.name, &s.path)
+            .map_err(|e| format!("share '{}': cannot serve {}: {e}", s.name, s.path.display()))?;
+        fs.set_direct_writes(s.direct_writes);
+        fs.set_posix_locking(s.posix_locking);
+        fs.set_named_streams(s.named_streams);
+        fs.set_hidden_names(braid_fs::HiddenNames {
+            dot_files: s.hide_dot_files,
+            patterns: s.hide_files.clone(),
+        });
+        fs.set_veto_names(s.veto_files.clone());
+        if let Some(snapshots) = &s.snapshots {
+            fs.set_snapshots(snapshots.clone())
+                .map_err(|e| format!("share '{}': snapshot_format: {e}", s.name))?;
+        }
+        if let Some(m) = s.create_modes {
+            fs.set_create_modes(m);
+        }
+        Ok(Share {
+            name: s.name.clone(),
+            fs,
+            encrypt: s.encrypt,
+            access_based_enumeration: s.access_based_enumeration,
+            canonicalize_acl_flags: s.canonicalize_acl_flags,
+            access: s.access.clone(),
+            comment: s.comment.clone(),
+            browseable: s.browseable,
+        })
+    }
+
     /// This share as of one of its snapshots (MS-SMB2 3.3.5.9.4), `view`
     /// being the snapshot's read-only file-service share. Its name, which
     /// keys oplocks, leases and change notification, is the share's name
@@ -73,6 +106,8 @@ pub struct ServerState {
     pub preserved: Arc<crate::durable::PreservedOpens>,
     /// Failed logons per client address (`logon_throttle.rs`).
     pub logon_throttle: crate::logon_throttle::LogonThrottle,
+    /// Each user's own share (`homes.rs`), when configured.
+    pub homes: Option<crate::homes::HomeShares>,
     next_session_id: AtomicU64,
     /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
     /// keeps its id when reconnected on another session).
@@ -88,38 +123,12 @@ impl ServerState {
     ) -> Result<Self, String> {
         let mut shares = HashMap::new();
         for s in &config.shares {
-            let fs = files.add_share(&s.name, &s.path).map_err(|e| {
-                format!("share '{}': cannot serve {}: {e}", s.name, s.path.display())
-            })?;
-            fs.set_direct_writes(s.direct_writes);
-            fs.set_posix_locking(s.posix_locking);
-            fs.set_named_streams(s.named_streams);
-            fs.set_hidden_names(braid_fs::HiddenNames {
-                dot_files: s.hide_dot_files,
-                patterns: s.hide_files.clone(),
-            });
-            fs.set_veto_names(s.veto_files.clone());
-            if let Some(snapshots) = &s.snapshots {
-                fs.set_snapshots(snapshots.clone())
-                    .map_err(|e| format!("share '{}': snapshot_format: {e}", s.name))?;
-            }
-            if let Some(m) = s.create_modes {
-                fs.set_create_modes(m);
-            }
-            shares.insert(
-                s.name.to_lowercase(),
-                Arc::new(Share {
-                    name: s.name.clone(),
-                    fs,
-                    encrypt: s.encrypt,
-                    access_based_enumeration: s.access_based_enumeration,
-                    canonicalize_acl_flags: s.canonicalize_acl_flags,
-                    access: s.access.clone(),
-                    comment: s.comment.clone(),
-                    browseable: s.browseable,
-                }),
-            );
+            shares.insert(s.name.to_lowercase(), Arc::new(Share::serve(&files, s)?));
         }
+        let homes = match &config.homes {
+            Some(template) => Some(crate::homes::HomeShares::new(template.clone())?),
+            None => None,
+        };
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         let logon_throttle =
             crate::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
@@ -139,6 +148,7 @@ impl ServerState {
             start_time: SystemTime::now(),
             preserved: Default::default(),
             logon_throttle,
+            homes,
             next_file_id: AtomicU64::new(1),
             // Session ids fit in 32 bits, as Samba's do: some clients keep
             // them in 32-bit variables (smbtorture smb2.session-id does).
@@ -163,6 +173,26 @@ impl ServerState {
 
     pub fn share(&self, name: &str) -> Option<Arc<Share>> {
         self.shares.get(&name.to_lowercase()).cloned()
+    }
+
+    /// The share `name` as `user` (an authenticated user's name; `None`
+    /// for guests) finds it: a configured share, else the user's home
+    /// share, by the user's name or as `homes` (`homes.rs`).
+    pub fn share_for(&self, name: &str, user: Option<&str>) -> Option<Arc<Share>> {
+        if let Some(s) = self.share(name) {
+            return Some(s);
+        }
+        let (homes, user) = (self.homes.as_ref()?, user?);
+        if !(name.eq_ignore_ascii_case(user) || name.eq_ignore_ascii_case("homes")) {
+            return None;
+        }
+        match homes.share_of(&self.files, user) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                tracing::warn!(user, "home share: {e}");
+                None
+            }
+        }
     }
 }
 

@@ -221,11 +221,20 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         if !seen.insert(s.name.to_lowercase()) {
             return Err(format!("share '{}' is defined twice", s.name));
         }
-        let meta = std::fs::metadata(&s.path).map_err(|e| {
+        // Samba's [homes]: a share "homes" whose path holds %U is each
+        // user's own share; the directory above the user's must exist.
+        let is_homes = s.name.eq_ignore_ascii_case("homes")
+            && s.path.to_string_lossy().contains(braid_server::homes::USER);
+        let checked = if is_homes {
+            home_base(&s.path)
+        } else {
+            s.path.clone()
+        };
+        let meta = std::fs::metadata(&checked).map_err(|e| {
             format!(
                 "share '{}': path {}: {e}; create the directory or fix the path",
                 s.name,
-                s.path.display()
+                checked.display()
             )
         })?;
         if !meta.is_dir() {
@@ -282,7 +291,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             }
         });
         let snapshots = config::snapshot_config(s)?;
-        cfg.shares.push(ShareConfig {
+        let served = ShareConfig {
             snapshots,
             name: s.name.clone(),
             path: s.path.clone(),
@@ -310,7 +319,12 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
                 )?,
                 guest_ok: s.guest_ok,
             },
-        });
+        };
+        if is_homes {
+            cfg.homes = Some(served);
+        } else {
+            cfg.shares.push(served);
+        }
     }
 
     let signing = args
@@ -540,7 +554,10 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("starting runtime: {e}"))?;
     rt.block_on(async move {
-        let shares: Vec<String> = cfg.shares.iter().map(|s| format!("{}={}", s.name, s.path.display())).collect();
+        let mut shares: Vec<String> = cfg.shares.iter().map(|s| format!("{}={}", s.name, s.path.display())).collect();
+        if let Some(h) = &cfg.homes {
+            shares.push(format!("(each user's own)={}", h.path.display()));
+        }
         let server = Server::bind(cfg, users).await?;
         for a in server.local_addrs() {
             println!("braid: listening on {a}");
@@ -563,6 +580,22 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         }
         Ok(())
     })
+}
+
+/// The directory a home share template's user directories go in: its
+/// path up to the component holding `%U`.
+fn home_base(template: &std::path::Path) -> PathBuf {
+    let mut base = PathBuf::new();
+    for c in template.components() {
+        if c.as_os_str()
+            .to_string_lossy()
+            .contains(braid_server::homes::USER)
+        {
+            break;
+        }
+        base.push(c);
+    }
+    base
 }
 
 #[cfg(test)]

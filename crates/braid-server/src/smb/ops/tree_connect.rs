@@ -29,7 +29,21 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let (share, kind) = if name.eq_ignore_ascii_case("IPC$") {
         (None, share_type::PIPE)
     } else {
-        match req.conn.server.share(name) {
+        // A configured share, or the user's own (`homes.rs`).
+        let user = session
+            .identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .filter(|i| !i.anonymous && !i.guest)
+            .map(|i| i.user.clone());
+        let server = req.conn.server.clone();
+        let name_owned = name.to_string();
+        let found = crate::smb::blocking(move || {
+            Ok::<_, braid_fs::FsError>(server.share_for(&name_owned, user.as_deref()))
+        })
+        .await?;
+        match found {
             Some(s) => (Some(s), share_type::DISK),
             None => return Err(NtStatus::BAD_NETWORK_NAME),
         }
