@@ -51,6 +51,12 @@ def server(tmp_path_factory):
     (veto_dir / ".snapshot" / "old.txt").write_bytes(b"vetoed")
     (veto_dir / "readme.txt").write_bytes(b"served")
     (base / "masked").mkdir()
+    macos = base / "macos"
+    for d in ("emptied", "still-used"):
+        (macos / d).mkdir(parents=True)
+        (macos / d / ".DS_Store").write_bytes(b"finder")
+        (macos / d / "._photo.jpg").write_bytes(b"resource fork")
+    (macos / "still-used" / "photo.jpg").write_bytes(b"jpeg")
     passwords = {u: "Pw-" + secrets.token_hex(8) for u in ("alice", "bob")}
     proc, port = servers.start_braid_with_config(
         base,
@@ -59,10 +65,12 @@ def server(tmp_path_factory):
         f'[[share]]\nname = "plain"\npath = "{plain_dir}"\nhide_dot_files = false\n'
         f'[[share]]\nname = "veto"\npath = "{veto_dir}"\nveto_files = ["*.exe", ".snapshot"]\n'
         f'[[share]]\nname = "masked"\npath = "{base / "masked"}"\n'
-        f'create_mask = 0o640\ndirectory_mask = 0o750\n',
+        f'create_mask = 0o640\ndirectory_mask = 0o750\n'
+        f'[[share]]\nname = "macos"\npath = "{macos}"\n'
+        f'veto_files = [".DS_Store", "._*"]\ndelete_veto_files = true\n',
         passwords)
     yield types.SimpleNamespace(port=port, passwords=passwords, abe_dir=abe_dir,
-                                plain_dir=plain_dir, veto_dir=veto_dir)
+                                plain_dir=plain_dir, veto_dir=veto_dir, macos_dir=macos)
     servers.stop_pid(proc.pid)
 
 
@@ -160,6 +168,22 @@ def test_vetoed_names_are_neither_listed_nor_opened(server, tmp_path):
     assert (tmp_path / "got.txt").read_bytes() == b"served", out
     assert sorted(p.name for p in server.veto_dir.iterdir()) == [
         ".snapshot", "readme.txt", "setup.EXE"]
+
+
+def test_a_folder_of_vetoed_names_can_be_removed(server):
+    """`delete_veto_files` (Samba's `delete veto files`): a folder that
+    holds only vetoed names (macOS's .DS_Store and ._ files) is empty to
+    clients and rmdir removes it with them; one with a file in it stays."""
+    r = subprocess.run(
+        ["smbclient", "//127.0.0.1/macos", "-p", str(server.port),
+         "-U", f"alice%{server.passwords['alice']}", "-m", "SMB3",
+         "-c", "ls emptied\\*; rmdir emptied; rmdir still-used"],
+        capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    assert ".DS_Store" not in out and "NT_STATUS_DIRECTORY_NOT_EMPTY" in out, out
+    assert sorted(p.name for p in server.macos_dir.iterdir()) == ["still-used"], out
+    assert sorted(p.name for p in (server.macos_dir / "still-used").iterdir()) == [
+        ".DS_Store", "._photo.jpg", "photo.jpg"]
 
 
 def test_create_and_directory_masks_set_the_unix_modes(server, tmp_path):

@@ -157,6 +157,16 @@ impl HandleInner {
         if FileKey::of(&st) != key.with_stream(0) {
             return Err(FsError::NotFound);
         }
+        if is_dir {
+            let dir = sys::openat(
+                pfd.as_raw_fd(),
+                &cname,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0,
+            )
+            .map_err(FsError::from_errno)?;
+            crate::veto_delete::clear_vetoed(&self.share.0, dir.as_raw_fd())?;
+        }
         let flag = if is_dir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: plain syscall on a validated single component.
         sys::check(unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), flag) })?;
@@ -635,7 +645,7 @@ impl OpenHandle {
             if info::attributes(&st, meta.as_ref()) & attr::READONLY != 0 {
                 return Err(FsError::CannotDelete);
             }
-            if self.0.is_dir && !sys::list_dir(self.fd())?.is_empty() {
+            if self.0.is_dir && !crate::veto_delete::empty_for_delete(&self.0.share.0, self.fd())? {
                 return Err(FsError::DirectoryNotEmpty);
             }
             self.0.node.lock().delete_pending = true;

@@ -40,6 +40,7 @@ mod sys;
 mod tunnel;
 pub mod types;
 mod uring;
+mod veto_delete;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{FsError, FsResult};

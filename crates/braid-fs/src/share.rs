@@ -25,6 +25,9 @@ pub(crate) struct Share {
     posix_locking: AtomicBool,
     /// Named streams (`file:name:$DATA`) can be opened.
     named_streams: AtomicBool,
+    /// A directory holding only vetoed names can be deleted
+    /// (`veto_delete.rs`).
+    delete_veto_files: AtomicBool,
     /// Names shown as hidden; unset: none.
     hidden: OnceLock<HiddenNames>,
     /// Names neither listed nor opened (Samba's `veto files`); unset: none.
@@ -112,6 +115,7 @@ impl Share {
             direct_writes: AtomicBool::new(false),
             posix_locking: AtomicBool::new(true),
             named_streams: AtomicBool::new(true),
+            delete_veto_files: AtomicBool::new(false),
             hidden: OnceLock::new(),
             veto: OnceLock::new(),
             create_modes: OnceLock::new(),
@@ -235,6 +239,10 @@ impl Share {
         self.direct_writes.load(Ordering::Relaxed)
     }
 
+    pub(crate) fn delete_veto_files(&self) -> bool {
+        self.delete_veto_files.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn posix_locking(&self) -> bool {
         self.posix_locking.load(Ordering::Relaxed)
     }
@@ -313,6 +321,11 @@ impl ShareRef {
     /// to. Set once, before the share is served.
     pub fn set_create_modes(&self, modes: CreateModes) {
         let _ = self.0.create_modes.set(modes);
+    }
+    /// Let a directory that holds only vetoed names be deleted, with
+    /// them (Samba's `delete veto files`; off by default).
+    pub fn set_delete_veto_files(&self, on: bool) {
+        self.0.delete_veto_files.store(on, Ordering::Relaxed);
     }
     pub fn set_veto_names(&self, patterns: Vec<String>) {
         if !patterns.is_empty() {

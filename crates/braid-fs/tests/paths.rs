@@ -285,3 +285,39 @@ fn a_file_deleted_and_created_again_by_its_short_name_keeps_its_long_name() {
     e.create_file(&format!("docs\\{short}"), b"v3");
     assert!(e.share_dir.join("docs").join(&short).exists());
 }
+
+#[test]
+fn a_directory_of_vetoed_names_is_deleted_with_them_when_the_share_says_so() {
+    let e = env();
+    e.share.set_veto_names(vec![
+        ".DS_Store".into(),
+        "._*".into(),
+        ".AppleDouble".into(),
+    ]);
+    for dir in ["plain", "macos", "mixed"] {
+        e.mkdir(dir);
+        std::fs::write(e.share_dir.join(dir).join(".DS_Store"), b"x").unwrap();
+        std::fs::create_dir(e.share_dir.join(dir).join(".AppleDouble")).unwrap();
+        std::fs::write(e.share_dir.join(dir).join(".AppleDouble").join("f"), b"x").unwrap();
+    }
+    std::fs::write(e.share_dir.join("mixed").join("kept.txt"), b"x").unwrap();
+    let delete = |dir: &str| {
+        let mut p = OpenParams::new(dir, access::DELETE, Disposition::Open);
+        p.share_access = ALL;
+        p.directory = DirectoryRequirement::MustBeDirectory;
+        let o = e.open_p(p).unwrap();
+        let r = o.handle.set_delete_on_close(true);
+        o.handle.close().unwrap();
+        r
+    };
+    // Off (the default): the vetoed names keep the directory.
+    assert!(matches!(delete("plain"), Err(FsError::DirectoryNotEmpty)));
+    assert!(e.share_dir.join("plain").exists());
+
+    e.share.set_delete_veto_files(true);
+    delete("macos").unwrap();
+    assert!(!e.share_dir.join("macos").exists());
+    // A name that is not vetoed keeps it, and everything in it.
+    assert!(matches!(delete("mixed"), Err(FsError::DirectoryNotEmpty)));
+    assert!(e.share_dir.join("mixed").join(".DS_Store").exists());
+}

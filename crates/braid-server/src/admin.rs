@@ -520,6 +520,7 @@ mod tests {
                 hide_dot_files: true,
                 hide_files: Vec::new(),
                 veto_files: Vec::new(),
+                delete_veto_files: false,
                 create_modes: None,
                 canonicalize_acl_flags: true,
                 access: Default::default(),

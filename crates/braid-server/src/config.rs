@@ -26,6 +26,9 @@ pub struct ShareConfig {
     pub hide_files: Vec<String>,
     /// Name patterns neither listed nor opened (Samba's `veto files`).
     pub veto_files: Vec<String>,
+    /// A directory holding only vetoed names can be deleted, with them
+    /// (Samba's `delete veto files`).
+    pub delete_veto_files: bool,
     /// Unix modes of what clients create (Samba's `create mask`,
     /// `directory mask`); None: 0666 / 0777 less the umask.
     pub create_modes: Option<braid_fs::CreateModes>,

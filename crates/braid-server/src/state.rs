@@ -43,6 +43,7 @@ impl Share {
             patterns: s.hide_files.clone(),
         });
         fs.set_veto_names(s.veto_files.clone());
+        fs.set_delete_veto_files(s.delete_veto_files);
         if let Some(snapshots) = &s.snapshots {
             fs.set_snapshots(snapshots.clone())
                 .map_err(|e| format!("share '{}': snapshot_format: {e}", s.name))?;

@@ -86,6 +86,9 @@ pub struct ShareEntry {
     /// Name patterns neither listed nor opened (default none).
     #[serde(default)]
     pub veto_files: Vec<String>,
+    /// A directory holding only vetoed names can be deleted (default false).
+    #[serde(default)]
+    pub delete_veto_files: bool,
     /// Shown in share lists (default none).
     #[serde(default)]
     pub comment: String,
@@ -139,6 +142,7 @@ impl ShareEntry {
             hide_dot_files: None,
             hide_files: Vec::new(),
             veto_files: Vec::new(),
+            delete_veto_files: false,
             comment: String::new(),
             browseable: None,
             create_mask: None,

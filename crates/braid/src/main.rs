@@ -303,6 +303,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             hide_dot_files: s.hide_dot_files.unwrap_or(true),
             hide_files: s.hide_files.clone(),
             veto_files: s.veto_files.clone(),
+            delete_veto_files: s.delete_veto_files,
             create_modes,
             comment: s.comment.clone(),
             browseable: s.browseable.unwrap_or(true),
