@@ -170,6 +170,27 @@ fn requests() -> Vec<(Command, Vec<u8>)> {
             },
         ),
     );
+    let mut dup = Vec::new();
+    braid_smb_proto::messages::fsctl_data::DuplicateExtentsData {
+        source_file_id: fid(),
+        source_offset: 4096,
+        target_offset: 0,
+        byte_count: 1 << 20,
+    }
+    .encode(&mut dup);
+    push(
+        Command::Ioctl,
+        msg(
+            &hdr(Command::Ioctl, 11),
+            &IoctlRequest {
+                ctl_code: fsctl::DUPLICATE_EXTENTS_TO_FILE,
+                file_id: fid(),
+                input: dup,
+                flags: 1,
+                ..Default::default()
+            },
+        ),
+    );
     push(Command::Cancel, msg(&hdr(Command::Cancel, 12), &CancelRequest));
     push(Command::Echo, msg(&hdr(Command::Echo, 13), &EchoRequest));
     push(
@@ -312,6 +333,13 @@ fn responses() -> Vec<(u8, Vec<u8>)> {
         &mut nii,
     );
     out.push((11, msg(&h(Command::Ioctl), &IoctlResponse { ctl_code: fsctl::QUERY_NETWORK_INTERFACE_INFO, file_id: FileId::RELATED, input: vec![], output: nii, flags: 0 })));
+    let mut snaps = Vec::new();
+    braid_smb_proto::messages::snapshots::SnapshotArray::for_buffer(
+        vec!["@GMT-2026.11.25-10.00.00".into(), "@GMT-2015.10.31-19.40.30".into()],
+        65536,
+    )
+    .encode(&mut snaps);
+    out.push((11, msg(&h(Command::Ioctl), &IoctlResponse { ctl_code: fsctl::SRV_ENUMERATE_SNAPSHOTS, file_id: fid(), input: vec![], output: snaps, flags: 0 })));
     out.push((12, msg(&h(Command::Create), &ErrorResponse { error_context_count: 0, error_data: vec![] })));
     out.push((13, msg(&h(Command::Echo), &EchoResponse)));
     out.push((14, msg(&h(Command::QueryDirectory), &QueryDirectoryResponse { output: vec![0; 104] })));

@@ -15,7 +15,9 @@ use braid_smb_proto::fscc::security::{SecurityDescriptor, Sid};
 use braid_smb_proto::fscc::{SMB2_0_INFO_FILE, SMB2_0_INFO_SECURITY};
 use braid_smb_proto::header::{Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID, TRANSFORM_PROTOCOL_ID};
 use braid_smb_proto::messages::create::{decode_create_contexts, encode_create_contexts};
+use braid_smb_proto::messages::fsctl_data::DuplicateExtentsData;
 use braid_smb_proto::messages::ioctl::{decode_network_interface_info, encode_network_interface_info, fsctl};
+use braid_smb_proto::messages::snapshots::SnapshotArray;
 use braid_smb_proto::messages::*;
 
 // ---- fixed keys and identities ---------------------------------------------
@@ -177,6 +179,13 @@ pub fn check_request(cmd: u16, msg: &[u8]) {
                         o
                     });
                 }
+                if r.ctl_code == fsctl::DUPLICATE_EXTENTS_TO_FILE {
+                    rt("DuplicateExtentsData", &r.input, DuplicateExtentsData::decode, |v| {
+                        let mut o = Vec::new();
+                        v.encode(&mut o);
+                        o
+                    });
+                }
             }
         }
         Command::Cancel => {
@@ -281,6 +290,13 @@ pub fn smb2_responses(data: &[u8]) {
             if let Some(r) = rt_msg::<IoctlResponse>(msg) {
                 if r.ctl_code == fsctl::VALIDATE_NEGOTIATE_INFO {
                     rt("ValidateNegotiateInfoResponse", &r.output, ValidateNegotiateInfoResponse::decode, |v| {
+                        let mut o = Vec::new();
+                        v.encode(&mut o);
+                        o
+                    });
+                }
+                if r.ctl_code == fsctl::SRV_ENUMERATE_SNAPSHOTS {
+                    rt("SnapshotArray", &r.output, SnapshotArray::decode, |v| {
                         let mut o = Vec::new();
                         v.encode(&mut o);
                         o

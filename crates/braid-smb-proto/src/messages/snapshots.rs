@@ -74,6 +74,9 @@ impl SnapshotArray {
             if tokens.len() != returned as usize {
                 return Err(DecodeError::Invalid("NumberOfSnapShotsReturned"));
             }
+            if multi_sz_len(&tokens) != array_size as usize {
+                return Err(DecodeError::Invalid("SnapShotArraySize"));
+            }
         }
         Ok(SnapshotArray {
             count,
@@ -155,6 +158,10 @@ mod tests {
         SnapshotArray::for_buffer(tokens(), 65536).encode(&mut out);
         assert!(SnapshotArray::decode(&out[..40]).is_err());
         out[4] = 3; // claims three returned
+        assert!(SnapshotArray::decode(&out).is_err());
+        out[4] = 2;
+        out[8] += 2; // an array size the strings do not fill
+        out.extend_from_slice(&[0, 0]);
         assert!(SnapshotArray::decode(&out).is_err());
     }
 }
