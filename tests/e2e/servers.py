@@ -267,6 +267,19 @@ def start_braid_with_config(workdir: Path, config: str,
     return proc, port
 
 
+def config_error(workdir: Path, config: str) -> str:
+    """`braid serve` with the TOML `config`, which it must refuse: returns
+    the one line it says why (asserting it exits non-zero with one line)."""
+    path = workdir / "refused.toml"
+    path.write_text(config)
+    r = subprocess.run([str(BRAID_BIN), "serve", "--config", str(path)],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0, r.stdout
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
 SAMBA_CONF = """\
 [global]
     server role = standalone server

@@ -226,15 +226,7 @@ fn vetoed_names_are_neither_listed_nor_opened() {
     let root = e
         .open("", access::FILE_LIST_DIRECTORY, ALL, Disposition::Open)
         .unwrap();
-    let mut names: Vec<String> = root
-        .handle
-        .read_dir()
-        .unwrap()
-        .into_iter()
-        .map(|d| d.name)
-        .collect();
-    names.sort();
-    assert_eq!(names, [".", "..", "readme.txt"]);
+    assert_eq!(listed_names(&root), [".", "..", "readme.txt"]);
 
     let err = |r: Result<Opened, FsError>| r.err().map(|e| format!("{e:?}"));
     assert_eq!(

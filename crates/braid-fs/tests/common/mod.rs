@@ -107,3 +107,16 @@ pub fn xattrs_work(e: &Env) -> bool {
     std::fs::remove_file(&p).unwrap();
     r == 0
 }
+
+/// The names a directory open lists, sorted ("." and ".." included).
+pub fn listed_names(o: &Opened) -> Vec<String> {
+    let mut v: Vec<String> = o
+        .handle
+        .read_dir()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    v.sort();
+    v
+}
