@@ -6,6 +6,7 @@ offsets of one's choosing); and builders of security descriptors."""
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import uuid
 
@@ -61,6 +62,22 @@ class Remote:
 
     def close(self) -> None:
         smbclient.reset_connection_cache(connection_cache=self.cache)
+
+
+@contextlib.contextmanager
+def user_tree(port: int, user: str, password: str, share: str, host: str = "127.0.0.1"):
+    """A tree connect to `share` as `user` on its own connection (signed as
+    the server asks, unencrypted), disconnected afterwards."""
+    conn = Connection(uuid.uuid4(), host, port)
+    conn.connect()
+    try:
+        session = Session(conn, user, password, require_encryption=False)
+        session.connect()
+        tree = TreeConnect(session, rf"\\{host}\{share}")
+        tree.connect()
+        yield tree
+    finally:
+        conn.disconnect()
 
 
 class RawClient:

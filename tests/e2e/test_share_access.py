@@ -19,20 +19,17 @@ import os
 import secrets
 import subprocess
 import types
-import uuid
 
 import pytest
-from smbprotocol.connection import Connection
 from smbprotocol.create_contexts import (CreateContextName, SMB2CreateContextRequest,
                                          SMB2CreateQueryMaximalAccessRequest,
                                          SMB2CreateQueryMaximalAccessResponse)
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
                               ImpersonationLevel, Open, ShareAccess)
-from smbprotocol.session import Session
-from smbprotocol.tree import TreeConnect
 
 import servers
+from smbremote import user_tree
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -133,13 +130,7 @@ def test_read_list_user_only_reads_a_writable_share(server, tmp_path):
 
 
 def test_an_open_is_granted_no_more_than_the_share_allows(server):
-    conn = Connection(uuid.uuid4(), "127.0.0.1", server.port)
-    conn.connect()
-    try:
-        session = Session(conn, "alice", server.passwords["alice"], require_encryption=False)
-        session.connect()
-        tree = TreeConnect(session, r"\\127.0.0.1\ro")
-        tree.connect()
+    with user_tree(server.port, "alice", server.passwords["alice"], "ro") as tree:
 
         mxac = SMB2CreateContextRequest()
         mxac["buffer_name"] = CreateContextName.SMB2_CREATE_QUERY_MAXIMAL_ACCESS_REQUEST
@@ -168,8 +159,6 @@ def test_an_open_is_granted_no_more_than_the_share_allows(server):
                     CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
             assert e.value.status == STATUS_ACCESS_DENIED, hex(access)
         assert (server.ro_dir / "readme.txt").read_bytes() == CONTENT
-    finally:
-        conn.disconnect()
 
 
 def test_a_bad_user_list_is_one_clear_line(server, tmp_path):

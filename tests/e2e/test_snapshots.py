@@ -19,19 +19,16 @@ import os
 import secrets
 import subprocess
 import types
-import uuid
 
 import pytest
-from smbprotocol.connection import Connection
 from smbprotocol.create_contexts import (CreateContextName, SMB2CreateContextRequest,
                                          SMB2CreateTimewarpToken)
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
                               ImpersonationLevel, Open, ShareAccess)
-from smbprotocol.session import Session
-from smbprotocol.tree import TreeConnect
 
 import servers
+from smbremote import user_tree
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -113,13 +110,7 @@ def timewarp(filetime: int) -> SMB2CreateContextRequest:
 
 
 def test_a_timewarp_open_reads_then_and_writes_nothing(server):
-    conn = Connection(uuid.uuid4(), "127.0.0.1", server.port)
-    conn.connect()
-    try:
-        session = Session(conn, "alice", server.passwords["alice"], require_encryption=False)
-        session.connect()
-        tree = TreeConnect(session, r"\\127.0.0.1\data")
-        tree.connect()
+    with user_tree(server.port, "alice", server.passwords["alice"], "data") as tree:
 
         def open_at(filetime: int, access: int) -> Open:
             f = Open(tree, "report.txt")
@@ -141,8 +132,6 @@ def test_a_timewarp_open_reads_then_and_writes_nothing(server):
         with pytest.raises(SMBResponseException) as e:
             open_at(SNAPSHOT_FILETIME + 3600 * 10_000_000, FilePipePrinterAccessMask.FILE_READ_DATA)
         assert e.value.status == STATUS_OBJECT_NAME_NOT_FOUND
-    finally:
-        conn.disconnect()
 
 
 def test_a_bad_snapshot_format_is_one_clear_line(server, tmp_path):
