@@ -40,6 +40,10 @@ pub enum FsError {
     /// No space left (DISK_FULL).
     #[error("disk full")]
     DiskFull,
+    /// More than an object of fixed size may hold, such as a macOS
+    /// AFP_AfpInfo stream set past its 60 bytes (ALLOTTED_SPACE_EXCEEDED).
+    #[error("allotted space exceeded")]
+    AllottedSpaceExceeded,
     /// Quota exceeded (QUOTA_EXCEEDED).
     #[error("quota exceeded")]
     QuotaExceeded,

@@ -107,9 +107,12 @@ impl HandleInner {
         if s.opens.is_empty() {
             // The file's deletion waits for the opens of its streams too.
             let idle = s.stream_opens.is_empty();
+            if !s.delete_pending {
+                crate::mac_streams::last_close(self);
+            }
             if s.delete_pending {
                 let r = match &self.stream {
-                    Some(st) => st.remove_stream(self.fd.as_raw_fd()),
+                    Some(st) => crate::mac_streams::delete_on_close(self, st),
                     None if idle => self.unlink_now(&node.key, self.is_dir),
                     None => Ok(()),
                 };

@@ -24,6 +24,7 @@ mod handle_dir;
 mod handle_rename;
 mod info;
 pub mod locks;
+pub mod mac_streams;
 mod open_table;
 pub mod path;
 mod posix_lock;

@@ -165,7 +165,7 @@ impl FileService {
             StreamSpec::Named(name) => {
                 for _ in 0..4 {
                     if let Some(o) =
-                        self.try_open_stream(share, &comps, &name, &p, (access, max), pol)?
+                        self.try_open_stream(share, &comps, &name, &p, (access, max), ctx)?
                     {
                         return Ok(o);
                     }

@@ -25,6 +25,9 @@ pub(crate) struct Share {
     posix_locking: AtomicBool,
     /// Named streams (`file:name:$DATA`) can be opened.
     named_streams: AtomicBool,
+    /// The macOS streams AFP_AfpInfo and AFP_Resource follow Samba's
+    /// vfs_fruit rules (`mac_streams.rs`).
+    macos: AtomicBool,
     /// A directory holding only vetoed names can be deleted
     /// (`veto_delete.rs`).
     delete_veto_files: AtomicBool,
@@ -115,6 +118,7 @@ impl Share {
             direct_writes: AtomicBool::new(false),
             posix_locking: AtomicBool::new(true),
             named_streams: AtomicBool::new(true),
+            macos: AtomicBool::new(true),
             delete_veto_files: AtomicBool::new(false),
             hidden: OnceLock::new(),
             veto: OnceLock::new(),
@@ -138,6 +142,7 @@ impl Share {
             self.named_streams.load(Ordering::Relaxed),
             Ordering::Relaxed,
         );
+        view.macos.store(self.macos(), Ordering::Relaxed);
         if let Some(h) = self.hidden.get() {
             let _ = view.hidden.set(h.clone());
         }
@@ -247,6 +252,10 @@ impl Share {
         self.posix_locking.load(Ordering::Relaxed)
     }
 
+    pub(crate) fn macos(&self) -> bool {
+        self.macos.load(Ordering::Relaxed)
+    }
+
     /// Whether a path may name a stream: with streams off, any `:` in a
     /// name is an invalid name, as on Samba without a streams module.
     pub(crate) fn check_stream_syntax(&self, path: &str) -> FsResult<()> {
@@ -310,6 +319,18 @@ impl ShareRef {
     /// Whether named streams are served ([`ShareRef::set_named_streams`]).
     pub fn named_streams(&self) -> bool {
         self.0.named_streams.load(Ordering::Relaxed)
+    }
+    /// Give the macOS streams AFP_AfpInfo (Finder metadata) and
+    /// AFP_Resource (the resource fork) the rules Samba's vfs_fruit gives
+    /// them with `fruit:metadata = stream` and `fruit:resource = stream`
+    /// (`mac_streams.rs`; on by default). Either way they are stored as
+    /// any named stream is, so a share moves between Samba and Braid.
+    pub fn set_macos(&self, on: bool) {
+        self.0.macos.store(on, Ordering::Relaxed);
+    }
+    /// Whether the macOS stream rules apply ([`ShareRef::set_macos`]).
+    pub fn macos(&self) -> bool {
+        self.0.macos()
     }
     /// Names to show as hidden. Set once, before the share is served; a
     /// second call is ignored.

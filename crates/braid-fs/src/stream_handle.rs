@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
+use crate::mac_streams::{self, MacStream, AFP_INFO_SIZE};
 use crate::open_table::{Node, NodeTable};
 use crate::path;
 use crate::stream::{self, StreamSpec, MAX_STREAM_SIZE};
@@ -112,6 +113,9 @@ impl OpenHandle {
         len: usize,
         buf: &mut Vec<u8>,
     ) -> FsResult<usize> {
+        if self.mac_stream(x) == Some(MacStream::AfpInfo) {
+            return self.afpinfo_read(x, offset, len, buf);
+        }
         let data = stream::read(self.fd(), x)?;
         let start = offset.min(data.len() as u64) as usize;
         let end = start.saturating_add(len).min(data.len());
@@ -123,6 +127,9 @@ impl OpenHandle {
     /// ending past [`MAX_STREAM_SIZE`], or past what the file system takes,
     /// is DiskFull and changes nothing.
     pub(crate) fn stream_write(&self, x: &CStr, offset: u64, data: &[u8]) -> FsResult<usize> {
+        if self.mac_stream(x) == Some(MacStream::AfpInfo) {
+            return self.afpinfo_write_at(x, offset, data);
+        }
         if data.is_empty() {
             return Ok(0);
         }
@@ -143,6 +150,9 @@ impl OpenHandle {
     /// FileEndOfFileInformation (`eof`) or FileAllocationInformation (a
     /// size below the end truncates, a larger one changes nothing).
     pub(crate) fn stream_set_size(&self, x: &CStr, size: u64, eof: bool) -> FsResult<()> {
+        if self.mac_stream(x) == Some(MacStream::AfpInfo) {
+            return self.afpinfo_set_size(size);
+        }
         let _serial = self.serialize_writes();
         let mut v = stream::read(self.fd(), x)?;
         if size == v.len() as u64 || (!eof && size > v.len() as u64) {
@@ -174,6 +184,8 @@ impl OpenHandle {
             return Ok(());
         };
         let size = match stream::size(self.fd(), &x) {
+            // An AfpInfo is 60 bytes, written or not (`mac_streams.rs`).
+            _ if self.mac_stream(&x) == Some(MacStream::AfpInfo) => AFP_INFO_SIZE as u64,
             Ok(n) => n,
             // Deleted on close just now.
             Err(FsError::NotFound) => 0,
@@ -192,8 +204,17 @@ impl OpenHandle {
     /// FileStreamInformation (MS-FSA 2.1.5.12.x, MS-FSCC 2.4.47) of the
     /// file this open belongs to (an open of one of its streams answers for
     /// the whole file): the default stream `::$DATA` of a file first, then
-    /// each named stream. A directory has no default stream.
+    /// each named stream. A directory has no default stream. On a share
+    /// with the macOS rules, an AFP_AfpInfo or AFP_Resource that does not
+    /// exist by them is left out (`mac_streams.rs`).
     pub fn streams(&self) -> FsResult<Vec<StreamEntry>> {
+        self.streams_with(false)
+    }
+
+    /// [`OpenHandle::streams`] for a requester that takes empty named
+    /// streams for absent ones when `hide_empty`
+    /// ([`crate::RequestCtx::hide_empty_streams`]): they are left out too.
+    pub fn streams_with(&self, hide_empty: bool) -> FsResult<Vec<StreamEntry>> {
         self.live()?;
         let fd = self.fd();
         let st = sys::fstat(fd)?;
@@ -218,6 +239,7 @@ impl OpenHandle {
                 allocation_size: stream::allocation(size),
             });
         }
+        mac_streams::filter_listing(&self.0.share, &mut out, hide_empty);
         Ok(out)
     }
 

@@ -17,15 +17,18 @@ use std::sync::Mutex;
 
 use crate::error::{FsError, FsResult};
 use crate::info;
+use crate::mac_streams;
 use crate::open_table::{FileKey, OpenEntry};
 use crate::path;
-use crate::security::{self, AccessPolicy};
+use crate::security;
 use crate::service::{check_create, check_existing, FileService, RO_DENIED};
 use crate::share::ShareRef;
 use crate::stream;
 use crate::stream_handle::StreamOpen;
 use crate::sys;
-use crate::types::{access as acc, attr, CreateAction, Disposition, OpenParams, Opened};
+use crate::types::{
+    access as acc, attr, CreateAction, Disposition, OpenParams, Opened, RequestCtx,
+};
 
 /// The file a stream open belongs to, opened.
 struct Base {
@@ -47,8 +50,9 @@ impl FileService {
         name: &str,
         p: &OpenParams,
         (mut access, max): (u32, bool),
-        pol: Option<&dyn AccessPolicy>,
+        ctx: &RequestCtx,
     ) -> FsResult<Option<Opened>> {
+        let pol = ctx.access.as_deref();
         let x_new = stream::xattr_name(name)?;
         let overwrite = matches!(
             p.disposition,
@@ -118,7 +122,7 @@ impl FileService {
         };
         let cleanup = base.created.as_ref().map(|c| c.clone_handle());
         let r = self
-            .open_stream_of(share, base, name, &x_new, p, access, max)
+            .open_stream_of(share, base, name, &x_new, p, (access, max), ctx)
             .map(|o| {
                 o.map(|o| Opened {
                     maximal_access,
@@ -141,8 +145,8 @@ impl FileService {
         name: &str,
         x_new: &std::ffi::CStr,
         p: &OpenParams,
-        mut access: u32,
-        max: bool,
+        (mut access, max): (u32, bool),
+        ctx: &RequestCtx,
     ) -> FsResult<Option<Opened>> {
         let fd = base.fd.as_raw_fd();
         let fmt = base.st.st_mode & libc::S_IFMT;
@@ -166,6 +170,10 @@ impl FileService {
             access &= !RO_DENIED;
         }
         let existing = stream::find(fd, name)?;
+        // Streams that are stored but do not exist for the requester.
+        let hide_empty = ctx.hide_empty_streams;
+        let existing =
+            mac_streams::open_finds(share, fd, name, existing, p.disposition, hide_empty)?;
         let (x, action) = match (existing, p.disposition) {
             (Some(_), Disposition::Create) => return Err(FsError::NameCollision),
             (Some(x), Disposition::Open | Disposition::OpenIf) => (x, CreateAction::Opened),

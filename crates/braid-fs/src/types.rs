@@ -90,6 +90,11 @@ pub struct RequestCtx {
     /// The requester's access rules over stored security descriptors
     /// (`security.rs`); `None`: only the host's permissions apply.
     pub access: Option<std::sync::Arc<dyn crate::security::AccessPolicy>>,
+    /// The requester takes an empty named stream for an absent one, as
+    /// macOS clients do once they negotiated Apple's SMB extensions
+    /// (Samba's vfs_fruit with AAPL): opening one without creating it is
+    /// [`crate::FsError::NotFound`] (`mac_streams.rs`). Off by default.
+    pub hide_empty_streams: bool,
 }
 
 impl std::fmt::Debug for RequestCtx {
@@ -97,6 +102,7 @@ impl std::fmt::Debug for RequestCtx {
         f.debug_struct("RequestCtx")
             .field("identity", &self.identity)
             .field("access", &self.access.is_some())
+            .field("hide_empty_streams", &self.hide_empty_streams)
             .finish()
     }
 }
@@ -106,6 +112,7 @@ impl RequestCtx {
         RequestCtx {
             identity: identity.into(),
             access: None,
+            hide_empty_streams: false,
         }
     }
 }

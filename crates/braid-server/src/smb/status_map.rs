@@ -16,6 +16,7 @@ pub fn fs_status(e: &FsError) -> NtStatus {
         FsError::IsADirectory => NtStatus::FILE_IS_A_DIRECTORY,
         FsError::CannotDelete => NtStatus::CANNOT_DELETE,
         FsError::DiskFull => NtStatus::DISK_FULL,
+        FsError::AllottedSpaceExceeded => NtStatus::ALLOTTED_SPACE_EXCEEDED,
         FsError::InvalidName => NtStatus::OBJECT_NAME_INVALID,
         FsError::PathSyntaxBad => NtStatus::OBJECT_PATH_SYNTAX_BAD,
         FsError::InvalidParameter => NtStatus::INVALID_PARAMETER,
