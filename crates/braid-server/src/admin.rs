@@ -516,6 +516,7 @@ mod tests {
                 direct_writes: false,
                 posix_locking: true,
                 named_streams: true,
+                macos: true,
                 access_based_enumeration: false,
                 hide_dot_files: true,
                 hide_files: Vec::new(),

@@ -17,6 +17,9 @@ pub struct ShareConfig {
     pub posix_locking: bool,
     /// Named streams can be opened (stored in xattrs, braid-fs `stream.rs`).
     pub named_streams: bool,
+    /// The macOS streams AFP_AfpInfo and AFP_Resource follow Samba's
+    /// vfs_fruit rules (braid-fs `mac_streams.rs`).
+    pub macos: bool,
     /// Directory listings leave out what the user may not read (MS-SMB2
     /// 2.2.10 SMB2_SHAREFLAG_ACCESS_BASED_DIRECTORY_ENUM).
     pub access_based_enumeration: bool,

@@ -38,6 +38,7 @@ impl Share {
         fs.set_direct_writes(s.direct_writes);
         fs.set_posix_locking(s.posix_locking);
         fs.set_named_streams(s.named_streams);
+        fs.set_macos(s.macos);
         fs.set_hidden_names(braid_fs::HiddenNames {
             dot_files: s.hide_dot_files,
             patterns: s.hide_files.clone(),

@@ -75,6 +75,9 @@ pub struct ShareEntry {
     pub posix_locking: Option<bool>,
     /// Named streams can be opened (default true).
     pub named_streams: Option<bool>,
+    /// The macOS streams AFP_AfpInfo and AFP_Resource follow Samba's
+    /// vfs_fruit rules (default true).
+    pub macos: Option<bool>,
     /// Listings leave out what the user may not read (default false).
     #[serde(default)]
     pub access_based_enumeration: bool,
@@ -138,6 +141,7 @@ impl ShareEntry {
             direct_writes: None,
             posix_locking: None,
             named_streams: None,
+            macos: None,
             access_based_enumeration: false,
             hide_dot_files: None,
             hide_files: Vec::new(),
@@ -421,6 +425,9 @@ mod tests {
         let c = parse("[[share]]\nname = \"data\"\npath = \"/srv\"\n").unwrap();
         assert_eq!(c.shares.len(), 1);
         assert_eq!(c.shares[0].name, "data");
+        assert_eq!(c.shares[0].macos, None);
+        let c = parse("[[share]]\nname = \"d\"\npath = \"/srv\"\nmacos = false\n").unwrap();
+        assert_eq!(c.shares[0].macos, Some(false));
     }
 
     #[test]
