@@ -527,6 +527,7 @@ mod tests {
                 comment: String::new(),
                 browseable: true,
                 snapshots: None,
+                mac: Default::default(),
             }],
             ..ServerConfig::default()
         };

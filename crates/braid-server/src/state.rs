@@ -26,6 +26,8 @@ pub struct Share {
     pub comment: String,
     /// Listed by srvsvc's enumerations (Samba's `browseable`).
     pub browseable: bool,
+    /// What macOS clients see (`smb/ops/create_aapl.rs`).
+    pub mac: crate::config::MacShareOptions,
 }
 
 impl Share {
@@ -60,6 +62,7 @@ impl Share {
             access: s.access.clone(),
             comment: s.comment.clone(),
             browseable: s.browseable,
+            mac: s.mac.clone(),
         })
     }
 
@@ -78,6 +81,7 @@ impl Share {
             access: self.access.clone(),
             comment: self.comment.clone(),
             browseable: self.browseable,
+            mac: self.mac.clone(),
         }
     }
 }
