@@ -79,7 +79,9 @@ def owner(result_name: str, names: list[str]) -> str | None:
 # smb2.acls_non_canonical expects DACL inheritance bits kept as sent.
 # smb2.create_no_streams expects a share without named streams.
 TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams",
-               "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps"}
+               "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps",
+               "vfs.fruit": "fruit", "vfs.fruit_timemachine": "timemachine",
+               "vfs.fruit_file_id": "zerofileid"}
 
 # Previous versions (smb2.twrp): the snapshot seed_snapshots makes in the
 # "snaps" share, and what smbtorture is told to find in it.
@@ -110,6 +112,9 @@ TEST_OPTIONS = {name: IPTABLES for name in (
     "smb2.replay.dhv2-pending3o-vs-lease-sane",
 )}
 TEST_OPTIONS["smb2.twrp"] = TWRP
+# vfs.fruit's two-share tests reach the same directory without Apple's
+# extensions through share2.
+TEST_OPTIONS["vfs.fruit"] = ["--option=torture:share2=nofruit"]
 
 
 def seed_snapshots(server, share_dir: Path) -> None:
@@ -308,6 +313,7 @@ def main() -> int:
         (base / "nostreams").mkdir()
         (base / "snaps").mkdir()
         (base / "noperm").mkdir()
+        (base / "mac").mkdir()
         try:
             # smb2.dosmode expects "hidefile" hidden by the share's rules;
             # smb2.acls.ACCESSBASED needs an access-based share "hideunread".
@@ -320,7 +326,9 @@ def main() -> int:
                                    snapshot_share=("snaps", base / "snaps"),
                                    # smb2.ioctl.bug14788.*: IOCTLs on a tree
                                    # whose files the user may not touch.
-                                   noperm_share=("noperm", base / "noperm"))
+                                   noperm_share=("noperm", base / "noperm"),
+                                   # vfs.fruit*: macOS clients' extensions.
+                                   mac_shares=base / "mac")
             seed_snapshots(server, base / "snaps")
         except (RuntimeError, subprocess.SubprocessError, OSError) as e:
             if server is not None:

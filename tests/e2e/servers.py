@@ -193,14 +193,17 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 noncanonical_share: tuple[str, Path] | None = None,
                 nostreams_share: tuple[str, Path] | None = None,
                 snapshot_share: tuple[str, Path] | None = None,
-                noperm_share: tuple[str, Path] | None = None) -> Server:
+                noperm_share: tuple[str, Path] | None = None,
+                mac_shares: Path | None = None) -> Server:
     """hide_files: name patterns the share reports hidden; abe_share: a
     second share (name, directory) with access-based enumeration;
     noncanonical_share: one that keeps DACL inheritance bits as sent;
     nostreams_share: one without named streams; snapshot_share: one whose
     `.snapshots` directory holds previous versions (`@GMT-...` names);
     noperm_share: one whose root grants the user nothing (an NT ACL with an
-    empty DACL; for Samba, mode 0000), which a tree connect still reaches."""
+    empty DACL; for Samba, mode 0000), which a tree connect still reaches.
+    mac_shares: a directory in which to serve the MAC_SHARES (macOS
+    clients' metadata streams, Time Machine, zero file ids)."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
@@ -210,7 +213,7 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
             "--user", f"{user}:{password}"]
     if (hide_files or abe_share is not None or noncanonical_share is not None
             or nostreams_share is not None or snapshot_share is not None
-            or noperm_share is not None):
+            or noperm_share is not None or mac_shares is not None):
         config = workdir / "braid.toml"
         text = f"[[share]]\nname = {json.dumps(share)}\npath = {json.dumps(str(share_dir))}\n"
         text += f"hide_files = {json.dumps(list(hide_files))}\n"
@@ -233,6 +236,11 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
             os.setxattr(noperm_share[1], "user.braid.sd", NO_ACCESS_SD)
             text += (f"[[share]]\nname = {json.dumps(noperm_share[0])}\n"
                      f"path = {json.dumps(str(noperm_share[1]))}\n")
+        if mac_shares is not None:
+            for name, (subdir, braid_options, _) in MAC_SHARES.items():
+                (mac_shares / subdir).mkdir(exist_ok=True)
+                text += (f"[[share]]\nname = {json.dumps(name)}\n"
+                         f"path = {json.dumps(str(mac_shares / subdir))}\n{braid_options}")
         config.write_text(text)
         argv += ["--config", str(config)]
     else:
@@ -349,6 +357,31 @@ SAMBA_SNAPSHOT_SHARE = """
     acl_xattr:ignore system acls = yes
 """
 
+# Shares for macOS clients' extensions (smbtorture vfs.fruit*): name ->
+# (directory, Braid options, Samba options). "fruit" and "nofruit" serve
+# one directory with and without them; Samba's fruit keeps metadata and
+# resource forks in streams, as Braid does.
+SAMBA_FRUIT = ("vfs objects = catia fruit streams_xattr acl_xattr\n"
+               "    fruit:metadata = stream\n    fruit:resource = stream\n")
+MAC_SHARES = {
+    "fruit": ("fruit", "", SAMBA_FRUIT),
+    "nofruit": ("fruit", "macos = false\n", "vfs objects = streams_xattr acl_xattr\n"),
+    "timemachine": ("timemachine", 'time_machine = true\ntime_machine_max_size = "32K"\n',
+                    SAMBA_FRUIT + "    fruit:time machine = yes\n"
+                                  "    fruit:time machine max size = 32K\n"),
+    "zerofileid": ("zerofileid", "macos_zero_file_id = true\n",
+                   SAMBA_FRUIT + "    fruit:zero_file_id = yes\n"),
+}
+
+SAMBA_MAC_SHARE = """
+[{name}]
+    path = {path}
+    read only = no
+    guest ok = no
+    acl_xattr:ignore system acls = yes
+    {options}
+"""
+
 SAMBA_EXTRA_SHARE = """
 [{name}]
     path = {path}
@@ -397,7 +430,8 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 noncanonical_share: tuple[str, Path] | None = None,
                 nostreams_share: tuple[str, Path] | None = None,
                 snapshot_share: tuple[str, Path] | None = None,
-                noperm_share: tuple[str, Path] | None = None) -> Server:
+                noperm_share: tuple[str, Path] | None = None,
+                mac_shares: Path | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -431,6 +465,13 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
         make_reachable(noperm_share[1])
         os.chmod(noperm_share[1], 0)
         text += SAMBA_EXTRA_SHARE.format(name=noperm_share[0], path=noperm_share[1], option="")
+    if mac_shares is not None:
+        for name, (subdir, _, samba_options) in MAC_SHARES.items():
+            (mac_shares / subdir).mkdir(exist_ok=True)
+            os.chown(mac_shares / subdir, account.pw_uid, account.pw_gid)
+            make_reachable(mac_shares / subdir)
+            text += SAMBA_MAC_SHARE.format(name=name, path=mac_shares / subdir,
+                                           options=samba_options)
     conf.write_text(text)
     accounts = [(user, password)]
     if user2 is not None:

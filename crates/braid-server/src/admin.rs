@@ -516,7 +516,6 @@ mod tests {
                 direct_writes: false,
                 posix_locking: true,
                 named_streams: true,
-                macos: true,
                 access_based_enumeration: false,
                 hide_dot_files: true,
                 hide_files: Vec::new(),
@@ -528,6 +527,7 @@ mod tests {
                 comment: String::new(),
                 browseable: true,
                 snapshots: None,
+                mac: Default::default(),
             }],
             ..ServerConfig::default()
         };

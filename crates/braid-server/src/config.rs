@@ -17,9 +17,6 @@ pub struct ShareConfig {
     pub posix_locking: bool,
     /// Named streams can be opened (stored in xattrs, braid-fs `stream.rs`).
     pub named_streams: bool,
-    /// The macOS streams AFP_AfpInfo and AFP_Resource follow Samba's
-    /// vfs_fruit rules (braid-fs `mac_streams.rs`).
-    pub macos: bool,
     /// Directory listings leave out what the user may not read (MS-SMB2
     /// 2.2.10 SMB2_SHAREFLAG_ACCESS_BASED_DIRECTORY_ENUM).
     pub access_based_enumeration: bool,
@@ -47,6 +44,37 @@ pub struct ShareConfig {
     pub browseable: bool,
     /// Snapshots served as previous versions (braid-fs `snapshot.rs`).
     pub snapshots: Option<braid_fs::SnapshotConfig>,
+    /// What macOS clients that negotiated Apple's extensions see.
+    pub mac: MacShareOptions,
+}
+
+/// Per-share behaviour for macOS clients (Samba's `fruit:` options).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MacShareOptions {
+    /// Answer the AAPL create context (Apple's SMB2 extensions) and keep
+    /// the AfpInfo and resource fork streams as macOS expects.
+    pub enabled: bool,
+    /// A Time Machine destination: the volume reports full sync.
+    pub time_machine: bool,
+    /// Size reported for a Time Machine share, less what its backups
+    /// (`*.sparsebundle`) use, so that Time Machine prunes old backups
+    /// before the real disk fills.
+    pub time_machine_max_size: Option<u64>,
+    /// Report file id 0 to clients that negotiated AAPL (Samba's
+    /// `fruit:zero_file_id`): macOS then does not rely on ids that a Linux
+    /// file system may reuse.
+    pub zero_file_id: bool,
+}
+
+impl Default for MacShareOptions {
+    fn default() -> Self {
+        MacShareOptions {
+            enabled: true,
+            time_machine: false,
+            time_machine_max_size: None,
+            zero_file_id: false,
+        }
+    }
 }
 
 /// The admin API's default address: loopback only, port 9445 (SMB's 445
@@ -87,6 +115,9 @@ pub struct ServerConfig {
     /// Delay before answering a failed logon, against password guessing.
     pub logon_failure_delay: Duration,
     pub netbios_name: String,
+    /// Model string of the AAPL reply: macOS picks the server's Finder
+    /// icon by it.
+    pub macos_model: String,
     pub domain: String,
     /// Require SMB3 encryption for every session.
     pub encrypt: bool,
@@ -141,6 +172,9 @@ impl Default for ServerConfig {
             handshake_timeout: Duration::from_secs(60),
             logon_failure_delay: Duration::from_millis(200),
             netbios_name: "BRAID".into(),
+            // Samba's `fruit:model` default: a model macOS knows, so
+            // Finder shows a generic server icon.
+            macos_model: "MacSamba".into(),
             domain: "WORKGROUP".into(),
             encrypt: false,
             ciphers: vec![

@@ -100,6 +100,9 @@ pub struct Session {
     /// processed (waiting for breaks, say): a replay of one is refused
     /// with STATUS_FILE_NOT_AVAILABLE rather than run a second time.
     pub pending_creates: Mutex<std::collections::HashSet<([u8; 16], [u8; 16])>>,
+    /// The AAPL server capabilities a macOS client negotiated on this
+    /// session (`smb/ops/create_aapl.rs`); 0 until it does.
+    pub aapl_caps: std::sync::atomic::AtomicU64,
 }
 
 impl Session {
@@ -127,6 +130,7 @@ impl Session {
             binds: Mutex::new(HashMap::new()),
             replay: Mutex::new(Default::default()),
             pending_creates: Mutex::new(Default::default()),
+            aapl_caps: Default::default(),
         }
     }
 

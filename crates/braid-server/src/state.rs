@@ -26,6 +26,8 @@ pub struct Share {
     pub comment: String,
     /// Listed by srvsvc's enumerations (Samba's `browseable`).
     pub browseable: bool,
+    /// What macOS clients see (`smb/ops/create_aapl.rs`).
+    pub mac: crate::config::MacShareOptions,
 }
 
 impl Share {
@@ -38,7 +40,8 @@ impl Share {
         fs.set_direct_writes(s.direct_writes);
         fs.set_posix_locking(s.posix_locking);
         fs.set_named_streams(s.named_streams);
-        fs.set_macos(s.macos);
+        // The AfpInfo and resource fork rules (braid-fs `mac_streams.rs`).
+        fs.set_macos(s.mac.enabled);
         fs.set_hidden_names(braid_fs::HiddenNames {
             dot_files: s.hide_dot_files,
             patterns: s.hide_files.clone(),
@@ -61,6 +64,7 @@ impl Share {
             access: s.access.clone(),
             comment: s.comment.clone(),
             browseable: s.browseable,
+            mac: s.mac.clone(),
         })
     }
 
@@ -79,6 +83,7 @@ impl Share {
             access: self.access.clone(),
             comment: self.comment.clone(),
             browseable: self.browseable,
+            mac: self.mac.clone(),
         }
     }
 }

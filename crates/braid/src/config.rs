@@ -54,6 +54,9 @@ pub struct FileConfig {
     /// Failed logons per client address per minute before its logons are
     /// refused for the rest of it (default 30; 0: no limit).
     pub logon_failures_per_minute: Option<u32>,
+    /// Model string shown to macOS clients, which pick the server's Finder
+    /// icon by it (default "MacSamba").
+    pub macos_model: Option<String>,
     /// Interfaces reported to multichannel clients; none: auto-detect.
     #[serde(default, rename = "interface")]
     pub interfaces: Vec<InterfaceEntry>,
@@ -75,9 +78,6 @@ pub struct ShareEntry {
     pub posix_locking: Option<bool>,
     /// Named streams can be opened (default true).
     pub named_streams: Option<bool>,
-    /// The macOS streams AFP_AfpInfo and AFP_Resource follow Samba's
-    /// vfs_fruit rules (default true).
-    pub macos: Option<bool>,
     /// Listings leave out what the user may not read (default false).
     #[serde(default)]
     pub access_based_enumeration: bool,
@@ -129,6 +129,53 @@ pub struct ShareEntry {
     pub snapshot_dir: Option<PathBuf>,
     /// How snapshot directories are named (default "@GMT-%Y.%m.%d-%H.%M.%S").
     pub snapshot_format: Option<String>,
+    /// Apple's SMB2 extensions and macOS metadata streams (default true).
+    pub macos: Option<bool>,
+    /// A Time Machine destination for macOS clients (default false).
+    #[serde(default)]
+    pub time_machine: bool,
+    /// Size reported to macOS clients of a Time Machine share, in bytes or
+    /// with a K/M/G/T suffix, e.g. "2T" (default: the file system's).
+    pub time_machine_max_size: Option<SizeValue>,
+    /// File ids read as 0 by clients that negotiated Apple's extensions
+    /// (default false).
+    #[serde(default)]
+    pub macos_zero_file_id: bool,
+}
+
+/// A size in the config: a number of bytes, or a string with a binary
+/// suffix ("32K", "500G", "2T").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum SizeValue {
+    Bytes(u64),
+    Text(String),
+}
+
+impl SizeValue {
+    /// Bytes, or None for text that is not a number with an optional
+    /// K, M, G, T or P suffix (powers of 1024, as Samba reads sizes).
+    pub fn bytes(&self) -> Option<u64> {
+        match self {
+            SizeValue::Bytes(n) => Some(*n),
+            SizeValue::Text(t) => {
+                let t = t.trim();
+                let (digits, shift) = match t.chars().last()?.to_ascii_uppercase() {
+                    'K' => (&t[..t.len() - 1], 10),
+                    'M' => (&t[..t.len() - 1], 20),
+                    'G' => (&t[..t.len() - 1], 30),
+                    'T' => (&t[..t.len() - 1], 40),
+                    'P' => (&t[..t.len() - 1], 50),
+                    _ => (t, 0),
+                };
+                digits
+                    .trim()
+                    .parse::<u64>()
+                    .ok()?
+                    .checked_mul(1u64 << shift)
+            }
+        }
+    }
 }
 
 impl ShareEntry {
@@ -141,7 +188,6 @@ impl ShareEntry {
             direct_writes: None,
             posix_locking: None,
             named_streams: None,
-            macos: None,
             access_based_enumeration: false,
             hide_dot_files: None,
             hide_files: Vec::new(),
@@ -161,6 +207,10 @@ impl ShareEntry {
             guest_ok: false,
             snapshot_dir: None,
             snapshot_format: None,
+            macos: None,
+            time_machine: false,
+            time_machine_max_size: None,
+            macos_zero_file_id: false,
         }
     }
 }
@@ -328,6 +378,44 @@ pub fn validate_share_name(name: &str) -> Result<(), String> {
 
 /// The share's previous versions (`snapshot_dir`, `snapshot_format`), or a
 /// configuration error naming the key and the fix.
+/// The share's macOS options, checked.
+pub fn mac_config(s: &ShareEntry) -> Result<braid_server::config::MacShareOptions, String> {
+    let time_machine_max_size = match &s.time_machine_max_size {
+        None => None,
+        Some(v) => {
+            let Some(bytes) = v.bytes().filter(|b| *b > 0) else {
+                return Err(format!(
+                    "share '{}': time_machine_max_size = {v:?}: give a size in bytes or with a \
+                     K, M, G or T suffix, e.g. \"2T\"",
+                    s.name
+                ));
+            };
+            if !s.time_machine {
+                return Err(format!(
+                    "share '{}': time_machine_max_size is set but time_machine is not; \
+                     add time_machine = true",
+                    s.name
+                ));
+            }
+            Some(bytes)
+        }
+    };
+    let enabled = s.macos.unwrap_or(true);
+    if !enabled && (s.time_machine || s.macos_zero_file_id) {
+        return Err(format!(
+            "share '{}': time_machine and macos_zero_file_id need macos; \
+             remove macos = false or those keys",
+            s.name
+        ));
+    }
+    Ok(braid_server::config::MacShareOptions {
+        enabled,
+        time_machine: s.time_machine,
+        time_machine_max_size,
+        zero_file_id: s.macos_zero_file_id,
+    })
+}
+
 pub fn snapshot_config(s: &ShareEntry) -> Result<Option<braid_fs::SnapshotConfig>, String> {
     let Some(dir) = &s.snapshot_dir else {
         if s.snapshot_format.is_some() {
@@ -371,6 +459,34 @@ pub fn snapshot_config(s: &ShareEntry) -> Result<Option<braid_fs::SnapshotConfig
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        let t = |x: &str| SizeValue::Text(x.into()).bytes();
+        assert_eq!(t("32K"), Some(32 << 10));
+        assert_eq!(t("2t"), Some(2 << 40));
+        assert_eq!(t(" 500 G "), Some(500 << 30));
+        assert_eq!(t("4096"), Some(4096));
+        assert_eq!(SizeValue::Bytes(7).bytes(), Some(7));
+        assert_eq!(t("2X"), None);
+        assert_eq!(t("K"), None);
+        assert_eq!(t(""), None);
+        assert_eq!(t("99999999999T"), None);
+    }
+
+    #[test]
+    fn time_machine_size_needs_time_machine() {
+        let mut s = ShareEntry::new("tm", PathBuf::from("/tmp"));
+        s.time_machine_max_size = Some(SizeValue::Text("1T".into()));
+        let err = mac_config(&s).unwrap_err();
+        assert!(err.contains("time_machine = true"), "{err}");
+        s.time_machine = true;
+        assert_eq!(mac_config(&s).unwrap().time_machine_max_size, Some(1 << 40));
+        s.time_machine_max_size = Some(SizeValue::Text("lots".into()));
+        assert!(mac_config(&s)
+            .unwrap_err()
+            .contains("time_machine_max_size"));
+    }
 
     #[test]
     fn min_protocol_names() {

@@ -291,15 +291,16 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             }
         });
         let snapshots = config::snapshot_config(s)?;
+        let mac = config::mac_config(s)?;
         let served = ShareConfig {
             snapshots,
+            mac,
             name: s.name.clone(),
             path: s.path.clone(),
             encrypt: s.encrypt,
             direct_writes: s.direct_writes.unwrap_or(true),
             posix_locking: s.posix_locking.unwrap_or(true),
             named_streams: s.named_streams.unwrap_or(true),
-            macos: s.macos.unwrap_or(true),
             access_based_enumeration: s.access_based_enumeration,
             hide_dot_files: s.hide_dot_files.unwrap_or(true),
             hide_files: s.hide_files.clone(),
@@ -433,6 +434,15 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         .collect::<Result<_, _>>()?;
     if let Some(n) = file.server_name {
         cfg.netbios_name = n;
+    }
+    if let Some(m) = file.macos_model {
+        if m.is_empty() || m.len() > 64 || m.chars().any(char::is_control) {
+            return Err(format!(
+                "macos_model = {m:?}: give a model name of 1 to 64 printable characters, \
+                 e.g. \"MacSamba\" or \"Xserve\""
+            ));
+        }
+        cfg.macos_model = m;
     }
 
     let admin = args

@@ -30,6 +30,21 @@ use super::file_info::{
 use super::{put_times, FileAttributesView, FsccError};
 use crate::codec::{string_to_utf16le, WriteLe};
 
+/// What macOS clients that negotiated AAPL READ_DIR_ATTR
+/// (`messages::aapl`) get in a FileIdBothDirectoryInformation entry in
+/// place of the EA size, the short name and Reserved2 (as Apple's server
+/// and Samba's vfs_fruit fill them): the entry's maximal access, its
+/// resource fork size and packed Finder info, and its UNIX mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AaplDirEntry {
+    pub max_access: u32,
+    pub resource_fork_size: u64,
+    /// Type, creator, Finder flags, extended flags, date added (BE).
+    pub finder_info: [u8; 16],
+    /// `st_mode`, file type bits included, cut to 16 bits.
+    pub unix_mode: u16,
+}
+
 /// Bytes before FileName in one entry of `class`; `None` for a class
 /// QUERY_DIRECTORY does not support (→ STATUS_INVALID_INFO_CLASS).
 pub fn entry_header_size(class: u8) -> Option<usize> {
@@ -57,7 +72,9 @@ fn put_entry(
     short_name: &str,
     v: &FileAttributesView,
     file_index: u32,
+    aapl: Option<&AaplDirEntry>,
 ) {
+    let aapl = aapl.filter(|_| class == FILE_ID_BOTH_DIRECTORY_INFORMATION);
     out.put_u32(0); // NextEntryOffset, patched when another entry follows
     out.put_u32(file_index);
     if class == FILE_NAMES_INFORMATION {
@@ -78,11 +95,22 @@ fn put_entry(
     }
     // EaSize (MS-FSCC: holds the reparse tag when FILE_ATTRIBUTE_REPARSE_POINT
     // is set; Braid reports no reparse points).
-    out.put_u32(v.ea_size);
+    out.put_u32(aapl.map_or(v.ea_size, |a| a.max_access));
     match class {
         // MS-FSCC 2.4.17 FILE_FULL_DIR_INFORMATION
         FILE_FULL_DIRECTORY_INFORMATION => {}
         // MS-FSCC 2.4.8 FILE_BOTH_DIR_INFORMATION, 2.4.21 FILE_ID_BOTH_DIR_INFORMATION
+        FILE_ID_BOTH_DIRECTORY_INFORMATION if aapl.is_some() => {
+            let a = aapl.expect("checked by the guard");
+            // ShortNameLength 24 (what Apple's clients expect), then the
+            // fork size and Finder info in the ShortName bytes.
+            out.put_u8(24);
+            out.put_u8(0);
+            out.put_u64(a.resource_fork_size);
+            out.extend_from_slice(&a.finder_info);
+            out.put_u16(a.unix_mode); // Reserved2
+            out.put_u64(v.file_id);
+        }
         FILE_BOTH_DIRECTORY_INFORMATION | FILE_ID_BOTH_DIRECTORY_INFORMATION => {
             let mut short = string_to_utf16le(short_name);
             short.truncate(24);
@@ -181,6 +209,29 @@ impl DirListingEncoder {
         view: &FileAttributesView,
         file_index: u32,
     ) -> bool {
+        self.push_entry(name, short_name, view, file_index, None)
+    }
+
+    /// [`Self::push`] with Apple's data in place of the short name, for a
+    /// FileIdBothDirectoryInformation listing (other classes ignore it).
+    pub fn push_aapl(
+        &mut self,
+        name: &str,
+        view: &FileAttributesView,
+        file_index: u32,
+        aapl: &AaplDirEntry,
+    ) -> bool {
+        self.push_entry(name, "", view, file_index, Some(aapl))
+    }
+
+    fn push_entry(
+        &mut self,
+        name: &str,
+        short_name: &str,
+        view: &FileAttributesView,
+        file_index: u32,
+        aapl: Option<&AaplDirEntry>,
+    ) -> bool {
         let name16 = string_to_utf16le(name);
         let header = entry_header_size(self.class).expect("class checked in new");
         let start = if self.last_entry.is_some() {
@@ -211,6 +262,7 @@ impl DirListingEncoder {
             short_name,
             view,
             file_index,
+            aapl,
         );
         debug_assert_eq!(self.buf.len(), end);
         self.last_entry = Some(start);
@@ -305,6 +357,39 @@ mod tests {
             }
             pos += next;
         }
+    }
+
+    #[test]
+    fn aapl_entry_replaces_ea_size_short_name_and_reserved2() {
+        let a = AaplDirEntry {
+            max_access: 0x001F_01FF,
+            resource_fork_size: 3,
+            finder_info: *b"SMB,OLE!\x01\x02\x03\x04\x80\x00\x00\x00",
+            unix_mode: 0o100644,
+        };
+        let mut enc = DirListingEncoder::new(FILE_ID_BOTH_DIRECTORY_INFORMATION, 4096).unwrap();
+        assert!(enc.push_aapl("test_aapl", &view(77), 0, &a));
+        let b = enc.finish();
+        assert_eq!(
+            walk(FILE_ID_BOTH_DIRECTORY_INFORMATION, &b)[0].1,
+            "test_aapl"
+        );
+        assert_eq!(
+            u32::from_le_bytes(b[64..68].try_into().unwrap()),
+            a.max_access
+        );
+        assert_eq!(b[68], 24); // ShortNameLength
+        assert_eq!(u64::from_le_bytes(b[70..78].try_into().unwrap()), 3);
+        assert_eq!(&b[78..94], &a.finder_info);
+        assert_eq!(u16::from_le_bytes(b[94..96].try_into().unwrap()), 0o100644);
+        assert_eq!(u64::from_le_bytes(b[96..104].try_into().unwrap()), 77);
+        // Other classes carry no Apple data.
+        let mut full = DirListingEncoder::new(FILE_FULL_DIRECTORY_INFORMATION, 4096).unwrap();
+        assert!(full.push_aapl("x", &view(1), 0, &a));
+        assert_eq!(
+            u32::from_le_bytes(full.finish()[64..68].try_into().unwrap()),
+            0
+        );
     }
 
     #[test]

@@ -147,6 +147,8 @@ pub mod context_name {
     pub const REQUEST_LEASE: &[u8; 4] = b"RqLs";
     pub const DURABLE_HANDLE_REQUEST_V2: &[u8; 4] = b"DH2Q";
     pub const DURABLE_HANDLE_RECONNECT_V2: &[u8; 4] = b"DH2C";
+    /// Apple's SMB2 extensions (`messages::aapl`).
+    pub const AAPL: &[u8; 4] = b"AAPL";
     pub const POSIX: [u8; 16] = [
         0x93, 0xAD, 0x25, 0x50, 0x9C, 0xB4, 0x11, 0xE7, 0xB4, 0x23, 0x83, 0xDE, 0x96, 0x8B, 0xCD,
         0x7C,

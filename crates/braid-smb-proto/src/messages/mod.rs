@@ -11,6 +11,7 @@
 
 mod wire;
 
+pub mod aapl;
 pub mod cancel;
 pub mod change_notify;
 pub mod close;

@@ -114,6 +114,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut want_qfid = false;
     let mut lease_data = None;
     let mut timewarp = None;
+    let mut aapl = None;
     for c in &r.contexts {
         match c.name.as_slice() {
             n if n == context_name::ALLOCATION_SIZE => {
@@ -149,6 +150,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             n if n == context_name::QUERY_MAXIMAL_ACCESS_REQUEST => want_mxac = true,
             n if n == context_name::QUERY_ON_DISK_ID => want_qfid = true,
             n if n == context_name::REQUEST_LEASE => lease_data = Some(&c.data),
+            // Only where the share serves Apple's extensions; elsewhere
+            // the context is ignored like any unknown one.
+            n if n == context_name::AAPL && share.mac.enabled => {
+                aapl = Some(super::create_aapl::parse(&c.data)?)
+            }
             // 3.3.5.9: other contexts are ignored.
             _ => {}
         }
@@ -424,10 +430,22 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             data,
         });
     }
+    if let Some(q) = &aapl {
+        contexts.push(super::create_aapl::negotiate(
+            q,
+            &session,
+            &share,
+            &req.conn.server.config.macos_model,
+        ));
+    }
     if want_qfid {
         // MS-SMB2 2.2.14.2.9: DiskFileId (32 bytes), VolumeId.
         let mut data = Vec::with_capacity(32);
-        data.put_u64(info.file_id);
+        data.put_u64(super::create_aapl::file_id_for(
+            &session,
+            &share,
+            info.file_id,
+        ));
         data.put_u64(0);
         data.put_u64(0);
         data.put_u64(0);

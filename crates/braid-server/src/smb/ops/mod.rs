@@ -4,6 +4,7 @@ pub mod change_notify;
 pub mod close;
 pub mod convert;
 pub mod create;
+pub mod create_aapl;
 pub mod create_durable;
 pub mod echo;
 pub mod flush;

@@ -1,7 +1,9 @@
 //! QUERY_DIRECTORY: MS-SMB2 3.3.5.18.
 
 use braid_smb_proto::codec::Message;
-use braid_smb_proto::fscc::DirListingEncoder;
+use braid_smb_proto::fscc::dir_info::AaplDirEntry;
+use braid_smb_proto::fscc::{file_info, DirListingEncoder};
+use braid_smb_proto::messages::aapl::caps;
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{QueryDirectoryRequest, QueryDirectoryResponse};
 use braid_smb_proto::NtStatus;
@@ -97,11 +99,45 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         refresh_window(&open, r.output_buffer_length as usize).await?;
     }
 
+    let aapl = if r.file_information_class == file_info::FILE_ID_BOTH_DIRECTORY_INFORMATION
+        && super::create_aapl::negotiated(req.session()?, caps::SUPPORTS_READ_DIR_ATTR)
+    {
+        Some(aapl_window(req, &open, r.output_buffer_length as usize).await?)
+    } else {
+        None
+    };
+
+    let zero_ids = match req.tree()?.share.as_ref() {
+        Some(share) => super::create_aapl::file_id_for(req.session()?, share, 1) == 0,
+        None => false,
+    };
+    let view = |info: &braid_fs::FileInfo| {
+        let mut v = view_of(info);
+        if zero_ids {
+            v.file_id = 0;
+        }
+        v
+    };
+
     let mut cur = open.dir.lock().unwrap();
     let position = cur.position;
     let entries = cur.entries.as_ref().expect("listing loaded above");
     let mut taken = 0;
     for (i, e) in entries[position..].iter().enumerate() {
+        if let Some(mac) = aapl.as_ref().and_then(|(at, w)| {
+            // The window was read for these names; a query racing on the
+            // same handle may have moved the cursor, then plain entries.
+            (*at == position).then(|| w.get(i)).flatten()
+        }) {
+            if !enc.push_aapl(&e.name, &view(&e.info), (position + i) as u32, mac) {
+                break;
+            }
+            taken += 1;
+            if r.flags & RETURN_SINGLE_ENTRY != 0 {
+                break;
+            }
+            continue;
+        }
         // MS-FSCC 2.4.8 ShortName: Samba fills it only for names that are
         // not valid 8.3 names themselves.
         let short = if is_8_3(&e.name) {
@@ -109,7 +145,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         } else {
             short_name(&e.name)
         };
-        if !enc.push(&e.name, &short, &view_of(&e.info), (position + i) as u32) {
+        if !enc.push(&e.name, &short, &view(&e.info), (position + i) as u32) {
             break;
         }
         taken += 1;
@@ -135,6 +171,56 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         output: enc.finish(),
     }))
 }
+
+/// Apple's per-entry data (`create_aapl.rs`) for the entries that may fit
+/// this response, from the cursor on: (cursor position, entries).
+async fn aapl_window(
+    req: &Request<'_>,
+    open: &std::sync::Arc<Open>,
+    buffer_len: usize,
+) -> Result<(usize, Vec<AaplDirEntry>), NtStatus> {
+    let window = buffer_len / FILE_ID_BOTH_MIN_LEN + 1;
+    let (position, names, dirs): (usize, Vec<String>, Vec<bool>) = {
+        let cur = open.dir.lock().unwrap();
+        let entries = cur.entries.as_deref().unwrap_or_default();
+        let end = entries.len().min(cur.position + window);
+        let slice = entries.get(cur.position..end).unwrap_or_default();
+        (
+            cur.position,
+            slice.iter().map(|e| e.name.clone()).collect(),
+            slice.iter().map(|e| e.info.is_directory).collect(),
+        )
+    };
+    let identity = req.session()?.identity.lock().unwrap().clone();
+    let policy = SmbAccess::new(identity.as_ref(), None).within(req.tree()?.maximal_access);
+    let handle = open.handle.clone();
+    let entries = blocking(move || {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mac = handle.child_mac_info(&refs)?;
+        let sds = handle.child_descriptors(&refs)?;
+        Ok::<_, braid_fs::FsError>(
+            mac.into_iter()
+                .zip(sds)
+                .zip(dirs)
+                .map(|((m, sd), is_directory)| AaplDirEntry {
+                    max_access: policy.maximal_access(&braid_fs::ObjectSecurity {
+                        descriptor: sd,
+                        is_directory,
+                    }),
+                    resource_fork_size: m.resource_fork_size,
+                    finder_info: m.packed_finder_info,
+                    unix_mode: m.unix_mode as u16,
+                })
+                .collect(),
+        )
+    })
+    .await?;
+    Ok((position, entries))
+}
+
+/// Smallest FileIdBothDirectoryInformation entry: its fixed part and a
+/// one-character name, 8-byte aligned.
+const FILE_ID_BOTH_MIN_LEN: usize = 112;
 
 /// What a user must be granted on an entry to see it in an access-based
 /// listing: read its data (list it, for a directory), its attributes and

@@ -68,7 +68,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     allocation_size: s.allocation_size,
                 })
                 .collect();
-            let view = view_of(&info);
+            let mut view = view_of(&info);
+            view.file_id =
+                super::create_aapl::file_id_for(req.session()?, req.share()?, view.file_id);
             let base_path = open.handle.path();
             // MS-FSCC 2.4.5 FileAlternateNameInformation: the 8.3 name of the
             // last component ("." for the share root, as Samba answers).
@@ -101,14 +103,25 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let share = req.share()?.clone();
             let files = req.conn.server.files.clone();
             let fs = share.fs.clone();
-            let st = blocking(move || files.fs_stats(&fs)).await?;
-            let stats = FsStats {
+            let time_machine_cap = share.mac.time_machine_max_size;
+            let (st, bundles) = blocking(move || {
+                let bundles = match time_machine_cap {
+                    Some(_) => files.sparse_bundle_usage(&fs)?,
+                    None => 0,
+                };
+                Ok::<_, braid_fs::FsError>((files.fs_stats(&fs)?, bundles))
+            })
+            .await?;
+            let mut stats = FsStats {
                 total_blocks: st.total_blocks,
                 free_blocks: st.free_blocks,
                 avail_blocks: st.available_blocks,
                 block_size: st.block_size.min(u32::MAX as u64) as u32,
                 bytes_per_sector: 512,
             };
+            if let Some(cap) = time_machine_cap {
+                stats = time_machine_stats(&stats, cap, bundles);
+            }
             let mut vol = VolumeInfo {
                 label: share.name.clone(),
                 serial_number: volume_serial(&share.name),
@@ -203,4 +216,20 @@ async fn query_eas(open: &std::sync::Arc<crate::session::Open>, out_len: u32) ->
         return Err(NtStatus::BUFFER_TOO_SMALL);
     }
     Ok(Reply::of(&QueryInfoResponse { output: data }))
+}
+
+/// A Time Machine share with a size cap (`[[share]] time_machine_max_size`)
+/// is that big, less what its backups use, in 1 KiB units as Samba
+/// reports; never more free than the disk has.
+fn time_machine_stats(disk: &FsStats, cap: u64, used: u64) -> FsStats {
+    const UNIT: u64 = 1024;
+    let disk_avail = disk.avail_blocks.saturating_mul(disk.block_size as u64);
+    let avail = cap.saturating_sub(used).min(disk_avail) / UNIT;
+    FsStats {
+        total_blocks: cap / UNIT,
+        free_blocks: avail,
+        avail_blocks: avail,
+        block_size: UNIT as u32,
+        bytes_per_sector: 512,
+    }
 }
