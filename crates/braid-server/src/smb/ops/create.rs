@@ -233,6 +233,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     };
     let ctx = RequestCtx {
         access: Some(Arc::new(access)),
+        hide_empty_streams: super::create_aapl::hides_empty_streams(&session, &share),
         ..RequestCtx::new(user)
     };
     let oplocks = &req.conn.server.oplocks;

@@ -60,6 +60,14 @@ pub fn negotiated(session: &Session, cap: u64) -> bool {
     session.aapl_caps.load(Ordering::Relaxed) & cap != 0
 }
 
+/// Whether `session` takes empty named streams of `share` for absent ones
+/// (braid-fs `RequestCtx::hide_empty_streams`): once it negotiated AAPL,
+/// on a share with the macOS rules, as Samba's vfs_fruit does
+/// (`fruit_create_file`, `fruit_filter_empty_streams`).
+pub fn hides_empty_streams(session: &Session, share: &Share) -> bool {
+    share.mac.enabled && session.aapl_caps.load(Ordering::Relaxed) != 0
+}
+
 /// The file id `session` is shown for a file whose id is `id`: 0 on a
 /// share with `macos_zero_file_id` once the session negotiated AAPL.
 pub fn file_id_for(session: &Session, share: &Share, id: u64) -> u64 {

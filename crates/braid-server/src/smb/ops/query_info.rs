@@ -51,9 +51,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             }
             let handle = open.handle.clone();
             let want_streams = r.file_info_class == file_info::FILE_STREAM_INFORMATION;
+            let hide_empty = super::create_aapl::hides_empty_streams(req.session()?, req.share()?);
             let (info, streams) = blocking(move || {
                 let streams = if want_streams {
-                    handle.streams()?
+                    handle.streams_with(hide_empty)?
                 } else {
                     Vec::new()
                 };
