@@ -41,6 +41,7 @@ mod sys;
 mod time_machine;
 mod tunnel;
 pub mod types;
+mod unix_mode;
 mod uring;
 mod veto_delete;
 
@@ -58,4 +59,5 @@ pub use types::{
     DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FsStats, LockOwner, OpenParams,
     Opened, RequestCtx,
 };
+pub use unix_mode::UnixIdentity;
 pub use uring::WriteBuf;
