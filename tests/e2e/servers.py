@@ -315,6 +315,9 @@ SAMBA_CONF = """\
     disable spoolss = yes
     map to guest = never
     passdb backend = tdbsam
+    # Global in vfs_fruit: whole-file server-side copies for macOS
+    # clients, on the shares that load fruit (MAC_SHARES).
+    fruit:copyfile = yes
 
 [{share}]
     path = {share_dir}

@@ -99,3 +99,24 @@ pub(crate) fn copy_file_range_all(
     }
     Ok(Some(done))
 }
+
+impl OpenHandle {
+    /// Give `dest` every named stream of this file, as copies (Apple's
+    /// whole-file server-side copy carries the Finder info and resource
+    /// fork with the data). Streams `dest` already has of the same name
+    /// are replaced; others it has stay. Both opens must be of the files
+    /// themselves, this one readable and `dest` writable.
+    pub fn copy_streams_to(&self, dest: &OpenHandle) -> FsResult<()> {
+        self.need(acc::FILE_READ_DATA)?;
+        dest.need(acc::FILE_WRITE_DATA)?;
+        if self.0.stream.is_some() || dest.0.stream.is_some() {
+            return Err(FsError::InvalidParameter);
+        }
+        for (_, xattr) in crate::stream::list(self.fd())? {
+            let name = std::ffi::CString::new(xattr).map_err(|_| FsError::InvalidName)?;
+            let value = sys::xattr_get(self.fd(), &name).map_err(FsError::from_errno)?;
+            sys::xattr_put(dest.fd(), &name, Some(&value)).map_err(FsError::from_errno)?;
+        }
+        Ok(())
+    }
+}

@@ -21,6 +21,23 @@ impl OpenHandle {
     ///
     /// Updates the path of every open of this file in the share.
     pub fn rename(&self, new_path: &str, replace_if_exists: bool) -> FsResult<()> {
+        self.rename_checking(new_path, replace_if_exists, true)
+    }
+
+    /// [`Self::rename`] as POSIX renames a directory: opens beneath it do
+    /// not hold it back, and follow it to its new name (what macOS clients
+    /// expect of a server that negotiated Apple's extensions, as Samba's
+    /// `fruit:posix_rename`).
+    pub fn rename_posix(&self, new_path: &str, replace_if_exists: bool) -> FsResult<()> {
+        self.rename_checking(new_path, replace_if_exists, false)
+    }
+
+    fn rename_checking(
+        &self,
+        new_path: &str,
+        replace_if_exists: bool,
+        refuse_opens_beneath: bool,
+    ) -> FsResult<()> {
         self.need(acc::DELETE)?;
         self.0.share.0.check_stream_syntax(new_path)?;
         if self.0.stream.is_some() {
@@ -40,6 +57,7 @@ impl OpenHandle {
         let share = &self.0.share.0;
         let prefix = format!("{old_rel}/");
         if self.0.is_dir
+            && refuse_opens_beneath
             && share
                 .all_opens()
                 .iter()

@@ -42,6 +42,7 @@ mod sys;
 mod time_machine;
 mod tunnel;
 pub mod types;
+mod unix_mode;
 mod uring;
 mod veto_delete;
 
@@ -59,4 +60,5 @@ pub use types::{
     DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FsStats, LockOwner, OpenParams,
     Opened, RequestCtx,
 };
+pub use unix_mode::UnixIdentity;
 pub use uring::WriteBuf;

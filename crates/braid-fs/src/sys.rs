@@ -384,6 +384,14 @@ pub(crate) fn btime_at(dirfd: RawFd, name: &CStr) -> Option<SystemTime> {
 }
 
 /// `/proc/self/fd/N`: lets the path-based xattr calls work on `O_PATH` fds.
+/// chmod the file behind `fd`, which may be an O_PATH fd (fchmod refuses
+/// those; the /proc path reaches the same inode).
+pub(crate) fn fchmod_any(fd: RawFd, mode: u32) -> FsResult<()> {
+    let p = proc_fd_path(fd);
+    // SAFETY: p is a valid NUL-terminated path.
+    check(unsafe { libc::chmod(p.as_ptr(), mode as libc::mode_t) })
+}
+
 fn proc_fd_path(fd: RawFd) -> CString {
     CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in a number")
 }

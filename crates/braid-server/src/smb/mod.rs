@@ -4,6 +4,7 @@
 pub mod acl;
 pub mod dispatch;
 pub mod frame;
+pub mod nfs_ace;
 pub mod ops;
 pub mod replay;
 pub mod send;

@@ -7,6 +7,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
 use braid_fs::LockOwner;
+use braid_smb_proto::messages::aapl::caps;
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::fsctl_data::{CopyChunkCopy, CopyChunkResponse, ResumeKeyResponse};
 use braid_smb_proto::messages::ioctl::fsctl;
@@ -140,6 +141,9 @@ pub async fn copychunk(req: &mut Request<'_>, r: &IoctlRequest) -> OpResult {
         o.file.break_level2_except(o.key);
     }
     let (src_handle, dest_handle) = (src.handle.clone(), dest.handle.clone());
+    if count == 0 && super::create_aapl::negotiated(req.session()?, caps::SUPPORTS_OSX_COPYFILE) {
+        return copyfile(r, src_handle, dest_handle).await;
+    }
     let chunks = copy.chunks;
     let (done, status) = blocking(move || {
         let mut done = CopyChunkResponse::default();
@@ -185,5 +189,41 @@ pub async fn copychunk(req: &mut Request<'_>, r: &IoctlRequest) -> OpResult {
         Ok::<_, braid_fs::FsError>((done, NtStatus::SUCCESS))
     })
     .await?;
+    respond(r, status, done)
+}
+
+/// Apple's copyfile (AAPL SUPPORTS_OSX_COPYFILE, as Samba's vfs_fruit
+/// serves it): a copy request with no chunks copies the whole source, its
+/// named streams (Finder info, resource fork) included, so that a Finder
+/// copy is one request. The answer counts no chunks and every byte.
+async fn copyfile(
+    r: &IoctlRequest,
+    src: braid_fs::OpenHandle,
+    dest: braid_fs::OpenHandle,
+) -> OpResult {
+    let (copied, status) = blocking(move || {
+        let size = src.info()?.end_of_file;
+        let step = MAX_DATA_SIZE as u64;
+        let mut copied = 0u64;
+        while copied < size {
+            let len = (size - copied).min(step);
+            src.check_io_lock(copied, len, false, LockOwner(0))?;
+            dest.check_io_lock(copied, len, true, LockOwner(0))?;
+            let n = src.copy_range_to(copied, &dest, copied, len as usize)? as u64;
+            copied += n;
+            if n < len {
+                // The source shrank under the copy.
+                return Ok((copied, NtStatus::INVALID_VIEW_SIZE));
+            }
+        }
+        src.copy_streams_to(&dest)?;
+        Ok::<_, braid_fs::FsError>((copied, NtStatus::SUCCESS))
+    })
+    .await?;
+    let done = CopyChunkResponse {
+        chunks_written: 0,
+        chunk_bytes_written: 0,
+        total_bytes_written: copied.min(u32::MAX as u64) as u32,
+    };
     respond(r, status, done)
 }

@@ -6,6 +6,7 @@ use braid_smb_proto::fscc::{
     fs_info, security, FsStats, VolumeInfo, SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM,
     SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY,
 };
+use braid_smb_proto::messages::aapl::caps;
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{QueryInfoRequest, QueryInfoResponse};
 use braid_smb_proto::NtStatus;
@@ -154,14 +155,26 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             // (smb/acl.rs), with the parts asked for.
             let token = crate::smb::acl::token_of(req.session()?.identity.lock().unwrap().as_ref());
             let handle = open.handle.clone();
-            let stored = blocking(move || handle.security_descriptor()).await?;
+            let nfs_aces = super::create_aapl::negotiated(req.session()?, caps::SUPPORTS_NFS_ACE);
+            let (stored, who) = blocking(move || {
+                let who = if nfs_aces {
+                    Some(handle.unix_identity()?)
+                } else {
+                    None
+                };
+                Ok::<_, braid_fs::FsError>((handle.security_descriptor()?, who))
+            })
+            .await?;
             let object = braid_fs::ObjectSecurity {
                 descriptor: stored,
                 is_directory: open.is_directory,
             };
-            let sd = crate::smb::acl::effective_descriptor(&object, &token)
-                .filtered(r.additional_information)
-                .encode();
+            let mut sd = crate::smb::acl::effective_descriptor(&object, &token)
+                .filtered(r.additional_information);
+            if let Some(who) = who {
+                crate::smb::nfs_ace::add_to(&mut sd, who);
+            }
+            let sd = sd.encode();
             let out = security::query_security_output(sd, r.output_buffer_length);
             if out.status == NtStatus::BUFFER_TOO_SMALL {
                 // 3.3.5.20.3: an ERROR response carrying the size needed.

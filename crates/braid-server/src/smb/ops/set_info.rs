@@ -10,6 +10,7 @@ use braid_smb_proto::fscc::security::SecurityDescriptor;
 use braid_smb_proto::fscc::{
     SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY,
 };
+use braid_smb_proto::messages::aapl::caps;
 use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{SetInfoRequest, SetInfoResponse};
 use braid_smb_proto::NtStatus;
@@ -101,7 +102,16 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     }
                     let old_path = open.handle.path();
                     let is_stream = open.handle.stream_key() != 0;
-                    blocking(move || handle.rename(&target, l.replace_if_exists)).await?;
+                    // macOS renames folders whose files are open (AAPL).
+                    let posix = super::create_aapl::negotiated(req.session()?, caps::UNIX_BASED);
+                    blocking(move || {
+                        if posix {
+                            handle.rename_posix(&target, l.replace_if_exists)
+                        } else {
+                            handle.rename(&target, l.replace_if_exists)
+                        }
+                    })
+                    .await?;
                     if is_stream {
                         // A stream rename leaves the file's name as it is.
                         return Ok(Reply::of(&SetInfoResponse));
@@ -208,6 +218,23 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let mut new = SecurityDescriptor::decode(&r.buffer).map_err(|e| e.status())?;
             let canonical = req.share().is_ok_and(|s| s.canonicalize_acl_flags);
             access::canonicalize_dacl_flags(&mut new, canonical);
+            let mut ai = ai;
+            let nfs_mode = if ai & DACL != 0
+                && super::create_aapl::negotiated(req.session()?, caps::SUPPORTS_NFS_ACE)
+            {
+                let mode = crate::smb::nfs_ace::take_from(&mut new);
+                if new.dacl.is_none() {
+                    // Only the mode was set: the stored DACL stays.
+                    ai &= !DACL;
+                }
+                mode
+            } else {
+                None
+            };
+            if let Some(mode) = nfs_mode {
+                let h = handle.clone();
+                blocking(move || h.set_unix_mode(mode)).await?;
+            }
             if ai & (OWNER | GROUP | DACL | SACL) == 0 {
                 return Ok(Reply::of(&SetInfoResponse));
             }
