@@ -41,15 +41,12 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use crate::error::{FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
+use crate::mac_listing::{AFP_INFO_STREAM, RESOURCE_FORK_STREAM};
 use crate::share::ShareRef;
 use crate::stream;
 use crate::stream_handle::{StreamEntry, StreamOpen};
 use crate::types::Disposition;
 
-/// The Finder metadata stream.
-pub const AFPINFO_STREAM: &str = "AFP_AfpInfo";
-/// The resource fork stream.
-pub const AFPRESOURCE_STREAM: &str = "AFP_Resource";
 /// Size of an AfpInfo (Samba MacExtensions.h AFP_INFO_SIZE).
 pub const AFP_INFO_SIZE: usize = 60;
 
@@ -77,9 +74,9 @@ impl MacStream {
         if !share.macos() {
             return None;
         }
-        if name.eq_ignore_ascii_case(AFPINFO_STREAM) {
+        if name.eq_ignore_ascii_case(AFP_INFO_STREAM) {
             Some(MacStream::AfpInfo)
-        } else if name.eq_ignore_ascii_case(AFPRESOURCE_STREAM) {
+        } else if name.eq_ignore_ascii_case(RESOURCE_FORK_STREAM) {
             Some(MacStream::Resource)
         } else {
             None
