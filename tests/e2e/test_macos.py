@@ -100,7 +100,10 @@ def afp_info(type_creator: bytes) -> bytes:
     """A 60-byte AfpInfo: signature, version, reserved, backup date, then
     FinderInfo (type and creator first) and ProDOS info."""
     finder = type_creator.ljust(32, b"\0")
-    return b"AFP\0" + struct.pack(">II", 0x00010000, 0) + struct.pack(">I", 0x80000000) \
+    # Version 0x00000100 big-endian, as Samba's MacExtensions.h has it and
+    # smbtorture vfs.fruit reads it back ("AFP\0\0\0\x01\0"); the share
+    # refuses a write of any other version (braid-fs mac_streams.rs).
+    return b"AFP\0" + struct.pack(">II", 0x00000100, 0) + struct.pack(">I", 0x80000000) \
         + finder + b"\0" * 6 + b"\0" * 6
 
 
