@@ -459,6 +459,19 @@ pub fn all() -> Vec<Seed> {
     let mut one = Vec::new();
     encode_create_contexts(&mut one, &[CreateContext::new(context_name::ALLOCATION_SIZE, 4096u64.to_le_bytes().to_vec())]);
     s.push(("create_contexts", "alloc-size".into(), one));
+    let aapl_query = braid_smb_proto::messages::aapl::AaplRequest { command: 1, request_bitmap: 7, client_caps: 13 };
+    let mut q = Vec::new();
+    aapl_query.encode(&mut q);
+    let reply = braid_smb_proto::messages::aapl::AaplServerQueryReply {
+        server_caps: Some(15),
+        volume_caps: Some(4),
+        model: Some("MacSamba".into()),
+    };
+    let mut r = Vec::new();
+    reply.encode(&mut r);
+    let mut aapl = Vec::new();
+    encode_create_contexts(&mut aapl, &[CreateContext::new(context_name::AAPL, q), CreateContext::new(context_name::AAPL, r)]);
+    s.push(("create_contexts", "aapl".into(), aapl));
 
     // fscc_set_info
     for (i, si) in set_infos().into_iter().enumerate() {

@@ -17,6 +17,7 @@ use braid_smb_proto::header::{Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PRO
 use braid_smb_proto::messages::create::{decode_create_contexts, encode_create_contexts};
 use braid_smb_proto::messages::fsctl_data::DuplicateExtentsData;
 use braid_smb_proto::messages::ioctl::{decode_network_interface_info, encode_network_interface_info, fsctl};
+use braid_smb_proto::messages::aapl::{AaplRequest, AaplServerQueryReply};
 use braid_smb_proto::messages::snapshots::SnapshotArray;
 use braid_smb_proto::messages::*;
 
@@ -484,11 +485,27 @@ pub fn negotiate_contexts(data: &[u8]) {
 
 /// Input: a create context chain (the CREATE request's CreateContexts).
 pub fn create_contexts(data: &[u8]) {
-    rt("create contexts", data, decode_create_contexts, |l| {
+    let Some(list) = rt("create contexts", data, decode_create_contexts, |l| {
         let mut o = Vec::new();
         encode_create_contexts(&mut o, l);
         o
-    });
+    }) else {
+        return;
+    };
+    // Apple's AAPL context: the request the server decodes, and the reply
+    // codec on the same bytes.
+    for c in list.iter().filter(|c| c.name == braid_smb_proto::messages::create::context_name::AAPL) {
+        rt("AAPL request", &c.data, AaplRequest::decode, |q| {
+            let mut o = Vec::new();
+            q.encode(&mut o);
+            o
+        });
+        rt("AAPL reply", &c.data, AaplServerQueryReply::decode, |r| {
+            let mut o = Vec::new();
+            r.encode(&mut o);
+            o
+        });
+    }
 }
 
 // ---- FSCC SET_INFO --------------------------------------------------------

@@ -75,8 +75,9 @@ fn mac_info_of(fd: std::os::fd::RawFd) -> MacEntryInfo {
     };
     let mut packed = [0u8; 16];
     packed[12..16].copy_from_slice(&APPLE_NO_DATE.to_be_bytes());
+    // An AfpInfo of any other size does not exist (`mac_streams.rs`).
     let finder = stream_data(AFP_INFO_STREAM)
-        .filter(|d| d.len() >= FINDER_INFO_OFFSET + FINDER_INFO_LEN)
+        .filter(|d| d.len() == crate::mac_streams::AFP_INFO_SIZE)
         .map(|d| d[FINDER_INFO_OFFSET..FINDER_INFO_OFFSET + FINDER_INFO_LEN].to_vec());
     if let Some(fi) = finder {
         if is_file {
