@@ -81,7 +81,8 @@ def owner(result_name: str, names: list[str]) -> str | None:
 TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams",
                "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps",
                "vfs.fruit": "fruit", "vfs.fruit_timemachine": "timemachine",
-               "vfs.fruit_file_id": "zerofileid"}
+               "vfs.fruit_file_id": "zerofileid",
+               "smb2.change_notify_disabled": "nonotify"}
 
 # Previous versions (smb2.twrp): the snapshot seed_snapshots makes in the
 # "snaps" share, and what smbtorture is told to find in it.
@@ -313,7 +314,7 @@ def main() -> int:
         (base / "nostreams").mkdir()
         (base / "snaps").mkdir()
         (base / "noperm").mkdir()
-        (base / "mac").mkdir()
+        (base / "options").mkdir()
         try:
             # smb2.dosmode expects "hidefile" hidden by the share's rules;
             # smb2.acls.ACCESSBASED needs an access-based share "hideunread".
@@ -327,8 +328,9 @@ def main() -> int:
                                    # smb2.ioctl.bug14788.*: IOCTLs on a tree
                                    # whose files the user may not touch.
                                    noperm_share=("noperm", base / "noperm"),
-                                   # vfs.fruit*: macOS clients' extensions.
-                                   mac_shares=base / "mac")
+                                   # vfs.fruit*: macOS clients' extensions;
+                                   # a share without change notification.
+                                   option_shares=base / "options")
             seed_snapshots(server, base / "snaps")
         except (RuntimeError, subprocess.SubprocessError, OSError) as e:
             if server is not None:

@@ -194,7 +194,7 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
                 nostreams_share: tuple[str, Path] | None = None,
                 snapshot_share: tuple[str, Path] | None = None,
                 noperm_share: tuple[str, Path] | None = None,
-                mac_shares: Path | None = None) -> Server:
+                option_shares: Path | None = None) -> Server:
     """hide_files: name patterns the share reports hidden; abe_share: a
     second share (name, directory) with access-based enumeration;
     noncanonical_share: one that keeps DACL inheritance bits as sent;
@@ -202,8 +202,9 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
     `.snapshots` directory holds previous versions (`@GMT-...` names);
     noperm_share: one whose root grants the user nothing (an NT ACL with an
     empty DACL; for Samba, mode 0000), which a tree connect still reaches.
-    mac_shares: a directory in which to serve the MAC_SHARES (macOS
-    clients' metadata streams, Time Machine, zero file ids)."""
+    option_shares: a directory in which to serve the OPTION_SHARES (macOS
+    clients' metadata streams, Time Machine, zero file ids, no change
+    notification)."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port()
@@ -213,7 +214,7 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
             "--user", f"{user}:{password}"]
     if (hide_files or abe_share is not None or noncanonical_share is not None
             or nostreams_share is not None or snapshot_share is not None
-            or noperm_share is not None or mac_shares is not None):
+            or noperm_share is not None or option_shares is not None):
         config = workdir / "braid.toml"
         text = f"[[share]]\nname = {json.dumps(share)}\npath = {json.dumps(str(share_dir))}\n"
         text += f"hide_files = {json.dumps(list(hide_files))}\n"
@@ -236,11 +237,11 @@ def start_braid(share_dir: Path, workdir: Path, port: int | None = None,
             os.setxattr(noperm_share[1], "user.braid.sd", NO_ACCESS_SD)
             text += (f"[[share]]\nname = {json.dumps(noperm_share[0])}\n"
                      f"path = {json.dumps(str(noperm_share[1]))}\n")
-        if mac_shares is not None:
-            for name, (subdir, braid_options, _) in MAC_SHARES.items():
-                (mac_shares / subdir).mkdir(exist_ok=True)
+        if option_shares is not None:
+            for name, (subdir, braid_options, _) in OPTION_SHARES.items():
+                (option_shares / subdir).mkdir(exist_ok=True)
                 text += (f"[[share]]\nname = {json.dumps(name)}\n"
-                         f"path = {json.dumps(str(mac_shares / subdir))}\n{braid_options}")
+                         f"path = {json.dumps(str(option_shares / subdir))}\n{braid_options}")
         config.write_text(text)
         argv += ["--config", str(config)]
     else:
@@ -316,7 +317,7 @@ SAMBA_CONF = """\
     map to guest = never
     passdb backend = tdbsam
     # Global in vfs_fruit: whole-file server-side copies for macOS
-    # clients, on the shares that load fruit (MAC_SHARES).
+    # clients, on the shares that load fruit (OPTION_SHARES).
     fruit:copyfile = yes
 
 [{share}]
@@ -360,13 +361,15 @@ SAMBA_SNAPSHOT_SHARE = """
     acl_xattr:ignore system acls = yes
 """
 
-# Shares for macOS clients' extensions (smbtorture vfs.fruit*): name ->
-# (directory, Braid options, Samba options). "fruit" and "nofruit" serve
-# one directory with and without them; Samba's fruit keeps metadata and
-# resource forks in streams, as Braid does.
+# Shares that differ from the default one by an option: name -> (directory,
+# Braid options, Samba options). For macOS clients' extensions (smbtorture
+# vfs.fruit*) "fruit" and "nofruit" serve one directory with and without
+# them; Samba's fruit keeps metadata and resource forks in streams, as
+# Braid does. "nonotify" serves no change notification (Samba's `change
+# notify` is a global option: its share here still serves them).
 SAMBA_FRUIT = ("vfs objects = catia fruit streams_xattr acl_xattr\n"
                "    fruit:metadata = stream\n    fruit:resource = stream\n")
-MAC_SHARES = {
+OPTION_SHARES = {
     "fruit": ("fruit", "", SAMBA_FRUIT),
     "nofruit": ("fruit", "macos = false\n", "vfs objects = streams_xattr acl_xattr\n"),
     "timemachine": ("timemachine", 'time_machine = true\ntime_machine_max_size = "32K"\n',
@@ -374,9 +377,10 @@ MAC_SHARES = {
                                   "    fruit:time machine max size = 32K\n"),
     "zerofileid": ("zerofileid", "macos_zero_file_id = true\n",
                    SAMBA_FRUIT + "    fruit:zero_file_id = yes\n"),
+    "nonotify": ("nonotify", "change_notify = false\n", "vfs objects = acl_xattr\n"),
 }
 
-SAMBA_MAC_SHARE = """
+SAMBA_OPTION_SHARE = """
 [{name}]
     path = {path}
     read only = no
@@ -434,7 +438,7 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                 nostreams_share: tuple[str, Path] | None = None,
                 snapshot_share: tuple[str, Path] | None = None,
                 noperm_share: tuple[str, Path] | None = None,
-                mac_shares: Path | None = None) -> Server:
+                option_shares: Path | None = None) -> Server:
     for tool in ("smbd", "smbpasswd"):
         if shutil.which(tool) is None:
             raise RuntimeError(f"{tool} not found: apt-get install samba")
@@ -468,12 +472,12 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
         make_reachable(noperm_share[1])
         os.chmod(noperm_share[1], 0)
         text += SAMBA_EXTRA_SHARE.format(name=noperm_share[0], path=noperm_share[1], option="")
-    if mac_shares is not None:
-        for name, (subdir, _, samba_options) in MAC_SHARES.items():
-            (mac_shares / subdir).mkdir(exist_ok=True)
-            os.chown(mac_shares / subdir, account.pw_uid, account.pw_gid)
-            make_reachable(mac_shares / subdir)
-            text += SAMBA_MAC_SHARE.format(name=name, path=mac_shares / subdir,
+    if option_shares is not None:
+        for name, (subdir, _, samba_options) in OPTION_SHARES.items():
+            (option_shares / subdir).mkdir(exist_ok=True)
+            os.chown(option_shares / subdir, account.pw_uid, account.pw_gid)
+            make_reachable(option_shares / subdir)
+            text += SAMBA_OPTION_SHARE.format(name=name, path=option_shares / subdir,
                                            options=samba_options)
     conf.write_text(text)
     accounts = [(user, password)]

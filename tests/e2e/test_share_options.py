@@ -6,6 +6,8 @@ real clients (smbclient's listing, smbprotocol for the ACL):
   unreadable`); the owner of a file still sees it.
 - `hide_dot_files` (default on, as Samba's `hide dot files`) and
   `hide_files` patterns: the names are reported with the HIDDEN attribute.
+- `change_notify = false`: CHANGE_NOTIFY is NOT_IMPLEMENTED there (clients
+  poll), while another share notifies.
 
 Braid only: the config format is Braid's.
 """
@@ -19,7 +21,9 @@ import subprocess
 import types
 
 import pytest
-from smbprotocol.open import CreateDisposition
+from smbprotocol.change_notify import CompletionFilter, FileSystemWatcher
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.open import CreateDisposition, DirectoryAccessMask
 
 import servers
 from smbremote import (
@@ -33,6 +37,8 @@ from smbremote import (
     descriptor_with_dacl,
     owner_sid,
 )
+
+STATUS_NOT_IMPLEMENTED = 0xC0000002
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -67,7 +73,8 @@ def server(tmp_path_factory):
         f'[[share]]\nname = "masked"\npath = "{base / "masked"}"\n'
         f'create_mask = 0o640\ndirectory_mask = 0o750\n'
         f'[[share]]\nname = "macos"\npath = "{macos}"\n'
-        f'veto_files = [".DS_Store", "._*"]\ndelete_veto_files = true\n',
+        f'veto_files = [".DS_Store", "._*"]\ndelete_veto_files = true\n'
+        f'[[share]]\nname = "quiet"\npath = "{base / "masked"}"\nchange_notify = false\n',
         passwords)
     yield types.SimpleNamespace(port=port, passwords=passwords, abe_dir=abe_dir,
                                 plain_dir=plain_dir, veto_dir=veto_dir, macos_dir=macos)
@@ -200,3 +207,31 @@ def test_create_and_directory_masks_set_the_unix_modes(server, tmp_path):
     masked = server.veto_dir.parent / "masked"
     assert os.stat(masked / "new.txt").st_mode & 0o7777 == 0o640
     assert os.stat(masked / "newdir").st_mode & 0o7777 == 0o750
+
+
+def watch_root(c: RawClient):
+    """A CHANGE_NOTIFY for new names in the share root, sent."""
+    root = c.open_dir("", DirectoryAccessMask.FILE_LIST_DIRECTORY)
+    watcher = FileSystemWatcher(root)
+    watcher.start(CompletionFilter.FILE_NOTIFY_CHANGE_FILE_NAME)
+    return root, watcher
+
+
+def test_a_share_without_change_notify_says_not_implemented(server):
+    quiet = client_for(server, "quiet", "alice")
+    try:
+        _, watcher = watch_root(quiet)
+        with pytest.raises(SMBResponseException) as e:
+            watcher.wait()
+        assert e.value.status == STATUS_NOT_IMPLEMENTED
+    finally:
+        quiet.close()
+    # The same request on a share that notifies waits for the change.
+    plain = client_for(server, "plain", "alice")
+    try:
+        _, watcher = watch_root(plain)
+        plain.open("notified.txt", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE).close()
+        changes = watcher.wait()
+        assert [c["file_name"].get_value() for c in changes] == ["notified.txt"]
+    finally:
+        plain.close()

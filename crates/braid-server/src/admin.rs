@@ -528,6 +528,7 @@ mod tests {
                 browseable: true,
                 snapshots: None,
                 mac: Default::default(),
+                change_notify: true,
             }],
             ..ServerConfig::default()
         };

@@ -46,6 +46,9 @@ pub struct ShareConfig {
     pub snapshots: Option<braid_fs::SnapshotConfig>,
     /// What macOS clients that negotiated Apple's extensions see.
     pub mac: MacShareOptions,
+    /// CHANGE_NOTIFY is served (Samba's `change notify`); false answers
+    /// NOT_IMPLEMENTED and clients poll instead.
+    pub change_notify: bool,
 }
 
 /// Per-share behaviour for macOS clients (Samba's `fruit:` options).

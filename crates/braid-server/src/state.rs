@@ -28,6 +28,8 @@ pub struct Share {
     pub browseable: bool,
     /// What macOS clients see (`smb/ops/create_aapl.rs`).
     pub mac: crate::config::MacShareOptions,
+    /// CHANGE_NOTIFY is served (`smb/ops/change_notify.rs`).
+    pub change_notify: bool,
 }
 
 impl Share {
@@ -65,6 +67,7 @@ impl Share {
             comment: s.comment.clone(),
             browseable: s.browseable,
             mac: s.mac.clone(),
+            change_notify: s.change_notify,
         })
     }
 
@@ -84,6 +87,7 @@ impl Share {
             comment: self.comment.clone(),
             browseable: self.browseable,
             mac: self.mac.clone(),
+            change_notify: self.change_notify,
         }
     }
 }

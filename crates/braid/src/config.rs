@@ -129,6 +129,8 @@ pub struct ShareEntry {
     pub snapshot_dir: Option<PathBuf>,
     /// How snapshot directories are named (default "@GMT-%Y.%m.%d-%H.%M.%S").
     pub snapshot_format: Option<String>,
+    /// Answer CHANGE_NOTIFY (default true); false: NOT_IMPLEMENTED.
+    pub change_notify: Option<bool>,
     /// Apple's SMB2 extensions and macOS metadata streams (default true).
     pub macos: Option<bool>,
     /// A Time Machine destination for macOS clients (default false).
@@ -207,6 +209,7 @@ impl ShareEntry {
             guest_ok: false,
             snapshot_dir: None,
             snapshot_format: None,
+            change_notify: None,
             macos: None,
             time_machine: false,
             time_machine_max_size: None,

@@ -295,6 +295,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         let served = ShareConfig {
             snapshots,
             mac,
+            change_notify: s.change_notify.unwrap_or(true),
             name: s.name.clone(),
             path: s.path.clone(),
             encrypt: s.encrypt,

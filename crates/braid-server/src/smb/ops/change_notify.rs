@@ -22,6 +22,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     req.conn.notify_order.wait_turn(mid).await;
     let r = ChangeNotifyRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let open = req.open(r.file_id)?;
+    // A share serving no notifications says so (as Samba with `change
+    // notify = no`): clients fall back to polling.
+    if !req.share()?.change_notify {
+        return Err(NtStatus::NOT_IMPLEMENTED);
+    }
     if !open.is_directory {
         return Err(NtStatus::INVALID_PARAMETER);
     }
