@@ -114,6 +114,8 @@ pub struct SessionView {
     pub cipher: Option<&'static str>,
     /// Every request of the session must be encrypted.
     pub encrypt_data: bool,
+    /// A macOS client that negotiated Apple's extensions (AAPL).
+    pub apple_extensions: bool,
     pub max_channels: usize,
     pub current_channels: usize,
     pub trees: usize,
@@ -227,6 +229,7 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
         encryption: cipher.filter(|_| encrypt_data || encrypted_seen),
         cipher,
         encrypt_data,
+        apple_extensions: s.aapl_caps.load(Relaxed) != 0,
         max_channels: state.config.max_channels,
         current_channels: channels.len(),
         trees: s.trees.lock().unwrap().len(),
@@ -592,6 +595,7 @@ mod tests {
         assert_eq!(sess["encryption"], serde_json::Value::Null);
         assert_eq!(sess["cipher"], serde_json::Value::Null);
         assert_eq!(sess["encrypt_data"], false);
+        assert_eq!(sess["apple_extensions"], false);
         assert_eq!(sess["max_channels"], 32);
         assert_eq!(sess["current_channels"], 0);
         assert_eq!(sess["opens"], 0);
