@@ -76,6 +76,11 @@ fn is_not_found<T>(r: Result<T, FsError>) -> bool {
     matches!(r, Err(FsError::NotFound))
 }
 
+/// A plain open of f's AfpInfo finds nothing.
+fn afpinfo_is_absent(e: &Env) -> bool {
+    is_not_found(e.open(INFO, access::FILE_READ_DATA, ALL, Disposition::Open))
+}
+
 #[test]
 fn afpinfo_reads_from_offset_zero_and_is_stored_as_a_stream() {
     let e = env();
@@ -184,12 +189,7 @@ fn afpinfo_created_but_not_written_does_not_exist() {
     assert_eq!(other.handle.read(0, 60).unwrap(), default_afpinfo());
     other.handle.close().unwrap();
     // ...but is neither found by a plain open nor listed.
-    assert!(is_not_found(e.open(
-        INFO,
-        access::FILE_READ_DATA,
-        ALL,
-        Disposition::Open
-    )));
+    assert!(afpinfo_is_absent(&e));
     assert_eq!(listed(&e), vec![]);
     s.handle.close().unwrap();
     // Nothing is left behind.
@@ -228,12 +228,7 @@ fn afpinfo_of_zeros_deletes_it() {
     s.handle.close().unwrap();
     assert_eq!(listed(&e), vec![]);
     assert_eq!(stored(&e, "AFP_AfpInfo"), None);
-    assert!(is_not_found(e.open(
-        INFO,
-        access::FILE_READ_DATA,
-        ALL,
-        Disposition::Open
-    )));
+    assert!(afpinfo_is_absent(&e));
 }
 
 #[test]
@@ -249,12 +244,7 @@ fn afpinfo_of_another_size_does_not_exist() {
     assert_eq!(listed(&e), vec![(":AFP_AfpInfo:$DATA".to_string(), 3)]);
     e.share.set_macos(true);
     assert_eq!(listed(&e), vec![]);
-    assert!(is_not_found(e.open(
-        INFO,
-        access::FILE_READ_DATA,
-        ALL,
-        Disposition::Open
-    )));
+    assert!(afpinfo_is_absent(&e));
 }
 
 #[test]
@@ -279,12 +269,7 @@ fn afpinfo_delete_on_close() {
     ));
     s.handle.close().unwrap();
     assert_eq!(listed(&e), vec![]);
-    assert!(is_not_found(e.open(
-        INFO,
-        access::FILE_READ_DATA,
-        ALL,
-        Disposition::Open
-    )));
+    assert!(afpinfo_is_absent(&e));
 }
 
 #[test]
