@@ -81,7 +81,7 @@ def owner(result_name: str, names: list[str]) -> str | None:
 TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams",
                "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps",
                "vfs.fruit": "fruit", "vfs.fruit_timemachine": "timemachine",
-               "vfs.fruit_file_id": "zerofileid",
+               "vfs.fruit_file_id": "zerofileid", "vfs.fruit_conversion": "adconvert_plain",
                "smb2.change_notify_disabled": "nonotify"}
 
 # Previous versions (smb2.twrp): the snapshot seed_snapshots makes in the
@@ -116,6 +116,11 @@ TEST_OPTIONS["smb2.twrp"] = TWRP
 # vfs.fruit's two-share tests reach the same directory without Apple's
 # extensions through share2.
 TEST_OPTIONS["vfs.fruit"] = ["--option=torture:share2=nofruit"]
+# vfs.fruit_conversion writes a macOS ._ file through a share without
+# Apple's rules and has it converted through share2, which deletes the ._
+# files conversion leaves empty.
+TEST_OPTIONS["vfs.fruit_conversion"] = ["--option=torture:share2=adconvert",
+                                        "--option=torture:delete_empty_adfiles=true"]
 
 
 def seed_snapshots(server, share_dir: Path) -> None:

@@ -364,19 +364,35 @@ SAMBA_SNAPSHOT_SHARE = """
 # Shares that differ from the default one by an option: name -> (directory,
 # Braid options, Samba options). For macOS clients' extensions (smbtorture
 # vfs.fruit*) "fruit" and "nofruit" serve one directory with and without
-# them; Samba's fruit keeps metadata and resource forks in streams, as
-# Braid does. "nonotify" serves no change notification (Samba's `change
-# notify` is a global option: its share here still serves them).
+# them; "fruit" keeps resource forks in AppleDouble ._ files (Samba's
+# default fruit:resource = file) and shows those files to clients, as
+# Samba's own selftest share does; the others keep metadata and resource
+# forks in streams. "adconvert" and "adconvert_plain" serve one directory
+# with and without the conversion of macOS's ._ files, which drops blank
+# resource forks and the ._ files left empty. "nonotify" serves no change
+# notification (Samba's `change notify` is a global option: its share here
+# still serves them).
 SAMBA_FRUIT = ("vfs objects = catia fruit streams_xattr acl_xattr\n"
                "    fruit:metadata = stream\n    fruit:resource = stream\n")
+SAMBA_FRUIT_FILE = ("vfs objects = catia fruit streams_xattr acl_xattr\n"
+                    "    fruit:metadata = stream\n    fruit:resource = file\n"
+                    "    fruit:veto_appledouble = no\n")
+BRAID_FRUIT_FILE = 'macos_resource = "file"\nmacos_veto_appledouble = false\n'
 OPTION_SHARES = {
-    "fruit": ("fruit", "", SAMBA_FRUIT),
+    "fruit": ("fruit", BRAID_FRUIT_FILE, SAMBA_FRUIT_FILE),
     "nofruit": ("fruit", "macos = false\n", "vfs objects = streams_xattr acl_xattr\n"),
     "timemachine": ("timemachine", 'time_machine = true\ntime_machine_max_size = "32K"\n',
                     SAMBA_FRUIT + "    fruit:time machine = yes\n"
                                   "    fruit:time machine max size = 32K\n"),
     "zerofileid": ("zerofileid", "macos_zero_file_id = true\n",
                    SAMBA_FRUIT + "    fruit:zero_file_id = yes\n"),
+    "adconvert": ("adconvert",
+                  BRAID_FRUIT_FILE + "macos_wipe_blank_resource_fork = true\n"
+                                     "macos_delete_empty_appledouble = true\n",
+                  SAMBA_FRUIT_FILE + "    fruit:wipe_intentionally_left_blank_rfork = yes\n"
+                                     "    fruit:delete_empty_adfiles = yes\n"),
+    "adconvert_plain": ("adconvert", "macos = false\n",
+                        "vfs objects = streams_xattr acl_xattr\n"),
     "nonotify": ("nonotify", "change_notify = false\n", "vfs objects = acl_xattr\n"),
 }
 

@@ -132,7 +132,7 @@ impl OpenHandle {
     /// for an open of a named stream).
     fn data_size(&self) -> FsResult<u64> {
         match self.stream_xattr() {
-            Some(x) => crate::stream::size(self.fd(), &x),
+            Some(x) => self.stream_len(&x),
             None => Ok(sys::fstat(self.fd())?.st_size as u64),
         }
     }

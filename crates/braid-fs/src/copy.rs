@@ -4,8 +4,11 @@
 //! pass through user space (file systems that share extents, such as XFS
 //! and btrfs, clone them).
 
+use std::sync::Arc;
+
 use crate::error::{FsError, FsResult};
 use crate::handle::OpenHandle;
+use crate::resource_fork_file::ResourceFork;
 use crate::sys;
 use crate::types::access as acc;
 
@@ -116,6 +119,36 @@ impl OpenHandle {
             let name = std::ffi::CString::new(xattr).map_err(|_| FsError::InvalidName)?;
             let value = sys::xattr_get(self.fd(), &name).map_err(FsError::from_errno)?;
             sys::xattr_put(dest.fd(), &name, Some(&value)).map_err(FsError::from_errno)?;
+        }
+        self.copy_sidecar_fork_to(dest)
+    }
+
+    /// The resource fork, where the share keeps it in a sidecar
+    /// (`resource_fork_file.rs`).
+    fn copy_sidecar_fork_to(&self, dest: &OpenHandle) -> FsResult<()> {
+        let (src_share, dst_share) = (&self.0.share, &dest.0.share);
+        if !src_share.resource_fork_in_sidecar() || !dst_share.resource_fork_in_sidecar() {
+            return Ok(());
+        }
+        let (src_rel, dst_rel) = (self.0.rel(), dest.0.rel());
+        if Arc::ptr_eq(&src_share.0, &dst_share.0) && src_rel == dst_rel {
+            return Ok(());
+        }
+        let Some(src) = ResourceFork::open(src_share, self.fd(), &src_rel)? else {
+            return Ok(());
+        };
+        let mut dst = ResourceFork::open_or_create(dst_share, dest.fd(), &dst_rel)?;
+        dst.set_len(0)?;
+        let mut buf = Vec::new();
+        let mut at = 0;
+        while at < src.len() {
+            buf.clear();
+            let n = src.read_at(at, 1 << 20, &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            dst.write_at(at, &buf)?;
+            at += n as u64;
         }
         Ok(())
     }

@@ -173,6 +173,9 @@ impl HandleInner {
         let flag = if is_dir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: plain syscall on a validated single component.
         sys::check(unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), flag) })?;
+        if !is_dir {
+            crate::resource_fork_file::file_deleted(&self.share, pfd.as_raw_fd(), name);
+        }
         self.share.0.tunnel.remember(parent, name, self.clock.now());
         Ok(())
     }

@@ -145,6 +145,9 @@ impl OpenHandle {
             final_name = client_name.to_string();
         }
         let new_rel = path::join(&t.parent_rel, &final_name);
+        if !self.0.is_dir {
+            crate::resource_fork_file::file_renamed(&self.0.share, &old_rel, &new_rel);
+        }
         for h in share.all_opens() {
             let p = h.rel();
             if p == old_rel {

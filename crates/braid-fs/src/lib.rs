@@ -13,6 +13,7 @@
 //! Safety: every client path is validated ([`path`]) and resolved beneath the
 //! share root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
 
+mod apple_double;
 pub mod clock;
 mod clone;
 mod copy;
@@ -29,6 +30,7 @@ pub mod mac_streams;
 mod open_table;
 pub mod path;
 mod posix_lock;
+mod resource_fork_file;
 pub mod security;
 mod service;
 mod share;
@@ -50,6 +52,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{FsError, FsResult};
 pub use handle::OpenHandle;
 pub use mac_listing::MacEntryInfo;
+pub use resource_fork_file::AppleDoubleOptions;
 pub use security::{AccessPolicy, ObjectSecurity};
 pub use service::FileService;
 pub use share::{CreateModes, HiddenNames, ShareRef};

@@ -9,6 +9,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, SystemTime};
 
 use crate::error::FsResult;
+use crate::resource_fork_file::ResourceFork;
 use crate::{stream, sys, OpenHandle};
 
 /// The stream holding a file's resource fork.
@@ -42,16 +43,30 @@ impl OpenHandle {
     pub fn child_mac_info(&self, names: &[&str]) -> FsResult<Vec<MacEntryInfo>> {
         self.live()?;
         let dfd = self.fd();
+        let share = &self.0.share;
+        let dir_rel = self.0.rel();
         Ok(names
             .iter()
             .map(|name| {
                 let Ok(c) = std::ffi::CString::new(*name) else {
                     return MacEntryInfo::default();
                 };
-                match sys::openat(dfd, &c, libc::O_PATH | libc::O_NOFOLLOW, 0) {
-                    Ok(fd) => mac_info_of(fd.as_raw_fd()),
-                    Err(_) => MacEntryInfo::default(),
-                }
+                let Ok(fd) = sys::openat(dfd, &c, libc::O_PATH | libc::O_NOFOLLOW, 0) else {
+                    return MacEntryInfo::default();
+                };
+                let fd = fd.as_raw_fd();
+                // Looking at a sidecar converts one macOS wrote, as the
+                // Finder's listing does on Samba.
+                let sidecar_fork = || {
+                    if *name == "." || *name == ".." || !share.resource_fork_in_sidecar() {
+                        return None;
+                    }
+                    let rel = crate::path::join(&dir_rel, name);
+                    ResourceFork::open(share, fd, &rel)
+                        .ok()
+                        .map(|rf| rf.map_or(0, |rf| rf.len()))
+                };
+                mac_info_of(fd, sidecar_fork)
             })
             .collect())
     }
@@ -59,7 +74,9 @@ impl OpenHandle {
 
 /// Missing streams and unreadable attributes leave their fields at their
 /// defaults: a listing never fails over one file's metadata.
-fn mac_info_of(fd: std::os::fd::RawFd) -> MacEntryInfo {
+/// `sidecar_fork` gives the resource fork's size where the share keeps it
+/// in a sidecar (`None`: in a stream).
+fn mac_info_of(fd: std::os::fd::RawFd, sidecar_fork: impl FnOnce() -> Option<u64>) -> MacEntryInfo {
     let st = sys::fstat(fd).ok();
     let is_file = st.is_some_and(|s| s.st_mode & libc::S_IFMT == libc::S_IFREG);
     let stream_data = |name: &str| {
@@ -69,7 +86,8 @@ fn mac_info_of(fd: std::os::fd::RawFd) -> MacEntryInfo {
             .and_then(|x| stream::read(fd, &x).ok())
     };
     let resource_fork_size = if is_file {
-        stream_data(RESOURCE_FORK_STREAM).map_or(0, |d| d.len() as u64)
+        sidecar_fork()
+            .unwrap_or_else(|| stream_data(RESOURCE_FORK_STREAM).map_or(0, |d| d.len() as u64))
     } else {
         0
     };

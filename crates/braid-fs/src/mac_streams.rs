@@ -42,6 +42,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use crate::error::{FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
 use crate::mac_listing::{AFP_INFO_STREAM, RESOURCE_FORK_STREAM};
+use crate::resource_fork_file::{self, ResourceFork};
 use crate::share::ShareRef;
 use crate::stream;
 use crate::stream_handle::{StreamEntry, StreamOpen};
@@ -262,10 +263,22 @@ pub(crate) fn delete_on_close(h: &HandleInner, st: &StreamOpen) -> FsResult<()> 
     let fd = h.fd.as_raw_fd();
     let x = st.xattr.lock().unwrap_or_else(|p| p.into_inner()).clone();
     if let Some(x) = x {
-        if MacStream::of_xattr(&h.share, &x) == Some(MacStream::Resource)
-            && stream::size(fd, &x).is_ok_and(|n| n > 0)
-        {
-            return Ok(());
+        if MacStream::of_xattr(&h.share, &x) == Some(MacStream::Resource) {
+            if h.share.resource_fork_in_sidecar() {
+                // A resource fork in a sidecar: the sidecar goes when the
+                // fork is empty.
+                return match ResourceFork::open(&h.share, fd, &h.rel())? {
+                    Some(rf) if rf.len() > 0 => Ok(()),
+                    Some(rf) => {
+                        drop(rf);
+                        resource_fork_file::remove(&h.share, &h.rel())
+                    }
+                    None => Ok(()),
+                };
+            }
+            if stream::size(fd, &x).is_ok_and(|n| n > 0) {
+                return Ok(());
+            }
         }
     }
     st.remove_stream(fd)

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
+use crate::resource_fork_file::AppleDoubleOptions;
 use crate::snapshot::{SnapshotConfig, Snapshots};
 use crate::tunnel::Tunnel;
 
@@ -28,6 +29,9 @@ pub(crate) struct Share {
     /// The macOS streams AFP_AfpInfo and AFP_Resource follow Samba's
     /// vfs_fruit rules (`mac_streams.rs`).
     macos: AtomicBool,
+    /// Where resource forks are kept and how macOS's own AppleDouble
+    /// sidecars are treated (`resource_fork_file.rs`); unset: in streams.
+    apple_double: OnceLock<AppleDoubleOptions>,
     /// A directory holding only vetoed names can be deleted
     /// (`veto_delete.rs`).
     delete_veto_files: AtomicBool,
@@ -119,6 +123,7 @@ impl Share {
             posix_locking: AtomicBool::new(true),
             named_streams: AtomicBool::new(true),
             macos: AtomicBool::new(true),
+            apple_double: OnceLock::new(),
             delete_veto_files: AtomicBool::new(false),
             hidden: OnceLock::new(),
             veto: OnceLock::new(),
@@ -143,6 +148,9 @@ impl Share {
             Ordering::Relaxed,
         );
         view.macos.store(self.macos(), Ordering::Relaxed);
+        if let Some(a) = self.apple_double.get() {
+            let _ = view.apple_double.set(*a);
+        }
         if let Some(h) = self.hidden.get() {
             let _ = view.hidden.set(h.clone());
         }
@@ -331,6 +339,22 @@ impl ShareRef {
     /// Whether the macOS stream rules apply ([`ShareRef::set_macos`]).
     pub fn macos(&self) -> bool {
         self.0.macos()
+    }
+    /// Keep resource forks in AppleDouble `._NAME` sidecars and convert
+    /// the sidecars macOS writes (`resource_fork_file.rs`), as Samba's
+    /// vfs_fruit does with `fruit:resource = file`. Set once, before the
+    /// share is served; a second call is ignored.
+    pub fn set_apple_double(&self, options: AppleDoubleOptions) {
+        let _ = self.0.apple_double.set(options);
+    }
+    /// [`ShareRef::set_apple_double`]; the default keeps resource forks in
+    /// a named stream.
+    pub fn apple_double(&self) -> AppleDoubleOptions {
+        self.0.apple_double.get().copied().unwrap_or_default()
+    }
+    /// Whether AFP_Resource opens of this share read and write a sidecar.
+    pub(crate) fn resource_fork_in_sidecar(&self) -> bool {
+        self.0.macos() && self.apple_double().resource_fork_in_sidecar
     }
     /// Names to show as hidden. Set once, before the share is served; a
     /// second call is ignored.

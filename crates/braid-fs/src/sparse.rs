@@ -111,7 +111,7 @@ impl OpenHandle {
         let stream = self.stream_xattr();
         let size = match &stream {
             // A stream is never sparse: allocated throughout.
-            Some(x) => crate::stream::size(self.fd(), x)?,
+            Some(x) => self.stream_len(x)?,
             None => sys::fstat(self.fd())?.st_size as u64,
         };
         if len == 0 || size == 0 || offset >= size {

@@ -19,6 +19,7 @@ use crate::handle::{HandleInner, OpenHandle};
 use crate::mac_streams::{self, MacStream, AFP_INFO_SIZE};
 use crate::open_table::{Node, NodeTable};
 use crate::path;
+use crate::resource_fork_file::ResourceFork;
 use crate::stream::{self, StreamSpec, MAX_STREAM_SIZE};
 use crate::sys;
 use crate::types::{access as acc, attr, FileInfo};
@@ -106,6 +107,29 @@ impl OpenHandle {
         self.0.node.key.stream
     }
 
+    /// Whether stream `x` of this open is a resource fork kept in an
+    /// AppleDouble sidecar (`resource_fork_file.rs`).
+    pub(crate) fn in_sidecar(&self, x: &CStr) -> bool {
+        self.mac_stream(x) == Some(MacStream::Resource) && self.0.share.resource_fork_in_sidecar()
+    }
+
+    /// The sidecar of this open's file, if it has one.
+    fn sidecar(&self) -> FsResult<Option<ResourceFork>> {
+        ResourceFork::open(&self.0.share, self.fd(), &self.0.rel())
+    }
+
+    fn sidecar_or_create(&self) -> FsResult<ResourceFork> {
+        ResourceFork::open_or_create(&self.0.share, self.fd(), &self.0.rel())
+    }
+
+    /// The size of stream `x` of this open's file.
+    pub(crate) fn stream_len(&self, x: &CStr) -> FsResult<u64> {
+        if self.in_sidecar(x) {
+            return Ok(self.sidecar()?.map_or(0, |rf| rf.len()));
+        }
+        stream::size(self.fd(), x)
+    }
+
     pub(crate) fn stream_read_append(
         &self,
         x: &CStr,
@@ -115,6 +139,12 @@ impl OpenHandle {
     ) -> FsResult<usize> {
         if self.mac_stream(x) == Some(MacStream::AfpInfo) {
             return self.afpinfo_read(x, offset, len, buf);
+        }
+        if self.in_sidecar(x) {
+            return match self.sidecar()? {
+                Some(rf) => rf.read_at(offset, len, buf),
+                None => Ok(0),
+            };
         }
         let data = stream::read(self.fd(), x)?;
         let start = offset.min(data.len() as u64) as usize;
@@ -132,6 +162,10 @@ impl OpenHandle {
         }
         if data.is_empty() {
             return Ok(0);
+        }
+        if self.in_sidecar(x) {
+            let _serial = self.serialize_writes();
+            return self.sidecar_or_create()?.write_at(offset, data);
         }
         let end = offset
             .checked_add(data.len() as u64)
@@ -154,6 +188,13 @@ impl OpenHandle {
             return self.afpinfo_set_size(size);
         }
         let _serial = self.serialize_writes();
+        if self.in_sidecar(x) {
+            let len = self.sidecar()?.map_or(0, |rf| rf.len());
+            if size == len || (!eof && size > len) {
+                return Ok(());
+            }
+            return self.sidecar_or_create()?.set_len(size);
+        }
         let mut v = stream::read(self.fd(), x)?;
         if size == v.len() as u64 || (!eof && size > v.len() as u64) {
             return Ok(());
@@ -168,6 +209,12 @@ impl OpenHandle {
     /// FSCTL_SET_ZERO_DATA on a stream: zero the range within its size.
     pub(crate) fn stream_zero_range(&self, x: &CStr, offset: u64, beyond: u64) -> FsResult<()> {
         let _serial = self.serialize_writes();
+        if self.in_sidecar(x) {
+            return match self.sidecar()? {
+                Some(mut rf) => rf.zero_range(offset, beyond),
+                None => Ok(()),
+            };
+        }
         let mut v = stream::read(self.fd(), x)?;
         let end = beyond.min(v.len() as u64) as usize;
         if offset as usize >= end {
@@ -183,7 +230,7 @@ impl OpenHandle {
         let Some(x) = self.stream_xattr() else {
             return Ok(());
         };
-        let size = match stream::size(self.fd(), &x) {
+        let size = match self.stream_len(&x) {
             // An AfpInfo is 60 bytes, written or not (`mac_streams.rs`).
             _ if self.mac_stream(&x) == Some(MacStream::AfpInfo) => AFP_INFO_SIZE as u64,
             Ok(n) => n,
@@ -226,8 +273,12 @@ impl OpenHandle {
                 allocation_size: st.st_blocks as u64 * 512,
             });
         }
+        let sidecar = self.0.share.resource_fork_in_sidecar();
         for (name, x) in stream::list(fd)? {
             let Ok(cx) = CString::new(x) else { continue };
+            if sidecar && self.mac_stream(&cx) == Some(MacStream::Resource) {
+                continue; // the sidecar's resource fork is the one
+            }
             let size = match stream::size(fd, &cx) {
                 Ok(n) => n,
                 Err(FsError::NotFound) => continue, // removed meanwhile
@@ -238,6 +289,15 @@ impl OpenHandle {
                 size,
                 allocation_size: stream::allocation(size),
             });
+        }
+        if sidecar && st.st_mode & libc::S_IFMT == libc::S_IFREG {
+            if let Some(rf) = self.sidecar()? {
+                out.push(StreamEntry {
+                    name: format!(":{}:$DATA", crate::mac_listing::RESOURCE_FORK_STREAM),
+                    size: rf.len(),
+                    allocation_size: rf.len().next_multiple_of(4096),
+                });
+            }
         }
         mac_streams::filter_listing(&self.0.share, &mut out, hide_empty);
         Ok(out)
@@ -275,6 +335,10 @@ impl OpenHandle {
         let cur_name = stream::name_of_xattr(cur_x.to_bytes())
             .unwrap_or_default()
             .to_string();
+        if self.in_sidecar(&cur_x) {
+            // A resource fork in a sidecar is not a stream to move.
+            return Err(FsError::InvalidParameter);
+        }
         match spec {
             StreamSpec::None => Err(FsError::InvalidParameter),
             StreamSpec::Default => {

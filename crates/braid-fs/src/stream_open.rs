@@ -20,6 +20,7 @@ use crate::info;
 use crate::mac_streams;
 use crate::open_table::{FileKey, OpenEntry};
 use crate::path;
+use crate::resource_fork_file::{self, ResourceFork};
 use crate::security;
 use crate::service::{check_create, check_existing, FileService, RO_DENIED};
 use crate::share::ShareRef;
@@ -169,17 +170,29 @@ impl FileService {
             }
             access &= !RO_DENIED;
         }
-        let existing = stream::find(fd, name)?;
-        // Streams that are stored but do not exist for the requester.
-        let hide_empty = ctx.hide_empty_streams;
-        let existing =
-            mac_streams::open_finds(share, fd, name, existing, p.disposition, hide_empty)?;
+        let in_sidecar = share.resource_fork_in_sidecar()
+            && mac_streams::MacStream::of(share, name) == Some(mac_streams::MacStream::Resource);
+        let existing = if in_sidecar {
+            // A resource fork kept in a sidecar exists when it has data.
+            ResourceFork::open(share, fd, &base.rel)?
+                .filter(|rf| rf.len() > 0)
+                .map(|_| x_new.to_owned())
+        } else {
+            let existing = stream::find(fd, name)?;
+            // Streams that are stored but do not exist for the requester.
+            let hide_empty = ctx.hide_empty_streams;
+            mac_streams::open_finds(share, fd, name, existing, p.disposition, hide_empty)?
+        };
         let (x, action) = match (existing, p.disposition) {
             (Some(_), Disposition::Create) => return Err(FsError::NameCollision),
             (Some(x), Disposition::Open | Disposition::OpenIf) => (x, CreateAction::Opened),
             (Some(x), Disposition::Supersede) => (x, CreateAction::Superseded),
             (Some(x), _) => (x, CreateAction::Overwritten),
             (None, Disposition::Open | Disposition::Overwrite) => return Err(FsError::NotFound),
+            (None, _) if in_sidecar => {
+                ResourceFork::open_or_create(share, fd, &base.rel)?;
+                (x_new.to_owned(), CreateAction::Created)
+            }
             (None, _) => {
                 if !stream::create(fd, x_new)? {
                     return Ok(None); // created meanwhile: look again
@@ -189,7 +202,9 @@ impl FileService {
         };
         let created_stream = action == CreateAction::Created;
         let undo = |x: &std::ffi::CStr| {
-            if created_stream {
+            if created_stream && in_sidecar {
+                let _ = resource_fork_file::remove(share, &base.rel);
+            } else if created_stream {
                 let _ = stream::remove(fd, x);
             }
         };
@@ -246,7 +261,12 @@ impl FileService {
         );
         if matches!(action, CreateAction::Overwritten | CreateAction::Superseded) {
             // MS-FSA 2.1.5.1.2.1: an overwrite truncates the stream.
-            if let Err(e) = stream::write(fd, &x, &[]) {
+            let truncated = if in_sidecar {
+                handle.stream_set_size(&x, 0, true)
+            } else {
+                stream::write(fd, &x, &[])
+            };
+            if let Err(e) = truncated {
                 let _ = handle.close();
                 return Err(e);
             }

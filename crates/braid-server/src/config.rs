@@ -67,6 +67,14 @@ pub struct MacShareOptions {
     /// `fruit:zero_file_id`): macOS then does not rely on ids that a Linux
     /// file system may reuse.
     pub zero_file_id: bool,
+    /// Where resource forks are kept (a named stream, or an AppleDouble
+    /// `._NAME` sidecar as Samba's default `fruit:resource = file`), and
+    /// what becomes of the sidecars macOS writes (braid-fs
+    /// `resource_fork_file.rs`).
+    pub apple_double: braid_fs::AppleDoubleOptions,
+    /// With sidecars: `._*` names are neither listed nor opened by
+    /// clients (Samba's `fruit:veto_appledouble`).
+    pub veto_appledouble: bool,
 }
 
 impl Default for MacShareOptions {
@@ -76,6 +84,8 @@ impl Default for MacShareOptions {
             time_machine: false,
             time_machine_max_size: None,
             zero_file_id: false,
+            apple_double: braid_fs::AppleDoubleOptions::default(),
+            veto_appledouble: true,
         }
     }
 }

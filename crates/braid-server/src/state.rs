@@ -44,11 +44,17 @@ impl Share {
         fs.set_named_streams(s.named_streams);
         // The AfpInfo and resource fork rules (braid-fs `mac_streams.rs`).
         fs.set_macos(s.mac.enabled);
+        fs.set_apple_double(s.mac.apple_double);
         fs.set_hidden_names(braid_fs::HiddenNames {
             dot_files: s.hide_dot_files,
             patterns: s.hide_files.clone(),
         });
-        fs.set_veto_names(s.veto_files.clone());
+        let mut veto = s.veto_files.clone();
+        if s.mac.apple_double.resource_fork_in_sidecar && s.mac.veto_appledouble {
+            // The sidecars are Braid's to manage (`resource_fork_file.rs`).
+            veto.push("._*".into());
+        }
+        fs.set_veto_names(veto);
         fs.set_delete_veto_files(s.delete_veto_files);
         if let Some(snapshots) = &s.snapshots {
             fs.set_snapshots(snapshots.clone())

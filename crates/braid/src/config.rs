@@ -143,6 +143,19 @@ pub struct ShareEntry {
     /// (default false).
     #[serde(default)]
     pub macos_zero_file_id: bool,
+    /// Where resource forks are kept: "stream" (default) or "file" (an
+    /// AppleDouble `._NAME` sidecar, Samba's `fruit:resource = file`).
+    pub macos_resource: Option<String>,
+    /// With sidecars, hide and refuse `._*` names (default true).
+    pub macos_veto_appledouble: Option<bool>,
+    /// With sidecars, drop macOS's blank resource forks when converting
+    /// its sidecars (default false).
+    #[serde(default)]
+    pub macos_wipe_blank_resource_fork: bool,
+    /// With sidecars, delete the sidecars conversion left empty (default
+    /// false).
+    #[serde(default)]
+    pub macos_delete_empty_appledouble: bool,
 }
 
 /// A size in the config: a number of bytes, or a string with a binary
@@ -214,6 +227,10 @@ impl ShareEntry {
             time_machine: false,
             time_machine_max_size: None,
             macos_zero_file_id: false,
+            macos_resource: None,
+            macos_veto_appledouble: None,
+            macos_wipe_blank_resource_fork: false,
+            macos_delete_empty_appledouble: false,
         }
     }
 }
@@ -379,8 +396,6 @@ pub fn validate_share_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The share's previous versions (`snapshot_dir`, `snapshot_format`), or a
-/// configuration error naming the key and the fix.
 /// The share's macOS options, checked.
 pub fn mac_config(s: &ShareEntry) -> Result<braid_server::config::MacShareOptions, String> {
     let time_machine_max_size = match &s.time_machine_max_size {
@@ -404,10 +419,32 @@ pub fn mac_config(s: &ShareEntry) -> Result<braid_server::config::MacShareOption
         }
     };
     let enabled = s.macos.unwrap_or(true);
-    if !enabled && (s.time_machine || s.macos_zero_file_id) {
+    if !enabled && (s.time_machine || s.macos_zero_file_id || s.macos_resource.is_some()) {
         return Err(format!(
-            "share '{}': time_machine and macos_zero_file_id need macos; \
+            "share '{}': time_machine, macos_zero_file_id and macos_resource need macos; \
              remove macos = false or those keys",
+            s.name
+        ));
+    }
+    let in_sidecar = match s.macos_resource.as_deref() {
+        None | Some("stream") => false,
+        Some("file") => true,
+        Some(other) => {
+            return Err(format!(
+                "share '{}': macos_resource = {other:?}: use \"stream\" (a named stream, the \
+                 default) or \"file\" (AppleDouble ._ files)",
+                s.name
+            ))
+        }
+    };
+    let sidecar_keys = s.macos_veto_appledouble.is_some()
+        || s.macos_wipe_blank_resource_fork
+        || s.macos_delete_empty_appledouble;
+    if sidecar_keys && !in_sidecar {
+        return Err(format!(
+            "share '{}': macos_veto_appledouble, macos_wipe_blank_resource_fork and \
+             macos_delete_empty_appledouble apply to AppleDouble files; add \
+             macos_resource = \"file\" or remove them",
             s.name
         ));
     }
@@ -416,9 +453,17 @@ pub fn mac_config(s: &ShareEntry) -> Result<braid_server::config::MacShareOption
         time_machine: s.time_machine,
         time_machine_max_size,
         zero_file_id: s.macos_zero_file_id,
+        apple_double: braid_fs::AppleDoubleOptions {
+            resource_fork_in_sidecar: in_sidecar,
+            wipe_blank_resource_fork: s.macos_wipe_blank_resource_fork,
+            delete_empty_sidecars: s.macos_delete_empty_appledouble,
+        },
+        veto_appledouble: s.macos_veto_appledouble.unwrap_or(true),
     })
 }
 
+/// The share's previous versions (`snapshot_dir`, `snapshot_format`), or a
+/// configuration error naming the key and the fix.
 pub fn snapshot_config(s: &ShareEntry) -> Result<Option<braid_fs::SnapshotConfig>, String> {
     let Some(dir) = &s.snapshot_dir else {
         if s.snapshot_format.is_some() {
@@ -489,6 +534,25 @@ mod tests {
         assert!(mac_config(&s)
             .unwrap_err()
             .contains("time_machine_max_size"));
+    }
+
+    #[test]
+    fn macos_resource_file_and_its_options() {
+        let mut s = ShareEntry::new("mac", PathBuf::from("/tmp"));
+        s.macos_delete_empty_appledouble = true;
+        let err = mac_config(&s).unwrap_err();
+        assert!(err.contains("macos_resource = \"file\""), "{err}");
+        s.macos_resource = Some("file".into());
+        let m = mac_config(&s).unwrap();
+        assert!(m.apple_double.resource_fork_in_sidecar);
+        assert!(m.apple_double.delete_empty_sidecars);
+        assert!(m.veto_appledouble);
+        s.macos_resource = Some("xattr".into());
+        let err = mac_config(&s).unwrap_err();
+        assert!(err.contains("macos_resource = \"xattr\""), "{err}");
+        s.macos_resource = Some("file".into());
+        s.macos = Some(false);
+        assert!(mac_config(&s).unwrap_err().contains("need macos"));
     }
 
     #[test]
