@@ -8,6 +8,8 @@ Samba's default `fruit:resource = file`), through smbprotocol:
   as xnu writes them) is converted on first use: the attributes become
   named streams, the Finder info the AFP_AfpInfo stream, and the resource
   fork reads back;
+- a `._` file that is not AppleDouble is neither read nor overwritten; an
+  overwrite of a file drops its resource fork with its other streams;
 - the directory moves between Braid and Samba (vfs_fruit with
   `fruit:resource = file`): each reads the resource fork the other wrote.
 """
@@ -152,6 +154,29 @@ def test_a_sidecar_macos_wrote_is_converted_to_streams(braid):
     # The sidecar now holds the fork only, right after its header.
     assert (braid.dir / "._doc.txt").stat().st_size == 82 + len(b"the fork")
     assert sidecar_fork(braid.dir / "._doc.txt") == (b"Netatalk        ", b"the fork")
+
+
+def test_a_dot_underscore_file_that_is_not_appledouble_is_left_alone(braid):
+    kw = braid.kw
+    write(kw, "mac", "notes.txt", b"notes")
+    (braid.dir / "._notes.txt").write_bytes(b"someone's own file, not AppleDouble\n")
+    with pytest.raises(SMBOSError) as e:
+        read(kw, "mac", "notes.txt:AFP_Resource")
+    assert e.value.ntstatus == NtStatus.STATUS_OBJECT_NAME_NOT_FOUND
+    with pytest.raises(SMBOSError) as e:
+        write(kw, "mac", "notes.txt:AFP_Resource", b"fork")
+    assert e.value.ntstatus == NtStatus.STATUS_ACCESS_DENIED
+    assert (braid.dir / "._notes.txt").read_bytes() == b"someone's own file, not AppleDouble\n"
+
+
+def test_overwriting_a_file_drops_its_resource_fork(braid):
+    kw = braid.kw
+    write(kw, "mac", "draft.txt", b"v1")
+    write(kw, "mac", "draft.txt:AFP_Resource", b"fork")
+    write(kw, "mac", "draft.txt", b"v2")  # an overwrite (FILE_OVERWRITE_IF)
+    assert not (braid.dir / "._draft.txt").exists()
+    streams = {s.name for s in smbclient.liststreams(unc("mac", "draft.txt"), **kw)}
+    assert streams == {"::$DATA"}
 
 
 @pytest.mark.skipif(shutil.which("smbd") is None, reason="needs Samba's smbd")

@@ -59,6 +59,9 @@ pub(crate) fn sidecar_rel(rel: &str) -> Option<String> {
 pub(crate) struct ResourceFork {
     fd: OwnedFd,
     ad: Sidecar,
+    /// Opened for writing (not so on a read-only share, or for a sidecar
+    /// the server may only read).
+    writable: bool,
 }
 
 impl ResourceFork {
@@ -70,18 +73,27 @@ impl ResourceFork {
         let Some(side) = sidecar_rel(rel) else {
             return Ok(None);
         };
-        let writable = share.0.check_writable().is_ok();
+        let root = share.0.root_fd();
+        let mut writable = share.0.check_writable().is_ok();
         let flags = if writable {
             libc::O_RDWR
         } else {
             libc::O_RDONLY
         };
-        let fd = match path::open_beneath(share.0.root_fd(), &side, flags | FLAGS, 0) {
+        let opened = match path::open_beneath(root, &side, flags | FLAGS, 0) {
+            // A sidecar this process may only read is used as it is.
+            Err(libc::EACCES | libc::EPERM | libc::EROFS) if writable => {
+                writable = false;
+                path::open_beneath(root, &side, libc::O_RDONLY | FLAGS, 0)
+            }
+            r => r,
+        };
+        let fd = match opened {
             Ok(fd) => fd,
             Err(libc::ENOENT | libc::ENOTDIR | libc::ELOOP) => return Ok(None),
             Err(e) => return Err(FsError::from_errno(e)),
         };
-        let Some(mut rf) = Self::parse(fd)? else {
+        let Some(mut rf) = Self::parse(fd, writable)? else {
             return Ok(None);
         };
         if writable && !rf.convert(share, base_fd)? {
@@ -111,24 +123,36 @@ impl ResourceFork {
         // Someone may have created it between the two opens.
         let st = sys::fstat(fd.as_raw_fd())?;
         if let Some(rf) = Self::parse_locked(fd.as_raw_fd(), st.st_size as u64)? {
-            return Ok(ResourceFork { fd, ad: rf });
+            return Ok(ResourceFork {
+                fd,
+                ad: rf,
+                writable: true,
+            });
+        }
+        if st.st_size != 0 {
+            // Not AppleDouble: someone's file of that name, not to be
+            // overwritten with a resource fork.
+            tracing::warn!(path = %side, "not an AppleDouble file: resource fork not written");
+            return Err(FsError::AccessDenied);
         }
         let ad = Sidecar::empty();
         sys::pwrite(fd.as_raw_fd(), &ad.header(), 0)?;
         sys::check(unsafe { libc::ftruncate(fd.as_raw_fd(), RESOURCE_FORK_OFFSET as i64) })?;
-        Ok(ResourceFork { fd, ad })
+        Ok(ResourceFork {
+            fd,
+            ad,
+            writable: true,
+        })
     }
 
-    fn parse(fd: OwnedFd) -> FsResult<Option<Self>> {
+    fn parse(fd: OwnedFd, writable: bool) -> FsResult<Option<Self>> {
         lock(fd.as_raw_fd())?;
         let st = sys::fstat(fd.as_raw_fd())?;
         if st.st_mode & libc::S_IFMT != libc::S_IFREG {
             return Ok(None);
         }
-        Ok(
-            Self::parse_locked(fd.as_raw_fd(), st.st_size as u64)?
-                .map(|ad| ResourceFork { fd, ad }),
-        )
+        let ad = Self::parse_locked(fd.as_raw_fd(), st.st_size as u64)?;
+        Ok(ad.map(|ad| ResourceFork { fd, ad, writable }))
     }
 
     fn parse_locked(fd: RawFd, size: u64) -> FsResult<Option<Sidecar>> {
@@ -167,6 +191,7 @@ impl ResourceFork {
             .checked_add(data.len() as u64)
             .filter(|e| *e <= MAX_RESOURCE_FORK)
             .ok_or(FsError::DiskFull)?;
+        self.need_writable()?;
         self.make_plain()?;
         sys::pwrite(self.fd.as_raw_fd(), data, RESOURCE_FORK_OFFSET + offset)?;
         if end > self.ad.resource_fork_len {
@@ -181,6 +206,7 @@ impl ResourceFork {
         if size > MAX_RESOURCE_FORK {
             return Err(FsError::DiskFull);
         }
+        self.need_writable()?;
         self.make_plain()?;
         let fd = self.fd.as_raw_fd();
         sys::check(unsafe { libc::ftruncate(fd, (RESOURCE_FORK_OFFSET + size) as i64) })?;
@@ -199,6 +225,14 @@ impl ResourceFork {
             at += n as u64;
         }
         Ok(())
+    }
+
+    fn need_writable(&self) -> FsResult<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(FsError::AccessDenied)
+        }
     }
 
     fn write_header(&self) -> FsResult<()> {

@@ -406,6 +406,9 @@ impl FileService {
                     return Err(FsError::SharingViolation);
                 }
                 stream::remove_all(fdr)?;
+                if share.resource_fork_in_sidecar() && !is_dir {
+                    crate::resource_fork_file::remove(share, &handle.0.rel())?;
+                }
                 // SAFETY: plain syscall.
                 sys::check(unsafe { libc::ftruncate(fdr, 0) })?;
                 let m = DosMeta {
