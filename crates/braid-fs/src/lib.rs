@@ -29,6 +29,7 @@ pub mod mac_streams;
 mod open_table;
 pub mod path;
 mod posix_lock;
+pub mod quota;
 pub mod security;
 mod service;
 mod share;
