@@ -277,7 +277,10 @@ mod tests {
         };
         let b = q.encode();
         // SidListLength: three entries of 8 + SID bytes.
-        assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), 8 * 3 + 28 + 12 + 28);
+        assert_eq!(
+            u32::from_le_bytes(b[4..8].try_into().unwrap()),
+            8 * 3 + 28 + 12 + 28
+        );
         assert_eq!(QueryQuotaInfo::decode(&b).unwrap(), q);
     }
 
@@ -370,7 +373,10 @@ mod tests {
     }
 
     fn sid() -> impl Strategy<Value = Sid> {
-        (0u64..1 << 48, proptest::collection::vec(any::<u32>(), 0..=15))
+        (
+            0u64..1 << 48,
+            proptest::collection::vec(any::<u32>(), 0..=15),
+        )
             .prop_map(|(a, subs)| Sid::new(a, &subs))
     }
 
