@@ -7,6 +7,7 @@ use braid_smb_proto::auth::spnego::{SpnegoClient, SpnegoServer, SpnegoStep};
 use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::crypto::encrypt_message;
 use braid_smb_proto::fscc::file_info::{FullEa, SetBasicInfo, SetFileInfo, SetLinkInfo};
+use braid_smb_proto::fscc::quota::{encode_quota_list, QueryQuotaInfo, QuotaEntry, QuotaSids};
 use braid_smb_proto::fscc::security::{build_file_security_descriptor, Ace, Acl, SecurityDescriptor, Sid};
 use braid_smb_proto::header::{flags, Command, Header};
 use braid_smb_proto::messages::create::{context_name, encode_create_contexts};
@@ -64,6 +65,17 @@ fn create_ctxs() -> Vec<CreateContext> {
         CreateContext::new(context_name::DURABLE_HANDLE_REQUEST_V2, vec![0; 32]),
         CreateContext::new(&context_name::APP_INSTANCE_ID, vec![0x14, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]),
     ]
+}
+
+fn quota_query() -> QueryQuotaInfo {
+    QueryQuotaInfo { return_single: false, restart_scan: true, sids: QuotaSids::List(vec![Sid::unix_user(1000), Sid::local_system()]) }
+}
+
+fn quota_entries() -> Vec<u8> {
+    encode_quota_list(&[
+        QuotaEntry { change_time: 0, quota_used: 4096, quota_threshold: 1 << 20, quota_limit: 2 << 20, sid: Sid::unix_user(1000) },
+        QuotaEntry { change_time: 0, quota_used: 0, quota_threshold: -1, quota_limit: -2, sid: Sid::local_system() },
+    ])
 }
 
 fn set_infos() -> Vec<SetFileInfo> {
@@ -231,6 +243,18 @@ fn requests() -> Vec<(Command, Vec<u8>)> {
             &hdr(Command::OplockBreak, 42),
             &OplockBreakRequest::Lease(LeaseBreakAck { flags: 0, lease_key: [9; 16], lease_state: 1, lease_duration: 0 }),
         ),
+    );
+    // SMB2_0_INFO_QUOTA: a query for two SIDs, and a set of two entries.
+    push(
+        Command::QueryInfo,
+        msg(
+            &hdr(Command::QueryInfo, 43),
+            &QueryInfoRequest { info_type: 4, output_buffer_length: 4096, input: quota_query().encode(), file_id: fid(), ..Default::default() },
+        ),
+    );
+    push(
+        Command::SetInfo,
+        msg(&hdr(Command::SetInfo, 44), &SetInfoRequest { info_type: 4, file_info_class: 0, buffer: quota_entries(), additional_information: 0, file_id: fid() }),
     );
     out
 }
@@ -479,6 +503,10 @@ pub fn all() -> Vec<Seed> {
         v.extend(si.encode());
         s.push(("fscc_set_info", format!("{i:02}-class{}", si.class()), v));
     }
+
+    let mut v = vec![0];
+    v.extend(quota_entries());
+    s.push(("fscc_set_info", "quota-list".into(), v));
 
     // security_descriptor
     s.push(("security_descriptor", "posix-file".into(), sd_bytes()));

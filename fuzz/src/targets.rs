@@ -12,7 +12,8 @@ use braid_smb_proto::codec::Message;
 use braid_smb_proto::crypto::{self, decrypt_in_place, encrypt_message, Cipher, SigningAlgorithm, TransformHeader};
 use braid_smb_proto::fscc::file_info::{decode_full_ea_list, decode_set_file_info, encode_full_ea_list};
 use braid_smb_proto::fscc::security::{SecurityDescriptor, Sid};
-use braid_smb_proto::fscc::{SMB2_0_INFO_FILE, SMB2_0_INFO_SECURITY};
+use braid_smb_proto::fscc::quota::{decode_quota_list, encode_quota_list, QueryQuotaInfo};
+use braid_smb_proto::fscc::{SMB2_0_INFO_FILE, SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY};
 use braid_smb_proto::header::{Command, Header, HEADER_LEN, PROTOCOL_ID, SMB1_PROTOCOL_ID, TRANSFORM_PROTOCOL_ID};
 use braid_smb_proto::messages::create::{decode_create_contexts, encode_create_contexts};
 use braid_smb_proto::messages::fsctl_data::DuplicateExtentsData;
@@ -202,13 +203,18 @@ pub fn check_request(cmd: u16, msg: &[u8]) {
             rt_msg::<ChangeNotifyRequest>(msg);
         }
         Command::QueryInfo => {
-            rt_msg::<QueryInfoRequest>(msg);
+            if let Some(r) = rt_msg::<QueryInfoRequest>(msg) {
+                if r.info_type == SMB2_0_INFO_QUOTA {
+                    rt("QueryQuotaInfo", &r.input, QueryQuotaInfo::decode, |q| q.encode());
+                }
+            }
         }
         Command::SetInfo => {
             if let Some(r) = rt_msg::<SetInfoRequest>(msg) {
                 match r.info_type {
                     SMB2_0_INFO_FILE => set_file_info(r.file_info_class, &r.buffer),
                     SMB2_0_INFO_SECURITY => sd(&r.buffer),
+                    SMB2_0_INFO_QUOTA => quota_list(&r.buffer),
                     _ => {}
                 }
             }
@@ -514,11 +520,16 @@ fn set_file_info(class: u8, buf: &[u8]) {
     rt("SetFileInfo", buf, |b| decode_set_file_info(class, b), |s| s.encode());
 }
 
+fn quota_list(buf: &[u8]) {
+    rt("FILE_QUOTA_INFORMATION list", buf, decode_quota_list, |l| encode_quota_list(l));
+}
+
 /// Input: FileInfoClass byte, then the SET_INFO input buffer.
 pub fn fscc_set_info(data: &[u8]) {
     let Some((&class, buf)) = data.split_first() else { return };
     set_file_info(class, buf);
     rt("FullEa list", buf, decode_full_ea_list, |l| encode_full_ea_list(l));
+    quota_list(buf);
 }
 
 // ---- security descriptors --------------------------------------------------

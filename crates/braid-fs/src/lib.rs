@@ -30,6 +30,7 @@ pub mod mac_streams;
 mod open_table;
 pub mod path;
 mod posix_lock;
+pub mod quota;
 mod resource_fork_file;
 pub mod security;
 mod service;

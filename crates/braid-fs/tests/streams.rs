@@ -125,6 +125,40 @@ fn invalid_stream_names() {
     assert_eq!(names(&f.handle), vec![("::$DATA".into(), 0)]);
 }
 
+/// The quota index (`braid_fs::quota`) is no stream the file service
+/// opens: `$INDEX_ALLOCATION` is no data stream type, so even a real
+/// `$Extend\$Quota` file in the share is not reached through its name,
+/// and nothing is created.
+#[test]
+fn the_quota_index_name_is_no_stream_of_the_share() {
+    let e = env();
+    let name = "$Extend\\$Quota:$Q:$INDEX_ALLOCATION";
+    assert!(braid_fs::quota::is_quota_index(name));
+    assert!(matches!(
+        e.open(name, RW, ALL, Disposition::OpenIf),
+        Err(FsError::InvalidName)
+    ));
+    assert_eq!(std::fs::read_dir(&e.share_dir).unwrap().count(), 0);
+    std::fs::create_dir(e.share_dir.join("$Extend")).unwrap();
+    std::fs::write(e.share_dir.join("$Extend/$Quota"), b"").unwrap();
+    for disposition in [
+        Disposition::Open,
+        Disposition::OpenIf,
+        Disposition::OverwriteIf,
+    ] {
+        assert!(matches!(
+            e.open(name, RW, ALL, disposition),
+            Err(FsError::InvalidName)
+        ));
+    }
+    assert_eq!(
+        std::fs::read_dir(e.share_dir.join("$Extend"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
+
 #[test]
 fn directories_and_streams() {
     let e = env();

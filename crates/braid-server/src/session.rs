@@ -85,6 +85,8 @@ pub struct Session {
     pub opens: ShardedMap<u64, Arc<Open>>,
     /// Named pipe opens on IPC$ (`smb/ops/pipe.rs`), by volatile id.
     pub pipes: Mutex<HashMap<u64, Arc<crate::smb::ops::pipe::PipeOpen>>>,
+    /// Opens of the NTFS quota index (`smb/ops/quota.rs`), by volatile id.
+    pub quota_opens: Mutex<HashMap<u64, Arc<crate::smb::ops::quota::QuotaOpen>>>,
     /// Connection that created the session (its first channel).
     pub connection_id: u64,
     /// What NEGOTIATE settled on the connection that created the session:
@@ -125,6 +127,7 @@ impl Session {
             next_tree_id: AtomicU32::new(1),
             opens: ShardedMap::new(),
             pipes: Mutex::new(HashMap::new()),
+            quota_opens: Mutex::new(HashMap::new()),
             connection_id,
             origin: std::sync::OnceLock::new(),
             binds: Mutex::new(HashMap::new()),

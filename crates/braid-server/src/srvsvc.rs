@@ -213,8 +213,16 @@ impl SrvsvcBackend for SrvsvcView<'_> {
                     Some(sh) => (sh.name.clone(), share_type::DISK),
                     None => ("IPC$".to_string(), share_type::IPC),
                 };
+                let quota_count = s
+                    .quota_opens
+                    .lock()
+                    .unwrap()
+                    .values()
+                    .filter(|q| q.tree_id == tree.id)
+                    .count();
                 let open_count = opens.iter().filter(|o| o.tree_id() == tree.id).count()
-                    + pipes.iter().filter(|p| p.tree_id == tree.id).count();
+                    + pipes.iter().filter(|p| p.tree_id == tree.id).count()
+                    + quota_count;
                 trees.push(TreeConnectEntry {
                     id: tree.id,
                     share,

@@ -153,7 +153,15 @@ impl Request<'_> {
             id
         };
         let sess = self.session()?;
-        let open = sess.opens.get(&id.volatile).ok_or(NtStatus::FILE_CLOSED)?;
+        let Some(open) = sess.opens.get(&id.volatile) else {
+            // An open of the quota index is no file open: the commands
+            // that serve it look for it first (ops/quota.rs); the others
+            // get its answer for them.
+            if ops::quota::find(self, id).is_some() {
+                return Err(ops::quota::refusal(self.header.command));
+            }
+            return Err(NtStatus::FILE_CLOSED);
+        };
         if open.persistent_id != id.persistent {
             return Err(NtStatus::FILE_CLOSED);
         }

@@ -15,6 +15,8 @@
 //!   [`dir_info::DirListingEncoder`] builder.
 //! * [`security`] — self-relative SECURITY_DESCRIPTOR, SID, ACL, ACE
 //!   (MS-DTYP 2.4.2, 2.4.4, 2.4.5, 2.4.6) for `SMB2_0_INFO_SECURITY`.
+//! * [`quota`] — `SMB2_0_INFO_QUOTA`: SMB2_QUERY_QUOTA_INFO (MS-SMB2
+//!   2.2.37.1) and FILE_QUOTA_INFORMATION lists (MS-FSCC 2.4.36).
 //!
 //! Errors are [`FsccError`]; [`FsccError::status`] gives the NTSTATUS the
 //! server answers with.
@@ -23,6 +25,7 @@ pub mod access;
 pub mod dir_info;
 pub mod file_info;
 pub mod fs_info;
+pub mod quota;
 pub mod security;
 
 use crate::status::NtStatus;

@@ -28,6 +28,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if super::pipe::on_ipc(req) {
         return super::pipe::close(req, r.file_id).unwrap_or(Err(NtStatus::FILE_CLOSED));
     }
+    if let Some(q) = super::quota::find(req, r.file_id) {
+        return super::quota::close(req, &r, &q);
+    }
     let open = req.open(r.file_id)?;
     let session = req.session()?;
     if session.opens.remove(&open.volatile_id).is_none() || !open.mark_closed() {

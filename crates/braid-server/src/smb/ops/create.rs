@@ -160,6 +160,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
     }
 
+    // NTFS's quota index is no file of the share (ops/quota.rs).
+    if super::quota::names_quota_index(&name) {
+        let params = open_params(&r, name, allocation_size);
+        return super::quota::create(req, &params, open_mode(opts), want_mxac, want_qfid);
+    }
+
     // MS-SMB2 3.3.5.9.4: the open is of the file as of that snapshot,
     // read-only (braid-fs `snapshot.rs`). Such an open is not made
     // durable: a reconnect would find it by its share's name.
@@ -194,32 +200,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
     }
 
-    let disposition = match r.create_disposition {
-        create_disposition::SUPERSEDE => Disposition::Supersede,
-        create_disposition::OPEN => Disposition::Open,
-        create_disposition::CREATE => Disposition::Create,
-        create_disposition::OPEN_IF => Disposition::OpenIf,
-        create_disposition::OVERWRITE => Disposition::Overwrite,
-        _ => Disposition::OverwriteIf,
-    };
-    let directory = if opts & create_options::DIRECTORY_FILE != 0 {
-        DirectoryRequirement::MustBeDirectory
-    } else if opts & create_options::NON_DIRECTORY_FILE != 0 {
-        DirectoryRequirement::MustNotBeDirectory
-    } else {
-        DirectoryRequirement::Any
-    };
-    let params = OpenParams {
-        path: name,
-        access: r.desired_access,
-        share_access: r.share_access,
-        disposition,
-        directory,
-        delete_on_close: opts & create_options::DELETE_ON_CLOSE != 0,
-        write_through: opts & create_options::WRITE_THROUGH != 0,
-        attributes: r.file_attributes,
-        allocation_size,
-    };
+    let params = open_params(&r, name, allocation_size);
     let (user, access) = {
         let identity = session.identity.lock().unwrap();
         (
@@ -363,13 +344,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         disconnects: Default::default(),
         renamed: Default::default(),
         lock_sequences: std::sync::Mutex::new(crate::session::NO_LOCK_SEQUENCES),
-        // MS-FSA 2.1.5.1: Open.Mode takes these bits of the CreateOptions.
-        mode: (opts
-            & (create_options::WRITE_THROUGH
-                | create_options::SEQUENTIAL_ONLY
-                | create_options::NO_INTERMEDIATE_BUFFERING
-                | create_options::DELETE_ON_CLOSE))
-            .into(),
+        mode: open_mode(opts).into(),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
     // to the file; streams are not reported).
@@ -472,6 +447,45 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut reply = Reply::of(&response);
     reply.created_file_id = Some(file_id);
     Ok(reply)
+}
+
+/// The file service's parameters for the open a CREATE asks for.
+fn open_params(r: &CreateRequest, path: String, allocation_size: Option<u64>) -> OpenParams {
+    let opts = r.create_options;
+    let disposition = match r.create_disposition {
+        create_disposition::SUPERSEDE => Disposition::Supersede,
+        create_disposition::OPEN => Disposition::Open,
+        create_disposition::CREATE => Disposition::Create,
+        create_disposition::OPEN_IF => Disposition::OpenIf,
+        create_disposition::OVERWRITE => Disposition::Overwrite,
+        _ => Disposition::OverwriteIf,
+    };
+    let directory = if opts & create_options::DIRECTORY_FILE != 0 {
+        DirectoryRequirement::MustBeDirectory
+    } else if opts & create_options::NON_DIRECTORY_FILE != 0 {
+        DirectoryRequirement::MustNotBeDirectory
+    } else {
+        DirectoryRequirement::Any
+    };
+    OpenParams {
+        path,
+        access: r.desired_access,
+        share_access: r.share_access,
+        disposition,
+        directory,
+        delete_on_close: opts & create_options::DELETE_ON_CLOSE != 0,
+        write_through: opts & create_options::WRITE_THROUGH != 0,
+        attributes: r.file_attributes,
+        allocation_size,
+    }
+}
+
+/// MS-FSA 2.1.5.1: Open.Mode takes these bits of the CreateOptions.
+fn open_mode(opts: u32) -> u32 {
+    opts & (create_options::WRITE_THROUGH
+        | create_options::SEQUENTIAL_ONLY
+        | create_options::NO_INTERMEDIATE_BUFFERING
+        | create_options::DELETE_ON_CLOSE)
 }
 
 /// MS-SMB2 2.2.14: the response for an open with `info`.

@@ -20,6 +20,7 @@ pub mod oplock_break;
 pub mod pipe;
 pub mod query_directory;
 pub mod query_info;
+pub mod quota;
 pub mod read;
 pub mod session_setup;
 pub mod set_info;

@@ -3,7 +3,7 @@
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::fscc::file_info::{self, FileQueryInput};
 use braid_smb_proto::fscc::{
-    fs_info, security, FsStats, VolumeInfo, SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM,
+    fs_info, security, FsStats, QueryOutput, VolumeInfo, SMB2_0_INFO_FILE, SMB2_0_INFO_FILESYSTEM,
     SMB2_0_INFO_QUOTA, SMB2_0_INFO_SECURITY,
 };
 use braid_smb_proto::messages::aapl::caps;
@@ -29,6 +29,9 @@ fn file_class_access(class: u8) -> u32 {
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = QueryInfoRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if let Some(q) = super::quota::find(req, r.file_id) {
+        return super::quota::query_info(req, &r, &q).await;
+    }
     let open = req.open(r.file_id)?;
     let max = req.conn.server.config.max_transact_size;
     if r.output_buffer_length > max {
@@ -36,17 +39,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     let out = match r.info_type {
         SMB2_0_INFO_FILE => {
-            let need = file_class_access(r.file_info_class);
-            if open.granted_access & need != need {
-                return Err(NtStatus::ACCESS_DENIED);
-            }
-            // MS-SMB2 3.3.5.20.1: FileNormalizedNameInformation is for
-            // 3.1.1 connections only (smbtorture smb2.getinfo.normalized).
-            if r.file_info_class == file_info::FILE_NORMALIZED_NAME_INFORMATION
-                && req.conn.dialect() != braid_smb_proto::messages::negotiate::dialect::SMB311
-            {
-                return Err(NtStatus::NOT_SUPPORTED);
-            }
+            check_file_class(req, open.granted_access, r.file_info_class)?;
             if r.file_info_class == file_info::FILE_FULL_EA_INFORMATION {
                 return query_eas(&open, r.output_buffer_length).await;
             }
@@ -101,40 +94,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             file_info::query_file_info(r.file_info_class, &q, r.output_buffer_length)
                 .map_err(|e| e.status())?
         }
-        SMB2_0_INFO_FILESYSTEM => {
-            let share = req.share()?.clone();
-            let files = req.conn.server.files.clone();
-            let fs = share.fs.clone();
-            let time_machine_cap = share.mac.time_machine_max_size;
-            let (st, bundles) = blocking(move || {
-                let bundles = match time_machine_cap {
-                    Some(_) => files.sparse_bundle_usage(&fs)?,
-                    None => 0,
-                };
-                Ok::<_, braid_fs::FsError>((files.fs_stats(&fs)?, bundles))
-            })
-            .await?;
-            let mut stats = FsStats {
-                total_blocks: st.total_blocks,
-                free_blocks: st.free_blocks,
-                avail_blocks: st.available_blocks,
-                block_size: st.block_size.min(u32::MAX as u64) as u32,
-                bytes_per_sector: 512,
-            };
-            if let Some(cap) = time_machine_cap {
-                stats = time_machine_stats(&stats, cap, bundles);
-            }
-            let mut vol = VolumeInfo {
-                label: share.name.clone(),
-                serial_number: volume_serial(&share.name),
-                ..Default::default()
-            };
-            if !share.fs.named_streams() {
-                vol.fs_attributes &= !fs_info::FILE_NAMED_STREAMS;
-            }
-            fs_info::query_fs_info(r.file_info_class, &stats, &vol, r.output_buffer_length)
-                .map_err(|e| e.status())?
-        }
+        SMB2_0_INFO_FILESYSTEM => query_fs(req, &r).await?,
         SMB2_0_INFO_SECURITY => {
             // MS-SMB2 3.3.5.20.3: READ_CONTROL for owner/group/DACL,
             // ACCESS_SYSTEM_SECURITY for the SACL.
@@ -191,6 +151,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             }
             out
         }
+        // MS-SMB2 3.3.5.20.4: the object store keeps no user quotas (only
+        // the quota index answers a quota query: ops/quota.rs).
         SMB2_0_INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     };
@@ -198,6 +160,66 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         out.status,
         &QueryInfoResponse { output: out.data },
     ))
+}
+
+/// MS-SMB2 3.3.5.20.1: the rights a FILE class needs, and the classes a
+/// dialect has.
+pub(super) fn check_file_class(
+    req: &Request<'_>,
+    granted_access: u32,
+    class: u8,
+) -> Result<(), NtStatus> {
+    let need = file_class_access(class);
+    if granted_access & need != need {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    // MS-SMB2 3.3.5.20.1: FileNormalizedNameInformation is for
+    // 3.1.1 connections only (smbtorture smb2.getinfo.normalized).
+    if class == file_info::FILE_NORMALIZED_NAME_INFORMATION
+        && req.conn.dialect() != braid_smb_proto::messages::negotiate::dialect::SMB311
+    {
+        return Err(NtStatus::NOT_SUPPORTED);
+    }
+    Ok(())
+}
+
+/// MS-SMB2 3.3.5.20.2: information about the share's file system.
+pub(super) async fn query_fs(
+    req: &Request<'_>,
+    r: &QueryInfoRequest,
+) -> Result<QueryOutput, NtStatus> {
+    let share = req.share()?.clone();
+    let files = req.conn.server.files.clone();
+    let fs = share.fs.clone();
+    let time_machine_cap = share.mac.time_machine_max_size;
+    let (st, bundles) = blocking(move || {
+        let bundles = match time_machine_cap {
+            Some(_) => files.sparse_bundle_usage(&fs)?,
+            None => 0,
+        };
+        Ok::<_, braid_fs::FsError>((files.fs_stats(&fs)?, bundles))
+    })
+    .await?;
+    let mut stats = FsStats {
+        total_blocks: st.total_blocks,
+        free_blocks: st.free_blocks,
+        avail_blocks: st.available_blocks,
+        block_size: st.block_size.min(u32::MAX as u64) as u32,
+        bytes_per_sector: 512,
+    };
+    if let Some(cap) = time_machine_cap {
+        stats = time_machine_stats(&stats, cap, bundles);
+    }
+    let mut vol = VolumeInfo {
+        label: share.name.clone(),
+        serial_number: volume_serial(&share.name),
+        ..Default::default()
+    };
+    if !share.fs.named_streams() {
+        vol.fs_attributes &= !fs_info::FILE_NAMED_STREAMS;
+    }
+    fs_info::query_fs_info(r.file_info_class, &stats, &vol, r.output_buffer_length)
+        .map_err(|e| e.status())
 }
 
 fn volume_serial(name: &str) -> u32 {

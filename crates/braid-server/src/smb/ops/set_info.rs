@@ -52,6 +52,9 @@ fn basic_time(t: i64) -> Option<std::time::SystemTime> {
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = SetInfoRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if super::quota::find(req, r.file_id).is_some() {
+        return super::quota::set_info(&r);
+    }
     let open = req.open(r.file_id)?;
     let granted = open.granted_access;
     let handle = open.handle.clone();
@@ -251,6 +254,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             blocking(move || handle.set_security_descriptor(&bytes)).await?;
         }
         SMB2_0_INFO_FILESYSTEM => return Err(NtStatus::ACCESS_DENIED),
+        // MS-SMB2 3.3.5.21.4: the object store keeps no user quotas (only
+        // the quota index takes a quota set: ops/quota.rs).
         SMB2_0_INFO_QUOTA => return Err(NtStatus::NOT_SUPPORTED),
         _ => return Err(NtStatus::INVALID_PARAMETER),
     }

@@ -16,6 +16,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         .lock()
         .unwrap()
         .retain(|_, p| p.tree_id != tree.id);
+    session
+        .quota_opens
+        .lock()
+        .unwrap()
+        .retain(|_, q| q.tree_id != tree.id);
     // Pending requests on the tree (blocking locks) end with the opens.
     let opens = session.take_opens_of_tree(Some(tree.id));
     super::close::close_opens(opens).await;
