@@ -94,30 +94,25 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             req.conn.server.notify.delete_pending(&share.name, &path);
         }
     }
-    let resp = if r.flags & POSTQUERY_ATTRIB != 0 {
-        CloseResponse {
-            flags: POSTQUERY_ATTRIB,
-            creation_time: filetime(info.creation_time),
-            last_access_time: filetime(info.last_access_time),
-            last_write_time: filetime(info.last_write_time),
-            change_time: filetime(info.change_time),
-            allocation_size: info.allocation_size,
-            end_of_file: info.end_of_file,
-            file_attributes: info.attributes,
-        }
-    } else {
-        CloseResponse {
-            flags: 0,
-            creation_time: 0,
-            last_access_time: 0,
-            last_write_time: 0,
-            change_time: 0,
-            allocation_size: 0,
-            end_of_file: 0,
-            file_attributes: 0,
-        }
-    };
-    Ok(Reply::of(&resp))
+    Ok(Reply::of(&close_response(r.flags, &info)))
+}
+
+/// MS-SMB2 3.3.5.10: the file's attributes as of the close when the
+/// client asked for them (SMB2_CLOSE_FLAG_POSTQUERY_ATTRIB), else zeros.
+pub(super) fn close_response(flags: u16, info: &braid_fs::FileInfo) -> CloseResponse {
+    if flags & POSTQUERY_ATTRIB == 0 {
+        return CloseResponse::default();
+    }
+    CloseResponse {
+        flags: POSTQUERY_ATTRIB,
+        creation_time: filetime(info.creation_time),
+        last_access_time: filetime(info.last_access_time),
+        last_write_time: filetime(info.last_write_time),
+        change_time: filetime(info.change_time),
+        allocation_size: info.allocation_size,
+        end_of_file: info.end_of_file,
+        file_attributes: info.attributes,
+    }
 }
 
 /// Close opens removed from a session's table (logoff, tree disconnect,

@@ -25,19 +25,16 @@ use braid_smb_proto::fscc::{
 use braid_smb_proto::header::Command;
 use braid_smb_proto::messages::create::{context_name, create_action};
 use braid_smb_proto::messages::{
-    CloseRequest, CloseResponse, CreateContext, QueryInfoRequest, QueryInfoResponse, SetInfoRequest,
+    CloseRequest, CreateContext, QueryInfoRequest, QueryInfoResponse, SetInfoRequest,
 };
 use braid_smb_proto::NtStatus;
 
 use super::convert::view_of;
 use crate::smb::status_map::fs_status;
 use crate::smb::{OpResult, Reply, Request};
-use crate::state::filetime;
 
 /// Quota index opens one session may hold (a client opens one at a time).
 const MAX_PER_SESSION: usize = 64;
-/// SMB2_CLOSE_FLAG_POSTQUERY_ATTRIB.
-const POSTQUERY_ATTRIB: u16 = 0x0001;
 
 /// One open of the quota index.
 pub struct QuotaOpen {
@@ -172,22 +169,10 @@ pub fn close(req: &Request<'_>, r: &CloseRequest, open: &QuotaOpen) -> OpResult 
     if removed.is_none() || open.closed.swap(true, Ordering::AcqRel) {
         return Err(NtStatus::FILE_CLOSED);
     }
-    let resp = if r.flags & POSTQUERY_ATTRIB != 0 {
-        let info = open.index.info();
-        CloseResponse {
-            flags: POSTQUERY_ATTRIB,
-            creation_time: filetime(info.creation_time),
-            last_access_time: filetime(info.last_access_time),
-            last_write_time: filetime(info.last_write_time),
-            change_time: filetime(info.change_time),
-            allocation_size: info.allocation_size,
-            end_of_file: info.end_of_file,
-            file_attributes: info.attributes,
-        }
-    } else {
-        CloseResponse::default()
-    };
-    Ok(Reply::of(&resp))
+    Ok(Reply::of(&super::close::close_response(
+        r.flags,
+        &open.index.info(),
+    )))
 }
 
 /// MS-SMB2 3.3.5.20 on a quota index open.
