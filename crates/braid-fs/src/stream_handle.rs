@@ -189,11 +189,15 @@ impl OpenHandle {
         }
         let _serial = self.serialize_writes();
         if self.in_sidecar(x) {
-            let len = self.sidecar()?.map_or(0, |rf| rf.len());
-            if size == len || (!eof && size > len) {
+            let mut rf = match self.sidecar()? {
+                Some(rf) => rf,
+                None if size == 0 || !eof => return Ok(()),
+                None => self.sidecar_or_create()?,
+            };
+            if size == rf.len() || (!eof && size > rf.len()) {
                 return Ok(());
             }
-            return self.sidecar_or_create()?.set_len(size);
+            return rf.set_len(size);
         }
         let mut v = stream::read(self.fd(), x)?;
         if size == v.len() as u64 || (!eof && size > v.len() as u64) {
