@@ -140,17 +140,10 @@ impl OpenHandle {
     /// The cluster size FileFsSizeInformation reports for the share (its
     /// file system's fragment size), at least 1.
     fn cluster_size(&self) -> u64 {
-        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: valid out pointer; fstatvfs works on O_PATH fds.
-        if unsafe { libc::fstatvfs(self.0.share.0.root_fd(), &mut s) } != 0 {
-            return 4096;
+        match sys::fstatvfs(self.0.share.0.root_fd()) {
+            Ok(s) => sys::fragment_size(&s).max(1),
+            Err(_) => 4096,
         }
-        let size = if s.f_frsize != 0 {
-            s.f_frsize
-        } else {
-            s.f_bsize
-        };
-        (size as u64).max(1)
     }
 
     /// A stream on either side: read the source bytes, write them, and

@@ -96,6 +96,10 @@ impl OpenHandle {
             || inner.is_dir
             || inner.stream.is_some()
             || self.need(access::FILE_WRITE_DATA).is_err()
+            // OpenHandle::write gives the DISK_FULL.
+            || self
+                .check_room_to_grow(offset.saturating_add((*data).as_ref().len() as u64))
+                .is_err()
         {
             return None;
         }

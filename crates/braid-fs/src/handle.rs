@@ -359,6 +359,10 @@ impl OpenHandle {
         if let Some(x) = self.stream_xattr() {
             return self.stream_write(&x, offset, data);
         }
+        if !data.is_empty() {
+            // An empty write changes no size, wherever it points.
+            self.check_room_to_grow(offset.saturating_add(data.len() as u64))?;
+        }
         self.note_write();
         let _serial = self.serialize_writes();
         let direct = match self.0.share.0.direct_writes() {
@@ -587,6 +591,7 @@ impl OpenHandle {
             self.update_write_time(true);
             return Ok(());
         }
+        self.check_room_to_grow(size)?;
         self.truncate(size)?;
         self.update_write_time(false);
         Ok(())

@@ -90,15 +90,9 @@ impl FileService {
 
     /// statvfs of the share's file system.
     pub fn fs_stats(&self, share: &ShareRef) -> FsResult<FsStats> {
-        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: valid out pointer; fstatvfs works on O_PATH fds.
-        sys::check(unsafe { libc::fstatvfs(share.0.root_fd(), &mut s) })?;
+        let s = sys::fstatvfs(share.0.root_fd())?;
         Ok(FsStats {
-            block_size: if s.f_frsize != 0 {
-                s.f_frsize
-            } else {
-                s.f_bsize
-            } as u64,
+            block_size: sys::fragment_size(&s),
             total_blocks: s.f_blocks as u64,
             free_blocks: s.f_bfree as u64,
             available_blocks: s.f_bavail as u64,

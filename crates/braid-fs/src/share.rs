@@ -11,6 +11,7 @@ use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
 use crate::resource_fork_file::AppleDoubleOptions;
 use crate::snapshot::{SnapshotConfig, Snapshots};
+use crate::sparse::FreeSpaceHint;
 use crate::tunnel::Tunnel;
 
 const SHARDS: usize = 16;
@@ -49,6 +50,8 @@ pub(crate) struct Share {
     snapshot_time: Option<i64>,
     /// Long names of files deleted lately, by short name (`tunnel.rs`).
     pub(crate) tunnel: Tunnel,
+    /// What the file system had free lately (`sparse.rs`).
+    pub(crate) free_space: FreeSpaceHint,
 }
 
 /// Unix permission bits for what clients create (Samba's `create mask`
@@ -131,6 +134,7 @@ impl Share {
             snapshots: OnceLock::new(),
             snapshot_time: None,
             tunnel: Tunnel::default(),
+            free_space: FreeSpaceHint::default(),
         }
     }
 

@@ -4,11 +4,46 @@
 //! punches holes (`fallocate`), and allocated ranges are what
 //! `SEEK_DATA`/`SEEK_HOLE` find.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use crate::error::{FsError, FsResult};
 use crate::handle::OpenHandle;
 use crate::info;
 use crate::sys;
 use crate::types::{access as acc, attr};
+
+/// How long what a share's file system had free stands for what it has.
+const FREE_SPACE_HINT_LIFETIME: Duration = Duration::from_secs(1);
+
+/// What a share's file system had free a moment ago, so that a write
+/// ending below it needs no `fstat` or `statvfs` to know it leaves no gap
+/// larger than the free space ([`OpenHandle::check_room_to_grow`]).
+#[derive(Debug, Default)]
+pub(crate) struct FreeSpaceHint {
+    bytes: AtomicU64,
+    /// Until when (nanoseconds since the epoch) `bytes` holds; 0: never.
+    until_nanos: AtomicU64,
+}
+
+impl FreeSpaceHint {
+    fn covers(&self, end: u64, now: SystemTime) -> bool {
+        end <= self.bytes.load(Ordering::Relaxed)
+            && nanos(now) < self.until_nanos.load(Ordering::Relaxed)
+    }
+
+    fn remember(&self, bytes: u64, now: SystemTime) {
+        // Racing updates store one reading or another, each as fresh.
+        self.bytes.store(bytes, Ordering::Relaxed);
+        let until = nanos(now).saturating_add(FREE_SPACE_HINT_LIFETIME.as_nanos() as u64);
+        self.until_nanos.store(until, Ordering::Relaxed);
+    }
+}
+
+fn nanos(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64)
+}
 
 impl OpenHandle {
     /// FILE_ATTRIBUTE_SPARSE_FILE on or off. Needs FILE_WRITE_DATA,
@@ -36,6 +71,33 @@ impl OpenHandle {
 
     pub(crate) fn is_sparse(&self) -> bool {
         info::read_dos(self.fd()).is_some_and(|m| m.attributes & attr::SPARSE_FILE != 0)
+    }
+
+    /// NTFS allocates a file that is not sparse up to its end of file, so
+    /// growing one (a write past its end, or a larger end of file) fails
+    /// with DISK_FULL when the volume has less free than the growth
+    /// (MS-FSA 2.1.5.4: "the object store MUST ... allocate"; smbtorture
+    /// smb2.rw.invalid). A POSIX file system would leave a hole and fail
+    /// later, part-way through filling it; this answers at once. `end` is
+    /// the end of file the request would make. A sparse file grows into a
+    /// hole, as on NTFS.
+    pub(crate) fn check_room_to_grow(&self, end: u64) -> FsResult<()> {
+        let now = self.0.clock.now();
+        let hint = &self.0.share.0.free_space;
+        if hint.covers(end, now) {
+            return Ok(());
+        }
+        let size = sys::fstat(self.fd())?.st_size as u64;
+        if end <= size {
+            return Ok(());
+        }
+        let s = sys::fstatvfs(self.fd())?;
+        let free = s.f_bavail.saturating_mul(sys::fragment_size(&s));
+        hint.remember(free, now);
+        if end - size <= free || self.is_sparse() {
+            return Ok(());
+        }
+        Err(FsError::DiskFull)
     }
 
     /// Zero `[offset, beyond_final_zero)`, never past the end of file (the

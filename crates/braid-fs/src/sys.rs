@@ -74,6 +74,25 @@ pub(crate) fn fstat(fd: RawFd) -> FsResult<libc::stat> {
     Ok(st)
 }
 
+/// `fstatvfs(fd)`: the file system `fd` is on (any fd, `O_PATH` too).
+pub(crate) fn fstatvfs(fd: RawFd) -> FsResult<libc::statvfs> {
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: s is a valid out pointer.
+    if unsafe { libc::fstatvfs(fd, &mut s) } < 0 {
+        return Err(FsError::last_os());
+    }
+    Ok(s)
+}
+
+/// The fragment size a statvfs reports (its block size when it gives none).
+pub(crate) fn fragment_size(s: &libc::statvfs) -> u64 {
+    if s.f_frsize != 0 {
+        s.f_frsize
+    } else {
+        s.f_bsize
+    }
+}
+
 /// `fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW)`; raw errno on failure.
 pub(crate) fn lstat_at(dirfd: RawFd, name: &CStr) -> Result<libc::stat, i32> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };

@@ -447,3 +447,30 @@ fn allocation_below_the_reserved_space_releases_it() {
     assert!(h.info().unwrap().allocation_size <= 8192);
     assert_eq!(h.read(0, 10).unwrap(), b"abc");
 }
+
+#[test]
+fn growing_a_file_that_is_not_sparse_past_the_free_space_is_disk_full() {
+    let e = env();
+    let o = e
+        .open("f", RW | FILE_WRITE_ATTRIBUTES, ALL, Disposition::Create)
+        .unwrap();
+    let h = &o.handle;
+    h.write(0, b"head").unwrap();
+    let s = e.fs.fs_stats(&e.share).unwrap();
+    let beyond = s.available_blocks * s.block_size + (1 << 30);
+    // NTFS would have to allocate the gap: refused, and nothing changes.
+    assert!(matches!(h.write(beyond, b"x"), Err(FsError::DiskFull)));
+    assert!(matches!(h.set_end_of_file(beyond), Err(FsError::DiskFull)));
+    assert_eq!(h.write(beyond, b"").unwrap(), 0);
+    assert_eq!(h.info().unwrap().end_of_file, 4);
+    // A gap the volume can hold is written as before.
+    h.write(1 << 20, b"tail").unwrap();
+    assert_eq!(h.info().unwrap().end_of_file, (1 << 20) + 4);
+    // A sparse file grows into a hole, as on NTFS (where the file system
+    // takes a file that large: ext4 stops at 16 TiB).
+    h.set_sparse(true).unwrap();
+    if beyond < 1 << 43 {
+        h.write(beyond, b"x").unwrap();
+        assert_eq!(h.info().unwrap().end_of_file, beyond + 1);
+    }
+}
