@@ -394,6 +394,11 @@ OPTION_SHARES = {
     "adconvert_plain": ("adconvert", "macos = false\n",
                         "vfs objects = streams_xattr acl_xattr\n"),
     "nonotify": ("nonotify", "change_notify = false\n", "vfs objects = acl_xattr\n"),
+    # What a file gets below a directory whose ACL has no inheritable ACE
+    # (vfs.acl_xattr): Braid's default is Samba's "windows" style.
+    "acl_xattr_ign_sysacl_windows": ("aclwindows", "",
+                                     "vfs objects = acl_xattr\n"
+                                     "    acl_xattr:default acl style = windows\n"),
 }
 
 SAMBA_OPTION_SHARE = """
