@@ -82,7 +82,7 @@ TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": 
                "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps",
                "vfs.fruit": "fruit", "vfs.fruit_timemachine": "timemachine",
                "vfs.fruit_file_id": "zerofileid", "vfs.fruit_conversion": "adconvert_plain",
-               "smb2.change_notify_disabled": "nonotify"}
+               "smb2.change_notify_disabled": "nonotify", "vfs.fruit_netatalk": "netatalk"}
 
 # Previous versions (smb2.twrp): the snapshot seed_snapshots makes in the
 # "snaps" share, and what smbtorture is told to find in it.
@@ -121,6 +121,9 @@ TEST_OPTIONS["vfs.fruit"] = ["--option=torture:share2=nofruit"]
 # files conversion leaves empty.
 TEST_OPTIONS["vfs.fruit_conversion"] = ["--option=torture:share2=adconvert",
                                         "--option=torture:delete_empty_adfiles=true"]
+# vfs.fruit_netatalk sets Netatalk's metadata xattr on the share's files
+# itself, as Netatalk would: localdir is that share's directory.
+TEST_OPTIONS["vfs.fruit_netatalk"] = ["--option=torture:localdir={options}/netatalk"]
 
 
 def seed_snapshots(server, share_dir: Path) -> None:
@@ -177,7 +180,11 @@ def run_batch(args, names: list[str], timeout: float, log):
     Returns ({listed name: [(status, detail)]}, listed name of the test that was
     running when smbtorture stopped without finishing it, or None)."""
     target = binding_for(args, names[0])
-    extra = args.extra + options_for(names[0])
+    own = [o.replace("{options}", str(args.options_dir)) for o in options_for(names[0])]
+    extra = args.extra
+    if any(o.startswith("--option=torture:localdir=") for o in own):
+        extra = [o for o in extra if not o.startswith("--option=torture:localdir=")]
+    extra = extra + own
     cmd = ["smbtorture", target, "-p", str(args.port),
            "-U", f"{args.user}%{args.password}", "--fullname", *extra, *names]
     log.write(f"\n===== smbtorture {target} -p {args.port} "
@@ -291,6 +298,9 @@ def main() -> int:
     p.add_argument("--filter", help="only run tests whose name contains this string")
     p.add_argument("extra", nargs="*", help="extra smbtorture options (after --)")
     args = p.parse_args()
+    # The directory of the option shares, for tests that reach their files
+    # (known once the runner started the server).
+    args.options_dir = None
     if not args.start and None in (args.port, args.user, args.password):
         p.error("give --start, or --port, --user and --password (or $SMB_PASSWORD)")
 
@@ -348,6 +358,7 @@ def main() -> int:
         # kernel_oplocks8 and localposixlock1 reach the share's files directly,
         # as a local process would, to take kernel leases and POSIX locks.
         args.extra = [f"--option=torture:localdir={base / 'share'}", *args.extra]
+        args.options_dir = base / "options"
         if server.user2 is not None:
             args.extra = [f"--option=torture:user2name={server.user2[0]}",
                           f"--option=torture:user2password={server.user2[1]}", *args.extra]

@@ -391,6 +391,10 @@ OPTION_SHARES = {
                                      "macos_delete_empty_appledouble = true\n",
                   SAMBA_FRUIT_FILE + "    fruit:wipe_intentionally_left_blank_rfork = yes\n"
                                      "    fruit:delete_empty_adfiles = yes\n"),
+    # Finder info in Netatalk's metadata xattr, resource forks in ._
+    # files: Samba's vfs_fruit defaults.
+    "netatalk": ("netatalk", BRAID_FRUIT_FILE + 'macos_metadata = "netatalk"\n',
+                 SAMBA_FRUIT_FILE.replace("fruit:metadata = stream", "fruit:metadata = netatalk")),
     "adconvert_plain": ("adconvert", "macos = false\n",
                         "vfs objects = streams_xattr acl_xattr\n"),
     "nonotify": ("nonotify", "change_notify = false\n", "vfs objects = acl_xattr\n"),

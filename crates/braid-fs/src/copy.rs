@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::error::{FsError, FsResult};
 use crate::handle::OpenHandle;
+use crate::netatalk_meta;
 use crate::resource_fork_file::ResourceFork;
 use crate::sys;
 use crate::types::access as acc;
@@ -119,6 +120,15 @@ impl OpenHandle {
             let name = std::ffi::CString::new(xattr).map_err(|_| FsError::InvalidName)?;
             let value = sys::xattr_get(self.fd(), &name).map_err(FsError::from_errno)?;
             sys::xattr_put(dest.fd(), &name, Some(&value)).map_err(FsError::from_errno)?;
+        }
+        if self.0.share.netatalk_metadata() && dest.0.share.netatalk_metadata() {
+            // The Finder info in Netatalk's metadata, with the rest of it.
+            match sys::xattr_get(self.fd(), netatalk_meta::XATTR) {
+                Ok(v) => sys::xattr_put(dest.fd(), netatalk_meta::XATTR, Some(&v))
+                    .map_err(FsError::from_errno)?,
+                Err(libc::ENODATA) => {}
+                Err(e) => return Err(FsError::from_errno(e)),
+            }
         }
         self.copy_sidecar_fork_to(dest)
     }

@@ -27,6 +27,7 @@ mod info;
 pub mod locks;
 pub mod mac_listing;
 pub mod mac_streams;
+mod netatalk_meta;
 mod open_table;
 pub mod path;
 mod posix_lock;

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::FsResult;
 use crate::resource_fork_file::ResourceFork;
+use crate::share::ShareRef;
 use crate::{stream, sys, OpenHandle};
 
 /// The stream holding a file's resource fork.
@@ -66,7 +67,7 @@ impl OpenHandle {
                         .ok()
                         .map(|rf| rf.map_or(0, |rf| rf.len()))
                 };
-                mac_info_of(fd, sidecar_fork)
+                mac_info_of(fd, share, sidecar_fork)
             })
             .collect())
     }
@@ -76,11 +77,15 @@ impl OpenHandle {
 /// defaults: a listing never fails over one file's metadata.
 /// `sidecar_fork` gives the resource fork's size where the share keeps it
 /// in a sidecar (`None`: in a stream).
-fn mac_info_of(fd: std::os::fd::RawFd, sidecar_fork: impl FnOnce() -> Option<u64>) -> MacEntryInfo {
+fn mac_info_of(
+    fd: std::os::fd::RawFd,
+    share: &ShareRef,
+    sidecar_fork: impl FnOnce() -> Option<u64>,
+) -> MacEntryInfo {
     let st = sys::fstat(fd).ok();
     let is_file = st.is_some_and(|s| s.st_mode & libc::S_IFMT == libc::S_IFREG);
     let stream_data = |name: &str| {
-        stream::find(fd, name)
+        crate::mac_streams::find(share, fd, name)
             .ok()
             .flatten()
             .and_then(|x| stream::read(fd, &x).ok())

@@ -42,6 +42,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use crate::error::{FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
 use crate::mac_listing::{AFP_INFO_STREAM, RESOURCE_FORK_STREAM};
+use crate::netatalk_meta;
 use crate::resource_fork_file::{self, ResourceFork};
 use crate::share::ShareRef;
 use crate::stream;
@@ -87,6 +88,26 @@ impl MacStream {
     fn of_xattr(share: &ShareRef, x: &CStr) -> Option<MacStream> {
         MacStream::of(share, stream::name_of_xattr(x.to_bytes())?)
     }
+}
+
+/// The xattr that holds stream `name` on `share`: Netatalk's metadata for
+/// AFP_AfpInfo on a share that keeps it there (`netatalk_meta.rs`), else
+/// the stream's own.
+pub(crate) fn xattr_for(share: &ShareRef, name: &str) -> FsResult<CString> {
+    if share.netatalk_metadata() && MacStream::of(share, name) == Some(MacStream::AfpInfo) {
+        return Ok(netatalk_meta::XATTR.to_owned());
+    }
+    stream::xattr_name(name)
+}
+
+/// The stored stream `name` of the file behind `fd`, if any
+/// ([`stream::find`], with AFP_AfpInfo from Netatalk's metadata where the
+/// share keeps it there: stored while its Finder info is set).
+pub(crate) fn find(share: &ShareRef, fd: RawFd, name: &str) -> FsResult<Option<CString>> {
+    if share.netatalk_metadata() && MacStream::of(share, name) == Some(MacStream::AfpInfo) {
+        return Ok(netatalk_meta::exists(fd)?.then(|| netatalk_meta::XATTR.to_owned()));
+    }
+    stream::find(fd, name)
 }
 
 /// The AfpInfo of a file whose Finder metadata was never set: what a
@@ -292,7 +313,10 @@ pub(crate) fn last_close(h: &HandleInner) {
     let Some(st) = &h.stream else { return };
     let x = st.xattr.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let Some(x) = x else { return };
-    if MacStream::of_xattr(&h.share, &x) != Some(MacStream::AfpInfo) {
+    // Netatalk's metadata is stored only by a write, and goes with it.
+    if MacStream::of_xattr(&h.share, &x) != Some(MacStream::AfpInfo)
+        || x.as_c_str() == netatalk_meta::XATTR
+    {
         return;
     }
     let fd = h.fd.as_raw_fd();

@@ -302,9 +302,9 @@ impl ResourceFork {
             if self.ad.finder_info.iter().any(|b| *b != 0) {
                 let mut ai = mac_streams::default_afpinfo();
                 ai[16..48].copy_from_slice(&self.ad.finder_info);
-                let xn = match stream::find(base_fd, AFP_INFO_STREAM)? {
+                let xn = match mac_streams::find(share, base_fd, AFP_INFO_STREAM)? {
                     Some(x) => x,
-                    None => stream::xattr_name(AFP_INFO_STREAM)?,
+                    None => mac_streams::xattr_for(share, AFP_INFO_STREAM)?,
                 };
                 stream::write(base_fd, &xn, &ai)?;
             }

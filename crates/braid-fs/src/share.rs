@@ -30,6 +30,9 @@ pub(crate) struct Share {
     /// The macOS streams AFP_AfpInfo and AFP_Resource follow Samba's
     /// vfs_fruit rules (`mac_streams.rs`).
     macos: AtomicBool,
+    /// AFP_AfpInfo is served from Netatalk's metadata xattr
+    /// (`netatalk_meta.rs`) rather than a named stream.
+    netatalk_metadata: AtomicBool,
     /// Where resource forks are kept and how macOS's own AppleDouble
     /// sidecars are treated (`resource_fork_file.rs`); unset: in streams.
     apple_double: OnceLock<AppleDoubleOptions>,
@@ -126,6 +129,7 @@ impl Share {
             posix_locking: AtomicBool::new(true),
             named_streams: AtomicBool::new(true),
             macos: AtomicBool::new(true),
+            netatalk_metadata: AtomicBool::new(false),
             apple_double: OnceLock::new(),
             delete_veto_files: AtomicBool::new(false),
             hidden: OnceLock::new(),
@@ -152,6 +156,10 @@ impl Share {
             Ordering::Relaxed,
         );
         view.macos.store(self.macos(), Ordering::Relaxed);
+        view.netatalk_metadata.store(
+            self.netatalk_metadata.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
         if let Some(a) = self.apple_double.get() {
             let _ = view.apple_double.set(*a);
         }
@@ -343,6 +351,18 @@ impl ShareRef {
     /// Whether the macOS stream rules apply ([`ShareRef::set_macos`]).
     pub fn macos(&self) -> bool {
         self.0.macos()
+    }
+    /// Serve AFP_AfpInfo from the Finder info of Netatalk's metadata xattr
+    /// `user.org.netatalk.Metadata` (`netatalk_meta.rs`), as Samba's
+    /// vfs_fruit does with `fruit:metadata = netatalk`, its default; off:
+    /// from the named stream, as with `fruit:metadata = stream`.
+    pub fn set_netatalk_metadata(&self, on: bool) {
+        self.0.netatalk_metadata.store(on, Ordering::Relaxed);
+    }
+    /// Whether AFP_AfpInfo opens of this share read and write Netatalk's
+    /// metadata xattr ([`ShareRef::set_netatalk_metadata`]).
+    pub fn netatalk_metadata(&self) -> bool {
+        self.0.macos() && self.0.netatalk_metadata.load(Ordering::Relaxed)
     }
     /// Keep resource forks in AppleDouble `._NAME` sidecars and convert
     /// the sidecars macOS writes (`resource_fork_file.rs`), as Samba's

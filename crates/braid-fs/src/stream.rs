@@ -24,6 +24,7 @@
 //! client name can reach another xattr (`user.braid.dos`, EAs) or another
 //! namespace (`trusted.`, `security.`).
 
+use std::borrow::Cow;
 use std::collections::hash_map::RandomState;
 use std::ffi::CString;
 use std::hash::BuildHasher;
@@ -31,6 +32,7 @@ use std::os::fd::RawFd;
 use std::sync::OnceLock;
 
 use crate::error::{FsError, FsResult};
+use crate::netatalk_meta;
 use crate::sys;
 
 /// Prefix of a stream's xattr name (Samba `SAMBA_XATTR_DOSSTREAM_PREFIX`).
@@ -114,11 +116,27 @@ pub(crate) fn xattr_name(name: &str) -> FsResult<CString> {
     CString::new(format!("{XATTR_PREFIX}{name}{XATTR_SUFFIX}")).map_err(|_| FsError::InvalidName)
 }
 
-/// The stream name an xattr holds, if it is a stream's.
+/// The stream name an xattr holds, if it is a stream's (Netatalk's Finder
+/// metadata holds AFP_AfpInfo, on shares that keep it so).
 pub(crate) fn name_of_xattr(x: &[u8]) -> Option<&str> {
+    if x == netatalk_meta::XATTR.to_bytes() {
+        return Some(crate::mac_listing::AFP_INFO_STREAM);
+    }
     let s = std::str::from_utf8(x).ok()?;
     let n = s.strip_prefix(XATTR_PREFIX)?.strip_suffix(XATTR_SUFFIX)?;
     (!n.is_empty()).then_some(n)
+}
+
+/// A stored stream name as clients see it: `:` and `\`, which no client
+/// can have put in a stream name but something else can have stored (a
+/// local `setfattr`, Netatalk), as the private-use code points macOS
+/// clients use for them (Samba's `macos_string_replace_map`, what its
+/// vfs_catia maps): `bar:baz` is listed and opened as `bar\u{f022}baz`.
+pub(crate) fn client_name(stored: &str) -> Cow<'_, str> {
+    if !stored.contains([':', '\\']) {
+        return Cow::Borrowed(stored);
+    }
+    Cow::Owned(stored.replace(':', "\u{f022}").replace('\\', "\u{f026}"))
 }
 
 /// Case-insensitive key of a stream name (stream names compare without
@@ -147,7 +165,8 @@ fn map_err(e: i32) -> FsError {
     }
 }
 
-/// The streams of the file behind `fd`: (name as stored, xattr name).
+/// The streams of the file behind `fd`: (name as clients see it
+/// ([`client_name`]), xattr name).
 pub(crate) fn list(fd: RawFd) -> FsResult<Vec<(String, Vec<u8>)>> {
     let names = match sys::xattr_list(fd) {
         Ok(n) => n,
@@ -156,7 +175,8 @@ pub(crate) fn list(fd: RawFd) -> FsResult<Vec<(String, Vec<u8>)>> {
     };
     Ok(names
         .into_iter()
-        .filter_map(|x| name_of_xattr(&x).map(|n| (n.to_string(), x.clone())))
+        .filter(|x| x.as_slice() != netatalk_meta::XATTR.to_bytes())
+        .filter_map(|x| name_of_xattr(&x).map(|n| (client_name(n).into_owned(), x.clone())))
         .collect())
 }
 
@@ -173,6 +193,9 @@ pub(crate) fn find(fd: RawFd, name: &str) -> FsResult<Option<CString>> {
 
 /// The data of a stream.
 pub(crate) fn read(fd: RawFd, x: &std::ffi::CStr) -> FsResult<Vec<u8>> {
+    if x == netatalk_meta::XATTR {
+        return netatalk_meta::read(fd);
+    }
     let mut v = sys::xattr_get(fd, x).map_err(map_err)?;
     // Samba's format ends in one NUL; tolerate values written without it.
     if v.last() == Some(&0) {
@@ -188,6 +211,9 @@ pub(crate) fn size(fd: RawFd, x: &std::ffi::CStr) -> FsResult<u64> {
 
 /// Replace the data of a stream (creating it if need be).
 pub(crate) fn write(fd: RawFd, x: &std::ffi::CStr, data: &[u8]) -> FsResult<()> {
+    if x == netatalk_meta::XATTR {
+        return netatalk_meta::write(fd, data);
+    }
     if data.len() as u64 > MAX_STREAM_SIZE {
         return Err(FsError::DiskFull);
     }
@@ -199,6 +225,9 @@ pub(crate) fn write(fd: RawFd, x: &std::ffi::CStr, data: &[u8]) -> FsResult<()> 
 
 /// Create an empty stream; `Ok(false)` if it already exists.
 pub(crate) fn create(fd: RawFd, x: &std::ffi::CStr) -> FsResult<bool> {
+    if x == netatalk_meta::XATTR {
+        return Ok(true); // stored at the first write
+    }
     match sys::xattr_create(fd, x, &[0]) {
         Ok(()) => Ok(true),
         Err(libc::EEXIST) => Ok(false),
@@ -208,6 +237,9 @@ pub(crate) fn create(fd: RawFd, x: &std::ffi::CStr) -> FsResult<bool> {
 
 /// Remove a stream; a stream already gone is not an error.
 pub(crate) fn remove(fd: RawFd, x: &std::ffi::CStr) -> FsResult<()> {
+    if x == netatalk_meta::XATTR {
+        return netatalk_meta::remove(fd);
+    }
     match sys::xattr_put(fd, x, None) {
         Ok(()) | Err(libc::ENODATA) => Ok(()),
         Err(e) => Err(map_err(e)),
@@ -311,6 +343,15 @@ mod tests {
         assert_eq!(name_of_xattr(b"user.braid.dos"), None);
         assert_eq!(name_of_xattr(b"user.DosStream.:$DATA"), None);
         assert_eq!(name_of_xattr(b"user.braid.ea.X"), None);
+        assert_eq!(
+            name_of_xattr(b"user.org.netatalk.Metadata"),
+            Some("AFP_AfpInfo")
+        );
+        assert_eq!(client_name("bar:baz"), "bar\u{f022}baz");
+        assert_eq!(client_name("a\\b"), "a\u{f026}b");
+        // What a client may name a stream is shown as it is.
+        assert_eq!(client_name("?Stream*|<>"), "?Stream*|<>");
+        assert!(matches!(client_name("plain"), Cow::Borrowed("plain")));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::error::{FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
 use crate::mac_streams::{self, MacStream, AFP_INFO_SIZE};
+use crate::netatalk_meta;
 use crate::open_table::{Node, NodeTable};
 use crate::path;
 use crate::resource_fork_file::ResourceFork;
@@ -97,7 +98,7 @@ impl OpenHandle {
     /// The stream's name as stored, for an open of a named stream.
     pub fn stream_name(&self) -> Option<String> {
         let x = self.stream_xattr()?;
-        stream::name_of_xattr(x.to_bytes()).map(str::to_string)
+        stream::name_of_xattr(x.to_bytes()).map(|n| stream::client_name(n).into_owned())
     }
 
     /// 0 for an open of a file or directory; for an open of a named
@@ -278,10 +279,15 @@ impl OpenHandle {
             });
         }
         let sidecar = self.0.share.resource_fork_in_sidecar();
+        let netatalk = self.0.share.netatalk_metadata();
         for (name, x) in stream::list(fd)? {
             let Ok(cx) = CString::new(x) else { continue };
-            if sidecar && self.mac_stream(&cx) == Some(MacStream::Resource) {
-                continue; // the sidecar's resource fork is the one
+            match self.mac_stream(&cx) {
+                // The sidecar's resource fork is the one, and Netatalk's
+                // metadata the AfpInfo.
+                Some(MacStream::Resource) if sidecar => continue,
+                Some(MacStream::AfpInfo) if netatalk => continue,
+                _ => {}
             }
             let size = match stream::size(fd, &cx) {
                 Ok(n) => n,
@@ -302,6 +308,13 @@ impl OpenHandle {
                     allocation_size: rf.len().next_multiple_of(4096),
                 });
             }
+        }
+        if netatalk && netatalk_meta::exists(fd)? {
+            out.push(StreamEntry {
+                name: format!(":{}:$DATA", crate::mac_listing::AFP_INFO_STREAM),
+                size: AFP_INFO_SIZE as u64,
+                allocation_size: stream::allocation(AFP_INFO_SIZE as u64),
+            });
         }
         mac_streams::filter_listing(&self.0.share, &mut out, hide_empty);
         Ok(out)
@@ -336,11 +349,12 @@ impl OpenHandle {
         let Some(cur_x) = cur.clone() else {
             return Err(FsError::InvalidParameter);
         };
-        let cur_name = stream::name_of_xattr(cur_x.to_bytes())
-            .unwrap_or_default()
-            .to_string();
-        if self.in_sidecar(&cur_x) {
-            // A resource fork in a sidecar is not a stream to move.
+        let cur_name =
+            stream::client_name(stream::name_of_xattr(cur_x.to_bytes()).unwrap_or_default())
+                .into_owned();
+        if self.in_sidecar(&cur_x) || cur_x.as_c_str() == netatalk_meta::XATTR {
+            // A resource fork in a sidecar, or Finder info in Netatalk's
+            // metadata, is not a stream to move.
             return Err(FsError::InvalidParameter);
         }
         match spec {
@@ -363,7 +377,11 @@ impl OpenHandle {
                 Ok(())
             }
             StreamSpec::Named(new) => {
-                let new_x = stream::xattr_name(&new).map_err(|_| FsError::InvalidParameter)?;
+                let new_x = mac_streams::xattr_for(&self.0.share, &new)
+                    .map_err(|_| FsError::InvalidParameter)?;
+                if new_x.as_c_str() == netatalk_meta::XATTR {
+                    return Err(FsError::InvalidParameter);
+                }
                 if new_x == cur_x {
                     return Ok(());
                 }

@@ -54,7 +54,7 @@ impl FileService {
         ctx: &RequestCtx,
     ) -> FsResult<Option<Opened>> {
         let pol = ctx.access.as_deref();
-        let x_new = stream::xattr_name(name)?;
+        let x_new = mac_streams::xattr_for(share, name)?;
         let overwrite = matches!(
             p.disposition,
             Disposition::Supersede | Disposition::Overwrite | Disposition::OverwriteIf
@@ -178,7 +178,7 @@ impl FileService {
                 .filter(|rf| rf.len() > 0)
                 .map(|_| x_new.to_owned())
         } else {
-            let existing = stream::find(fd, name)?;
+            let existing = mac_streams::find(share, fd, name)?;
             // Streams that are stored but do not exist for the requester.
             let hide_empty = ctx.hide_empty_streams;
             mac_streams::open_finds(share, fd, name, existing, p.disposition, hide_empty)?
@@ -260,8 +260,9 @@ impl FileService {
             Some(so),
         );
         if matches!(action, CreateAction::Overwritten | CreateAction::Superseded) {
-            // MS-FSA 2.1.5.1.2.1: an overwrite truncates the stream.
-            let truncated = if in_sidecar {
+            // MS-FSA 2.1.5.1.2.1: an overwrite truncates the stream (but
+            // not Netatalk's whole record: its AfpInfo keeps its size).
+            let truncated = if in_sidecar || x.as_c_str() == crate::netatalk_meta::XATTR {
                 handle.stream_set_size(&x, 0, true)
             } else {
                 stream::write(fd, &x, &[])

@@ -75,6 +75,9 @@ pub struct MacShareOptions {
     /// With sidecars: `._*` names are neither listed nor opened by
     /// clients (Samba's `fruit:veto_appledouble`).
     pub veto_appledouble: bool,
+    /// AFP_AfpInfo is served from Netatalk's metadata xattr (Samba's
+    /// default `fruit:metadata = netatalk`; braid-fs `netatalk_meta.rs`).
+    pub netatalk_metadata: bool,
 }
 
 impl Default for MacShareOptions {
@@ -86,6 +89,7 @@ impl Default for MacShareOptions {
             zero_file_id: false,
             apple_double: braid_fs::AppleDoubleOptions::default(),
             veto_appledouble: true,
+            netatalk_metadata: false,
         }
     }
 }

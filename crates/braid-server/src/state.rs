@@ -45,6 +45,7 @@ impl Share {
         // The AfpInfo and resource fork rules (braid-fs `mac_streams.rs`).
         fs.set_macos(s.mac.enabled);
         fs.set_apple_double(s.mac.apple_double);
+        fs.set_netatalk_metadata(s.mac.netatalk_metadata);
         fs.set_hidden_names(braid_fs::HiddenNames {
             dot_files: s.hide_dot_files,
             patterns: s.hide_files.clone(),

@@ -143,6 +143,10 @@ pub struct ShareEntry {
     /// (default false).
     #[serde(default)]
     pub macos_zero_file_id: bool,
+    /// Where Finder metadata (AFP_AfpInfo) is kept: "stream" (default) or
+    /// "netatalk" (the xattr `user.org.netatalk.Metadata`, Samba's
+    /// `fruit:metadata = netatalk`).
+    pub macos_metadata: Option<String>,
     /// Where resource forks are kept: "stream" (default) or "file" (an
     /// AppleDouble `._NAME` sidecar, Samba's `fruit:resource = file`).
     pub macos_resource: Option<String>,
@@ -230,6 +234,7 @@ impl ShareEntry {
             macos_resource: None,
             macos_veto_appledouble: None,
             macos_wipe_blank_resource_fork: false,
+            macos_metadata: None,
             macos_delete_empty_appledouble: false,
         }
     }
@@ -419,10 +424,15 @@ pub fn mac_config(s: &ShareEntry) -> Result<braid_server::config::MacShareOption
         }
     };
     let enabled = s.macos.unwrap_or(true);
-    if !enabled && (s.time_machine || s.macos_zero_file_id || s.macos_resource.is_some()) {
+    if !enabled
+        && (s.time_machine
+            || s.macos_zero_file_id
+            || s.macos_resource.is_some()
+            || s.macos_metadata.is_some())
+    {
         return Err(format!(
-            "share '{}': time_machine, macos_zero_file_id and macos_resource need macos; \
-             remove macos = false or those keys",
+            "share '{}': time_machine, macos_zero_file_id, macos_metadata and macos_resource \
+             need macos; remove macos = false or those keys",
             s.name
         ));
     }
@@ -433,6 +443,17 @@ pub fn mac_config(s: &ShareEntry) -> Result<braid_server::config::MacShareOption
             return Err(format!(
                 "share '{}': macos_resource = {other:?}: use \"stream\" (a named stream, the \
                  default) or \"file\" (AppleDouble ._ files)",
+                s.name
+            ))
+        }
+    };
+    let netatalk_metadata = match s.macos_metadata.as_deref() {
+        None | Some("stream") => false,
+        Some("netatalk") => true,
+        Some(other) => {
+            return Err(format!(
+                "share '{}': macos_metadata = {other:?}: use \"stream\" (a named stream, the \
+                 default) or \"netatalk\" (Netatalk's metadata xattr, as Samba keeps it)",
                 s.name
             ))
         }
@@ -459,6 +480,7 @@ pub fn mac_config(s: &ShareEntry) -> Result<braid_server::config::MacShareOption
             delete_empty_sidecars: s.macos_delete_empty_appledouble,
         },
         veto_appledouble: s.macos_veto_appledouble.unwrap_or(true),
+        netatalk_metadata,
     })
 }
 
@@ -551,6 +573,20 @@ mod tests {
         let err = mac_config(&s).unwrap_err();
         assert!(err.contains("macos_resource = \"xattr\""), "{err}");
         s.macos_resource = Some("file".into());
+        s.macos = Some(false);
+        assert!(mac_config(&s).unwrap_err().contains("need macos"));
+    }
+
+    #[test]
+    fn macos_metadata_stream_or_netatalk() {
+        let mut s = ShareEntry::new("mac", PathBuf::from("/tmp"));
+        assert!(!mac_config(&s).unwrap().netatalk_metadata);
+        s.macos_metadata = Some("netatalk".into());
+        assert!(mac_config(&s).unwrap().netatalk_metadata);
+        s.macos_metadata = Some("xattr".into());
+        let err = mac_config(&s).unwrap_err();
+        assert!(err.contains("macos_metadata = \"xattr\""), "{err}");
+        s.macos_metadata = Some("netatalk".into());
         s.macos = Some(false);
         assert!(mac_config(&s).unwrap_err().contains("need macos"));
     }
