@@ -80,6 +80,32 @@ def user_tree(port: int, user: str, password: str, share: str, host: str = "127.
         conn.disconnect()
 
 
+def signed_session(port: int, user: str, password: str) -> dict:
+    """The keyword arguments that make `smbclient` calls go through a new
+    signed session of `user` on 127.0.0.1:`port` (its own connection
+    cache, for `smbclient.reset_connection_cache`)."""
+    cache: dict = {}
+    smbclient.register_session("127.0.0.1", username=user, password=password, port=port,
+                               require_signing=True, connection_cache=cache)
+    return {"port": port, "connection_cache": cache}
+
+
+def unc(share: str, name: str) -> str:
+    return f"\\\\127.0.0.1\\{share}\\{name}"
+
+
+def write_file(kw: dict, share: str, name: str, data: bytes) -> None:
+    """Write `data` as the whole of file or stream `name` (created or
+    overwritten) through a session from `signed_session`."""
+    with smbclient.open_file(unc(share, name), mode="wb", **kw) as f:
+        f.write(data)
+
+
+def read_file(kw: dict, share: str, name: str) -> bytes:
+    with smbclient.open_file(unc(share, name), mode="rb", **kw) as f:
+        return f.read()
+
+
 class RawClient:
     """One signed connection, session and tree connect to the share."""
 

@@ -29,6 +29,7 @@ from smbprotocol.exceptions import SMBOSError
 from smbprotocol.header import NtStatus
 
 import servers
+from smbremote import read_file as read, signed_session as session, unc, write_file as write
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -37,25 +38,6 @@ pytestmark = pytest.mark.skipif(
 BIG_FORK = secrets.token_bytes(200 * 1024)  # past the 64 KiB of an xattr
 
 
-def session(port: int, user: str, password: str):
-    cache: dict = {}
-    smbclient.register_session("127.0.0.1", username=user, password=password, port=port,
-                               require_signing=True, connection_cache=cache)
-    return {"port": port, "connection_cache": cache}
-
-
-def unc(share: str, name: str) -> str:
-    return f"\\\\127.0.0.1\\{share}\\{name}"
-
-
-def write(kw, share, name, data):
-    with smbclient.open_file(unc(share, name), mode="wb", **kw) as f:
-        f.write(data)
-
-
-def read(kw, share, name):
-    with smbclient.open_file(unc(share, name), mode="rb", **kw) as f:
-        return f.read()
 
 
 def sidecar_fork(path: Path) -> tuple[bytes, bytes]:

@@ -22,6 +22,7 @@ import smbclient
 from smbprotocol.exceptions import SMBOSError
 
 import servers
+from smbremote import read_file as read, signed_session as session, write_file as write
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -64,25 +65,6 @@ def finder_of(record: bytes) -> bytes:
     raise AssertionError("no Finder info entry")
 
 
-def session(port: int, user: str, password: str):
-    cache: dict = {}
-    smbclient.register_session("127.0.0.1", username=user, password=password, port=port,
-                               require_signing=True, connection_cache=cache)
-    return {"port": port, "connection_cache": cache}
-
-
-def unc(share: str, name: str) -> str:
-    return f"\\\\127.0.0.1\\{share}\\{name}"
-
-
-def write(kw, share, name, data):
-    with smbclient.open_file(unc(share, name), mode="wb", **kw) as f:
-        f.write(data)
-
-
-def read(kw, share, name):
-    with smbclient.open_file(unc(share, name), mode="rb", **kw) as f:
-        return f.read()
 
 
 @pytest.fixture(scope="module")

@@ -126,7 +126,7 @@ impl OpenHandle {
             match sys::xattr_get(self.fd(), netatalk_meta::XATTR) {
                 Ok(v) => sys::xattr_put(dest.fd(), netatalk_meta::XATTR, Some(&v))
                     .map_err(FsError::from_errno)?,
-                Err(libc::ENODATA) => {}
+                Err(libc::ENODATA) | Err(libc::ENOTSUP) => {}
                 Err(e) => return Err(FsError::from_errno(e)),
             }
         }
