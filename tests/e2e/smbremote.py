@@ -7,8 +7,10 @@ offsets of one's choosing); and builders of security descriptors."""
 from __future__ import annotations
 
 import contextlib
+import secrets
 import struct
 import uuid
+from pathlib import Path
 
 import smbclient
 from smbprotocol.connection import Connection
@@ -24,6 +26,8 @@ from smbprotocol.open import (
 )
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
+
+import servers
 
 SMB2_0_INFO_SECURITY = 3
 OWNER, GROUP, DACL = 1, 2, 4
@@ -104,6 +108,45 @@ def write_file(kw: dict, share: str, name: str, data: bytes) -> None:
 def read_file(kw: dict, share: str, name: str) -> bytes:
     with smbclient.open_file(unc(share, name), mode="rb", **kw) as f:
         return f.read()
+
+
+@contextlib.contextmanager
+def option_share_server(kind: str, shares: Path, work: Path):
+    """Braid or Samba (`kind`) serving servers.OPTION_SHARES from `shares`,
+    with a signed session: yields its `smbclient` keyword arguments. The
+    two servers in turn over one `shares` read each other's files."""
+    (work / "default").mkdir(parents=True)
+    (work / "server").mkdir()
+    start = servers.start_braid if kind == "braid" else servers.start_samba
+    srv = start(work / "default", work / "server", option_shares=shares)
+    try:
+        kw = signed_session(srv.port, srv.user, srv.password)
+        try:
+            yield kw
+        finally:
+            smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
+    finally:
+        srv.stop()
+
+
+@contextlib.contextmanager
+def braid_share(base: Path, options: str):
+    """Braid serving `base`/mac as share "mac" with the share keys
+    `options` (TOML lines), and a signed session of a user of its own:
+    yields (`smbclient` keyword arguments, the share's directory)."""
+    share = base / "mac"
+    share.mkdir()
+    passwords = {"alice": "Pw-" + secrets.token_hex(8)}
+    config = f'[[share]]\nname = "mac"\npath = "{share}"\n{options}'
+    proc, port = servers.start_braid_with_config(base, config, passwords)
+    try:
+        kw = signed_session(port, "alice", passwords["alice"])
+        try:
+            yield kw, share
+        finally:
+            smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
+    finally:
+        servers.stop_pid(proc.pid)
 
 
 class RawClient:

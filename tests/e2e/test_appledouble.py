@@ -28,8 +28,8 @@ import smbclient
 from smbprotocol.exceptions import SMBOSError
 from smbprotocol.header import NtStatus
 
-import servers
-from smbremote import read_file as read, signed_session as session, unc, write_file as write
+from smbremote import braid_share, option_share_server, unc
+from smbremote import read_file as read, write_file as write
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -84,16 +84,8 @@ def macos_sidecar(finder: bytes, xattrs: list[tuple[bytes, bytes]], fork: bytes)
 
 @pytest.fixture(scope="module")
 def braid(tmp_path_factory):
-    base = tmp_path_factory.mktemp("adouble-")
-    share = base / "mac"
-    share.mkdir()
-    passwords = {"alice": "Pw-" + secrets.token_hex(8)}
-    config = f'[[share]]\nname = "mac"\npath = "{share}"\nmacos_resource = "file"\n'
-    proc, port = servers.start_braid_with_config(base, config, passwords)
-    kw = session(port, "alice", passwords["alice"])
-    yield types.SimpleNamespace(kw=kw, dir=share)
-    smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    servers.stop_pid(proc.pid)
+    with braid_share(tmp_path_factory.mktemp("adouble-"), 'macos_resource = "file"\n') as (kw, d):
+        yield types.SimpleNamespace(kw=kw, dir=d)
 
 
 def test_a_large_resource_fork_lives_in_a_hidden_dot_underscore_file(braid):
@@ -165,30 +157,14 @@ def test_overwriting_a_file_drops_its_resource_fork(braid):
 def test_braid_and_samba_read_each_others_resource_forks(tmp_path):
     # Braid's "fruit" share and Samba's are one directory with
     # fruit:resource = file (servers.OPTION_SHARES).
-    shares, default_share = tmp_path / "shares", tmp_path / "default"
-    for d in (shares, default_share, tmp_path / "b", tmp_path / "s", tmp_path / "b2"):
-        d.mkdir()
-    b = servers.start_braid(default_share, tmp_path / "b", option_shares=shares)
-    try:
-        kw = session(b.port, b.user, b.password)
+    shares = tmp_path / "shares"
+    shares.mkdir()
+    with option_share_server("braid", shares, tmp_path / "b") as kw:
         write(kw, "fruit", "from-braid", b"data")
         write(kw, "fruit", "from-braid:AFP_Resource", BIG_FORK)
-        smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    finally:
-        b.stop()
-    s = servers.start_samba(default_share, tmp_path / "s", option_shares=shares)
-    try:
-        kw = session(s.port, s.user, s.password)
+    with option_share_server("samba", shares, tmp_path / "s") as kw:
         assert read(kw, "fruit", "from-braid:AFP_Resource") == BIG_FORK
         write(kw, "fruit", "from-samba", b"data")
         write(kw, "fruit", "from-samba:AFP_Resource", BIG_FORK[::-1])
-        smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    finally:
-        s.stop()
-    b = servers.start_braid(default_share, tmp_path / "b2", option_shares=shares)
-    try:
-        kw = session(b.port, b.user, b.password)
+    with option_share_server("braid", shares, tmp_path / "b2") as kw:
         assert read(kw, "fruit", "from-samba:AFP_Resource") == BIG_FORK[::-1]
-        smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    finally:
-        b.stop()

@@ -13,7 +13,6 @@ Samba's default `fruit:metadata = netatalk`), through smbprotocol:
 from __future__ import annotations
 
 import os
-import secrets
 import struct
 import types
 
@@ -21,8 +20,8 @@ import pytest
 import smbclient
 from smbprotocol.exceptions import SMBOSError
 
-import servers
-from smbremote import read_file as read, signed_session as session, write_file as write
+from smbremote import braid_share, option_share_server, unc
+from smbremote import read_file as read, write_file as write
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -69,16 +68,8 @@ def finder_of(record: bytes) -> bytes:
 
 @pytest.fixture(scope="module")
 def braid(tmp_path_factory):
-    base = tmp_path_factory.mktemp("netatalk-")
-    share = base / "mac"
-    share.mkdir()
-    passwords = {"alice": "Pw-" + secrets.token_hex(8)}
-    config = f'[[share]]\nname = "mac"\npath = "{share}"\nmacos_metadata = "netatalk"\n'
-    proc, port = servers.start_braid_with_config(base, config, passwords)
-    kw = session(port, "alice", passwords["alice"])
-    yield types.SimpleNamespace(kw=kw, dir=share)
-    smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    servers.stop_pid(proc.pid)
+    with braid_share(tmp_path_factory.mktemp("netatalk-"), 'macos_metadata = "netatalk"\n') as (kw, d):
+        yield types.SimpleNamespace(kw=kw, dir=d)
 
 
 def test_finder_info_is_stored_in_netatalk_s_record(braid):
@@ -91,6 +82,8 @@ def test_finder_info_is_stored_in_netatalk_s_record(braid):
     assert len(record) == 402
     assert finder_of(record) == b"TEXTttxt".ljust(32, b"\0")
     assert not any(x.startswith("user.DosStream.AFP_AfpInfo") for x in os.listxattr(path))
+    streams = {s.name: s.size for s in smbclient.liststreams(unc("mac", "doc.txt"), **kw)}
+    assert streams == {"::$DATA": 4, ":AFP_AfpInfo:$DATA": 60}
     assert path.read_bytes() == b"text"
 
 
@@ -129,31 +122,15 @@ def test_zero_finder_info_removes_the_record(braid):
 def test_braid_and_samba_read_each_others_finder_info(tmp_path):
     # Braid's "netatalk" share and Samba's are one directory with
     # fruit:metadata = netatalk (servers.OPTION_SHARES).
-    shares, default_share = tmp_path / "shares", tmp_path / "default"
-    for d in (shares, default_share, tmp_path / "b", tmp_path / "s", tmp_path / "b2"):
-        d.mkdir()
-    b = servers.start_braid(default_share, tmp_path / "b", option_shares=shares)
-    try:
-        kw = session(b.port, b.user, b.password)
+    shares = tmp_path / "shares"
+    shares.mkdir()
+    with option_share_server("braid", shares, tmp_path / "b") as kw:
         write(kw, "netatalk", "from-braid", b"data")
         write(kw, "netatalk", "from-braid:AFP_AfpInfo", afpinfo(b"BRAIDbrd"))
-        smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    finally:
-        b.stop()
-    s = servers.start_samba(default_share, tmp_path / "s", option_shares=shares)
-    try:
-        kw = session(s.port, s.user, s.password)
+    with option_share_server("samba", shares, tmp_path / "s") as kw:
         assert read(kw, "netatalk", "from-braid:AFP_AfpInfo") == afpinfo(b"BRAIDbrd")
         write(kw, "netatalk", "from-samba", b"data")
         write(kw, "netatalk", "from-samba:AFP_AfpInfo", afpinfo(b"SAMBAsmb"))
-        smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    finally:
-        s.stop()
     assert finder_of(os.getxattr(shares / "netatalk" / "from-samba", XATTR))[:8] == b"SAMBAsmb"
-    b = servers.start_braid(default_share, tmp_path / "b2", option_shares=shares)
-    try:
-        kw = session(b.port, b.user, b.password)
+    with option_share_server("braid", shares, tmp_path / "b2") as kw:
         assert read(kw, "netatalk", "from-samba:AFP_AfpInfo") == afpinfo(b"SAMBAsmb")
-        smbclient.reset_connection_cache(connection_cache=kw["connection_cache"])
-    finally:
-        b.stop()
