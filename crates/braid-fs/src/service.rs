@@ -374,6 +374,7 @@ impl FileService {
             access &= !(acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA);
         }
         if overwrite {
+            refuse_encrypted(p)?;
             // MS-FSA 2.1.5.1.2: overwriting a HIDDEN/SYSTEM file must keep the bits.
             let lost = attrs & (attr::HIDDEN | attr::SYSTEM) & !p.attributes;
             if lost != 0 {
@@ -453,6 +454,7 @@ impl FileService {
         if p.delete_on_close && p.attributes & attr::READONLY != 0 {
             return Err(FsError::CannotDelete);
         }
+        refuse_encrypted(p)?;
         let is_dir = p.directory == DirectoryRequirement::MustBeDirectory;
         let descriptor = match pol {
             Some(pol) => check_create(pol, &r, is_dir)?,
@@ -835,4 +837,17 @@ fn lease_break_time() -> std::time::Duration {
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(45);
     std::time::Duration::from_secs(secs.min(300) + 1)
+}
+
+/// MS-FSA 2.1.5.1.1: FILE_ATTRIBUTE_ENCRYPTED asks the object store to
+/// encrypt the new data at rest (EFS). Braid stores files as the local file
+/// system does and cannot keep that promise, so, as a Windows server without
+/// the user's EFS keys, it refuses the create rather than record an
+/// attribute that would claim encryption (smbtorture smb2.create.gentest
+/// accepts either).
+fn refuse_encrypted(p: &OpenParams) -> FsResult<()> {
+    if p.attributes & attr::ENCRYPTED != 0 {
+        return Err(FsError::AccessDenied);
+    }
+    Ok(())
 }

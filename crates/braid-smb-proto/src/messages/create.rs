@@ -43,6 +43,7 @@ pub mod create_options {
     pub const SYNCHRONOUS_IO_ALERT: u32 = 0x0000_0010;
     pub const SYNCHRONOUS_IO_NONALERT: u32 = 0x0000_0020;
     pub const NON_DIRECTORY_FILE: u32 = 0x0000_0040;
+    pub const CREATE_TREE_CONNECTION: u32 = 0x0000_0080;
     pub const COMPLETE_IF_OPLOCKED: u32 = 0x0000_0100;
     pub const NO_EA_KNOWLEDGE: u32 = 0x0000_0200;
     pub const RANDOM_ACCESS: u32 = 0x0000_0800;

@@ -26,8 +26,12 @@ const INVALID_ACCESS_BITS: u32 = 0x0CE0_FE00;
 const STAT_OPEN_ACCESS: u32 = access_mask::SYNCHRONIZE
     | access_mask::FILE_READ_ATTRIBUTES
     | access_mask::FILE_WRITE_ATTRIBUTES;
+/// CreateOptions a server refuses rather than ignores.
+const NOT_SUPPORTED_OPTIONS: u32 = create_options::CREATE_TREE_CONNECTION
+    | create_options::OPEN_BY_FILE_ID
+    | create_options::RESERVE_OPFILTER;
 /// FILE_ATTRIBUTE_* bits that may be set on create.
-const VALID_CREATE_ATTRIBUTES: u32 = 0x0000_7FB7 | 0x0002_0000;
+const VALID_CREATE_ATTRIBUTES: u32 = 0x0000_7FB7;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if let Some(ticket) = req.ticket {
@@ -65,6 +69,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     if opts & 0xFF00_0000 != 0 {
         return Err(NtStatus::INVALID_PARAMETER);
+    }
+    // MS-SMB2 2.2.13: the server MUST fail these with STATUS_NOT_SUPPORTED
+    // (Windows also refuses FILE_CREATE_TREE_CONNECTION so).
+    if opts & NOT_SUPPORTED_OPTIONS != 0 {
+        return Err(NtStatus::NOT_SUPPORTED);
     }
     if r.desired_access & INVALID_ACCESS_BITS != 0 {
         return Err(NtStatus::ACCESS_DENIED);
