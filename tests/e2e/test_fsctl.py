@@ -17,6 +17,11 @@ Sparse files (FSCTL_SET_SPARSE, FSCTL_SET_ZERO_DATA,
 FSCTL_QUERY_ALLOCATED_RANGES): a sparse file written at two places lists
 just those ranges, zeroing one reads back zeros without changing the size,
 and the backing file really has a hole there.
+
+Trim (FSCTL_FILE_LEVEL_TRIM): a range freed in the middle of a disk image
+reads back as zeros, its whole pages go back to the file system, the rest
+of the file is untouched, and malformed requests get the statuses MS-FSCC
+2.3.14 names.
 """
 
 from __future__ import annotations
@@ -205,16 +210,14 @@ def test_sparse_file_ranges_and_zeroing(session, smb_server, remote_dir):
 
 FSCTL_DUPLICATE_EXTENTS_TO_FILE = 0x00098344
 SMB2_0_INFO_FILESYSTEM, FILE_FS_ATTRIBUTE_INFORMATION = 2, 5
+FILE_FS_SECTOR_SIZE_INFORMATION = 11
 FILE_SUPPORTS_BLOCK_REFCOUNTING = 0x08000000
 
 
-def needs_block_cloning(op: Open) -> None:
-    """Skip, as smbtorture does, where the share does not advertise block
-    cloning in FileFsAttributeInformation (Samba's smbd off btrfs); Braid
-    always does."""
+def query_fs(op: Open, info_class: int) -> bytes:
     req = SMB2QueryInfoRequest()
     req["info_type"] = SMB2_0_INFO_FILESYSTEM
-    req["file_info_class"] = FILE_FS_ATTRIBUTE_INFORMATION
+    req["file_info_class"] = info_class
     req["output_buffer_length"] = 1024
     req["file_id"] = op.file_id
     conn = op.connection
@@ -222,7 +225,58 @@ def needs_block_cloning(op: Open) -> None:
                         tid=op.tree_connect.tree_connect_id)
     resp = SMB2QueryInfoResponse()
     resp.unpack(conn.receive(request)["data"].get_value())
-    (attributes,) = struct.unpack_from("<I", resp["buffer"].get_value())
+    return resp["buffer"].get_value()
+
+
+FSCTL_FILE_LEVEL_TRIM = 0x00098208
+SSINFO_FLAGS_TRIM_ENABLED = 0x8
+STATUS_INTEGER_OVERFLOW = 0xC0000095
+
+
+def file_level_trim(op: Open, ranges: list[tuple[int, int]], count: int | None = None) -> int:
+    # MS-FSCC 2.3.13 FILE_LEVEL_TRIM: Key, NumRanges, then (Offset, Length)s.
+    data = struct.pack("<II", 0, len(ranges) if count is None else count)
+    data += b"".join(struct.pack("<QQ", o, n) for o, n in ranges)
+    (processed,) = struct.unpack("<I", ioctl(op, FSCTL_FILE_LEVEL_TRIM, data, 4))
+    return processed
+
+
+def test_trim_gives_whole_pages_back_and_keeps_the_rest(session, smb_server, remote_dir):
+    t = tree(session, smb_server)
+    op = open_file(t, f"{remote_dir}\\disk.img")
+    # FileFsSectorSizeInformation: Flags is the fifth ULONG.
+    (flags,) = struct.unpack_from("<I", query_fs(op, FILE_FS_SECTOR_SIZE_INFORMATION), 16)
+    if not flags & SSINFO_FLAGS_TRIM_ENABLED:
+        assert TARGET != "braid"
+        pytest.skip("the share does not offer FSCTL_FILE_LEVEL_TRIM")
+    data = os.urandom(4 * MIB)
+    op.write(data, 0)
+    path = smb_server.share_dir / remote_dir / "disk.img"
+    before = path.stat().st_blocks
+    # A guest frees 2 MiB in the middle, cut to pages: [1 MiB, 3 MiB).
+    assert file_level_trim(op, [(MIB - 100, 2 * MIB + 200)]) == 1
+    assert op.read(0, MIB) == data[:MIB]
+    assert op.read(MIB, 2 * MIB) == bytes(2 * MIB)
+    assert op.read(3 * MIB, MIB) == data[3 * MIB:]
+    st = path.stat()
+    assert st.st_size == 4 * MIB
+    # Its blocks went back (less at most a block of extent bookkeeping).
+    assert (before - st.st_blocks) * 512 >= 2 * MIB - 4096
+    # Malformed requests name their fault.
+    for ranges, count, status in (([], None, NtStatus.STATUS_INVALID_PARAMETER),
+                                  ([(0, 4096)], 2, NtStatus.STATUS_INVALID_PARAMETER),
+                                  ([(2**64 - 4096, 8192)], None, STATUS_INTEGER_OVERFLOW)):
+        with pytest.raises(SMBResponseException) as e:
+            file_level_trim(op, ranges, count)
+        assert e.value.status == status
+    op.close()
+
+
+def needs_block_cloning(op: Open) -> None:
+    """Skip, as smbtorture does, where the share does not advertise block
+    cloning in FileFsAttributeInformation (Samba's smbd off btrfs); Braid
+    always does."""
+    (attributes,) = struct.unpack_from("<I", query_fs(op, FILE_FS_ATTRIBUTE_INFORMATION))
     advertised = bool(attributes & FILE_SUPPORTS_BLOCK_REFCOUNTING)
     if TARGET == "braid":
         assert advertised

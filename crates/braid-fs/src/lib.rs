@@ -44,6 +44,7 @@ mod stream_handle;
 mod stream_open;
 mod sys;
 mod time_machine;
+mod trim;
 mod tunnel;
 pub mod types;
 mod unix_mode;

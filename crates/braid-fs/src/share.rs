@@ -55,6 +55,8 @@ pub(crate) struct Share {
     pub(crate) tunnel: Tunnel,
     /// What the file system had free lately (`sparse.rs`).
     pub(crate) free_space: FreeSpaceHint,
+    /// Its file system punches holes (`trim.rs`); unset: not asked yet.
+    pub(crate) trims: OnceLock<bool>,
 }
 
 /// Unix permission bits for what clients create (Samba's `create mask`
@@ -139,6 +141,7 @@ impl Share {
             snapshot_time: None,
             tunnel: Tunnel::default(),
             free_space: FreeSpaceHint::default(),
+            trims: OnceLock::new(),
         }
     }
 

@@ -84,6 +84,15 @@ pub(crate) fn fstatvfs(fd: RawFd) -> FsResult<libc::statvfs> {
     Ok(s)
 }
 
+pub(crate) fn fstatfs(fd: RawFd) -> FsResult<libc::statfs> {
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: s is a valid out pointer.
+    if unsafe { libc::fstatfs(fd, &mut s) } < 0 {
+        return Err(FsError::last_os());
+    }
+    Ok(s)
+}
+
 /// The fragment size a statvfs reports (its block size when it gives none).
 pub(crate) fn fragment_size(s: &libc::statvfs) -> u64 {
     if s.f_frsize != 0 {

@@ -474,3 +474,57 @@ fn growing_a_file_that_is_not_sparse_past_the_free_space_is_disk_full() {
         assert_eq!(h.info().unwrap().end_of_file, beyond + 1);
     }
 }
+
+#[test]
+fn trim_releases_whole_pages_and_keeps_the_rest() {
+    let e = env();
+    if !e.share.can_trim() {
+        eprintln!("skipped: the test directory's file system does not punch holes");
+        return;
+    }
+    let o = e.open("f", RW, ALL, Disposition::Create).unwrap();
+    let h = &o.handle;
+    let size = 3 * 4096 + 100;
+    h.write(0, &vec![b'x'; size]).unwrap();
+    h.flush().unwrap();
+    let blocks = || {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(e.host("f")).unwrap().blocks()
+    };
+    let before = blocks();
+    // One range from inside page 0 to inside page 2: only page 1 is whole.
+    assert_eq!(h.trim(&[(100, 8192 + 50)], 0).unwrap(), 1);
+    // Its storage went back to the file system (st_blocks counts 512 bytes).
+    assert_eq!(blocks(), before - 8);
+    let data = h.read(0, size).unwrap();
+    assert!(data[..4096].iter().all(|b| *b == b'x'));
+    assert!(data[4096..8192].iter().all(|b| *b == 0));
+    assert!(data[8192..].iter().all(|b| *b == b'x'));
+    // A range past the end of file trims to it; the size stays.
+    assert_eq!(h.trim(&[(12288, 1 << 20), (0, 10)], 0).unwrap(), 2);
+    let data = h.read(0, size).unwrap();
+    assert_eq!(data.len(), size);
+    assert!(data[12288..].iter().all(|b| *b == 0));
+    assert!(data[..4096].iter().all(|b| *b == b'x'));
+    // Another open's lock over a trimmed page refuses the trim.
+    let b = e.open("f", RW, ALL, Disposition::Open).unwrap().handle;
+    b.lock(10, 10, true, LockOwner(0)).unwrap();
+    assert!(matches!(
+        h.trim(&[(0, 4096)], 0),
+        Err(FsError::LockConflict)
+    ));
+    assert!(h.read(0, 4096).unwrap().iter().all(|b| *b == b'x'));
+    // Reading is not enough, nor is a directory a file to trim.
+    let r = e.open("f", FILE_READ_DATA, ALL, Disposition::Open).unwrap();
+    assert!(matches!(
+        r.handle.trim(&[(0, 4096)], 0),
+        Err(FsError::AccessDenied)
+    ));
+    let d = e
+        .open("", FILE_READ_DATA | FILE_WRITE_DATA, ALL, Disposition::Open)
+        .unwrap();
+    assert!(matches!(
+        d.handle.trim(&[(0, 4096)], 0),
+        Err(FsError::InvalidParameter)
+    ));
+}

@@ -112,6 +112,8 @@ pub struct VolumeInfo {
     pub max_component_length: u32,
     /// FileFsObjectIdInformation ObjectId (a GUID per volume).
     pub object_id: [u8; 16],
+    /// FSCTL_FILE_LEVEL_TRIM releases storage (SSINFO_FLAGS_TRIM_ENABLED).
+    pub trim_enabled: bool,
 }
 
 impl Default for VolumeInfo {
@@ -124,6 +126,7 @@ impl Default for VolumeInfo {
             fs_attributes: DEFAULT_FS_ATTRIBUTES,
             max_component_length: 255,
             object_id: [0; 16],
+            trim_enabled: false,
         }
     }
 }
@@ -232,7 +235,11 @@ pub fn encode_fs_info(class: u8, stats: &FsStats, vol: &VolumeInfo) -> Result<Ve
             out.put_u32(bps); // PhysicalBytesPerSectorForAtomicity
             out.put_u32(bps); // PhysicalBytesPerSectorForPerformance
             out.put_u32(bps); // FileSystemEffectivePhysicalBytesPerSectorForAtomicity
-            out.put_u32(SSINFO_FLAGS_ALIGNED_DEVICE | SSINFO_FLAGS_PARTITION_ALIGNED_ON_DEVICE);
+            let mut flags = SSINFO_FLAGS_ALIGNED_DEVICE | SSINFO_FLAGS_PARTITION_ALIGNED_ON_DEVICE;
+            if vol.trim_enabled {
+                flags |= SSINFO_FLAGS_TRIM_ENABLED;
+            }
+            out.put_u32(flags);
             out.put_u32(0); // ByteOffsetForSectorAlignment
             out.put_u32(0); // ByteOffsetForPartitionAlignment
         }

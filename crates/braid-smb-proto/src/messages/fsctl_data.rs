@@ -2,7 +2,8 @@
 //! server-side copy (MS-SMB2 2.2.31.1, 2.2.32.1, 2.2.32.3), block cloning
 //! (MS-FSCC 2.3.7.2 SMB2_DUPLICATE_EXTENTS_DATA) and sparse files
 //! (MS-FSCC 2.3.64 FSCTL_SET_SPARSE, 2.3.67 FSCTL_SET_ZERO_DATA, 2.3.51
-//! FSCTL_QUERY_ALLOCATED_RANGES).
+//! FSCTL_QUERY_ALLOCATED_RANGES), and trimming (MS-FSCC 2.3.13
+//! FSCTL_FILE_LEVEL_TRIM).
 
 use crate::codec::{DecodeError, DecodeResult, FileId, Reader, WriteLe};
 
@@ -188,6 +189,54 @@ impl FileRange {
     }
 }
 
+/// MS-FSCC 2.3.13 FILE_LEVEL_TRIM: a lock key and ranges, each a
+/// FILE_LEVEL_TRIM_RANGE (2.3.13.1: Offset, Length).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FileLevelTrim {
+    pub key: u32,
+    pub ranges: Vec<FileRange>,
+}
+
+impl FileLevelTrim {
+    /// Key and NumRanges.
+    pub const FIXED: usize = 8;
+
+    /// MS-FSA 2.1.5.10.6: a buffer shorter than the fixed part, no ranges,
+    /// or fewer ranges than NumRanges says are all invalid. Bytes after
+    /// the ranges are ignored.
+    pub fn decode(b: &[u8]) -> DecodeResult<Self> {
+        let mut r = Reader::new(b);
+        let key = r.u32()?;
+        let count = r.u32()? as usize;
+        if count == 0 {
+            return Err(DecodeError::Invalid("no trim ranges"));
+        }
+        let needed = count
+            .checked_mul(FileRange::SIZE)
+            .and_then(|n| n.checked_add(Self::FIXED))
+            .ok_or(DecodeError::Invalid("trim range count overflows"))?;
+        if b.len() < needed {
+            return Err(DecodeError::Invalid("trim ranges missing"));
+        }
+        let ranges = b[Self::FIXED..needed]
+            .chunks_exact(FileRange::SIZE)
+            .map(FileRange::decode)
+            .collect::<DecodeResult<Vec<_>>>()?;
+        Ok(FileLevelTrim { key, ranges })
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u32(self.key);
+        out.put_u32(self.ranges.len() as u32);
+        for range in &self.ranges {
+            range.encode(out);
+        }
+    }
+}
+
+/// MS-FSCC 2.3.14 FILE_LEVEL_TRIM_OUTPUT: NumRangesProcessed.
+pub const FILE_LEVEL_TRIM_OUTPUT_SIZE: usize = 4;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +275,38 @@ mod tests {
             range.encode(&mut buf);
             prop_assert_eq!(FileRange::decode(&buf).unwrap(), range);
         }
+    }
+
+    proptest! {
+        #[test]
+        fn file_level_trim_roundtrip(key in any::<u32>(),
+                                     ranges in proptest::collection::vec((any::<u64>(), any::<u64>()), 1..20),
+                                     extra in proptest::collection::vec(any::<u8>(), 0..8)) {
+            let t = FileLevelTrim {
+                key,
+                ranges: ranges.iter().map(|&(offset, second)| FileRange { offset, second }).collect(),
+            };
+            let mut b = Vec::new();
+            t.encode(&mut b);
+            prop_assert_eq!(b.len(), FileLevelTrim::FIXED + ranges.len() * FileRange::SIZE);
+            b.extend_from_slice(&extra);
+            prop_assert_eq!(FileLevelTrim::decode(&b).unwrap(), t);
+        }
+    }
+
+    #[test]
+    fn file_level_trim_refuses_short_or_empty_buffers() {
+        assert!(FileLevelTrim::decode(&[0; 7]).is_err());
+        // NumRanges 0.
+        assert!(FileLevelTrim::decode(&[0; 8]).is_err());
+        // NumRanges 2, one range present.
+        let mut b = vec![0, 0, 0, 0, 2, 0, 0, 0];
+        b.extend_from_slice(&[0; 16]);
+        assert!(FileLevelTrim::decode(&b).is_err());
+        // NumRanges so large that its byte count overflows on 32-bit hosts
+        // and is far past the buffer on 64-bit ones.
+        let b = [0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff];
+        assert!(FileLevelTrim::decode(&b).is_err());
     }
 
     proptest! {

@@ -1,9 +1,12 @@
 //! Sparse files over SMB2 IOCTL: FSCTL_SET_SPARSE (MS-FSCC 2.3.64),
-//! FSCTL_SET_ZERO_DATA (2.3.67) and FSCTL_QUERY_ALLOCATED_RANGES (2.3.51);
-//! the object store side is braid-fs `sparse.rs`.
+//! FSCTL_SET_ZERO_DATA (2.3.67), FSCTL_QUERY_ALLOCATED_RANGES (2.3.51)
+//! and FSCTL_FILE_LEVEL_TRIM (2.3.13); the object store side is braid-fs
+//! `sparse.rs` and `trim.rs`.
 
 use braid_fs::LockOwner;
-use braid_smb_proto::messages::fsctl_data::FileRange;
+use braid_smb_proto::messages::fsctl_data::{
+    FileLevelTrim, FileRange, FILE_LEVEL_TRIM_OUTPUT_SIZE,
+};
 use braid_smb_proto::messages::IoctlRequest;
 use braid_smb_proto::NtStatus;
 
@@ -40,6 +43,34 @@ pub async fn set_zero_data(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8
     })
     .await?;
     Ok(Vec::new())
+}
+
+/// MS-FSCC 2.3.13 / MS-FSA 2.1.5.10.6. Trimming changes what the ranges
+/// read back (zeros), so it is a write for byte-range locks and level II
+/// oplocks, as zeroing is.
+pub async fn file_level_trim(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
+    let open = req.open(r.file_id)?;
+    let tree = req.tree()?;
+    if !tree.share.as_ref().is_some_and(|s| s.fs.can_trim()) {
+        return Err(NtStatus::INVALID_DEVICE_REQUEST);
+    }
+    let trim = FileLevelTrim::decode(&r.input).map_err(|_| NtStatus::INVALID_PARAMETER)?;
+    if (r.max_output_response as usize) < FILE_LEVEL_TRIM_OUTPUT_SIZE {
+        return Err(NtStatus::INVALID_PARAMETER);
+    }
+    let mut ranges = Vec::with_capacity(trim.ranges.len());
+    for range in &trim.ranges {
+        if range.offset.checked_add(range.second).is_none() {
+            return Err(NtStatus::INTEGER_OVERFLOW);
+        }
+        ranges.push((range.offset, range.second));
+    }
+    if let Some(o) = &open.oplock {
+        o.file.break_level2_except(o.key);
+    }
+    let handle = open.handle.clone();
+    let processed = blocking(move || handle.trim(&ranges, trim.key)).await?;
+    Ok(processed.to_le_bytes().to_vec())
 }
 
 /// MS-FSCC 2.3.51 / MS-FSA 2.1.5.9.22: the ranges as

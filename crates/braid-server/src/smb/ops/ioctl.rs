@@ -37,6 +37,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         fsctl::SET_SPARSE => fsctl_sparse::set_sparse(req, &r).await?,
         fsctl::SET_ZERO_DATA => fsctl_sparse::set_zero_data(req, &r).await?,
         fsctl::QUERY_ALLOCATED_RANGES => fsctl_sparse::query_allocated_ranges(req, &r).await?,
+        fsctl::FILE_LEVEL_TRIM => fsctl_sparse::file_level_trim(req, &r).await?,
         fsctl::GET_COMPRESSION => fsctl_sparse::get_compression(req, &r)?,
         fsctl::SET_COMPRESSION => fsctl_sparse::set_compression(req, &r)?,
         fsctl::DUPLICATE_EXTENTS_TO_FILE => fsctl_dup_extents::duplicate_extents(req, &r).await?,

@@ -213,6 +213,7 @@ pub(super) async fn query_fs(
     let mut vol = VolumeInfo {
         label: share.name.clone(),
         serial_number: volume_serial(&share.name),
+        trim_enabled: share.fs.can_trim(),
         ..Default::default()
     };
     if !share.fs.named_streams() {
