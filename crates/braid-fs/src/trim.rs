@@ -21,14 +21,17 @@ pub const TRIM_ALIGNMENT: u64 = 4096;
 
 /// `statfs` magic numbers of the Linux file systems that punch holes
 /// (`fallocate(FALLOC_FL_PUNCH_HOLE)`): ext4 (also ext2/3 as ext4),
-/// XFS, Btrfs, tmpfs, F2FS and OpenZFS.
-const PUNCHING_FILE_SYSTEMS: [u64; 6] = [
+/// XFS, Btrfs, tmpfs, F2FS and OpenZFS; and overlayfs (containers), which
+/// passes the call to the file system under it (one that cannot punch
+/// then answers, and the trim fails with NOT_SUPPORTED).
+const PUNCHING_FILE_SYSTEMS: [u64; 7] = [
     0xEF53,
     0x5846_5342,
     0x9123_683E,
     0x0102_1994,
     0xF2F5_2010,
     0x2FC1_2FC1,
+    0x794C_7630,
 ];
 
 impl Share {
