@@ -1,4 +1,5 @@
-//! DCE/RPC over the srvsvc named pipe (`braid_smb_proto::dcerpc`): the first
+//! DCE/RPC over the srvsvc and lsarpc named pipes (`braid_smb_proto::dcerpc`),
+//! one target each over the same harness: the first
 //! byte picks whether a valid BIND goes first (bit 0) and the size of the
 //! pieces the rest is written and read in (bits 1..7); the rest is what the
 //! client writes. Properties: no panic; every answer read back is one whole
@@ -7,16 +8,44 @@
 use braid_smb_proto::dcerpc::pdu::{
     encode_pdu, pfc, ptype, split_fragment, Bind, ContextElement, SyntaxId,
 };
+use braid_smb_proto::dcerpc::lsa::{LsaBackend, SidNameUse};
 use braid_smb_proto::dcerpc::{
-    share_type, OpenFileEntry, PipeEndpoint, ServerInfo, SessionEntry, ShareEntry, SrvsvcBackend,
-    TransportEntry, TreeConnectEntry,
+    share_type, OpenFileEntry, PipeBackend, PipeEndpoint, ServerInfo, SessionEntry, ShareEntry,
+    SrvsvcBackend, TransportEntry, TreeConnectEntry,
 };
+use braid_smb_proto::fscc::security::Sid;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The fragment size the BIND below offers.
 const MAX_FRAG: u16 = 1024;
 
 struct Backend;
+
+impl PipeBackend for Backend {
+    fn srvsvc(&self) -> &dyn SrvsvcBackend {
+        self
+    }
+    fn lsa(&self) -> &dyn LsaBackend {
+        self
+    }
+}
+
+/// One user, "alice" (RID 1000), in the account domain FUZZ.
+impl LsaBackend for Backend {
+    fn account_domain(&self) -> (String, Sid) {
+        ("FUZZ".into(), Sid::new(5, &[21, 7, 8, 9]))
+    }
+    fn account_by_sid(&self, sid: &Sid) -> Option<(String, SidNameUse)> {
+        (*sid == Sid::new(5, &[21, 7, 8, 9, 1000])).then(|| ("alice".into(), SidNameUse::User))
+    }
+    fn account_by_name(&self, name: &str) -> Option<(Sid, SidNameUse)> {
+        name.eq_ignore_ascii_case("alice")
+            .then(|| (Sid::new(5, &[21, 7, 8, 9, 1000]), SidNameUse::User))
+    }
+    fn caller(&self) -> (String, String) {
+        ("alice".into(), "FUZZ".into())
+    }
+}
 
 impl SrvsvcBackend for Backend {
     fn shares(&self) -> Vec<ShareEntry> {
@@ -108,7 +137,7 @@ impl SrvsvcBackend for Backend {
     }
 }
 
-fn bind() -> Vec<u8> {
+fn bind(abstract_syntax: SyntaxId) -> Vec<u8> {
     let mut body = Vec::new();
     Bind {
         max_xmit_frag: MAX_FRAG,
@@ -116,7 +145,7 @@ fn bind() -> Vec<u8> {
         assoc_group_id: 0,
         contexts: vec![ContextElement {
             context_id: 0,
-            abstract_syntax: SyntaxId::SRVSVC,
+            abstract_syntax,
             transfer_syntaxes: vec![SyntaxId::NDR20],
         }],
     }
@@ -148,16 +177,25 @@ fn drain(ep: &mut PipeEndpoint, piece: usize, bound: bool) {
     assert!(pdu.is_empty(), "a PDU left half read");
 }
 
-/// The target: see the module comment.
+/// The srvsvc target: see the module comment.
 pub fn dcerpc(data: &[u8]) {
+    run("srvsvc", SyntaxId::SRVSVC, data);
+}
+
+/// The lsarpc target: the same, over the pipe that looks up SIDs and names.
+pub fn lsarpc(data: &[u8]) {
+    run("lsarpc", SyntaxId::LSARPC, data);
+}
+
+fn run(pipe: &str, abstract_syntax: SyntaxId, data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
     let bound = mode & 1 != 0;
     let piece = 1 + usize::from(mode >> 1);
-    let mut ep = PipeEndpoint::open("srvsvc").unwrap();
+    let mut ep = PipeEndpoint::open(pipe).unwrap();
     if bound {
-        ep.write(&bind(), &Backend).unwrap();
+        ep.write(&bind(abstract_syntax), &Backend).unwrap();
         drain(&mut ep, piece, false);
     }
     for chunk in rest.chunks(piece) {
@@ -188,7 +226,7 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     // PreferedMaximumLength, resume handle NULL
     let share_enum = request(15, &words(&[0, 1, 1, 0x0002_0000, 0, 0, u32::MAX, 0]));
     let mut unbound = vec![0u8];
-    unbound.extend_from_slice(&bind());
+    unbound.extend_from_slice(&bind(SyntaxId::SRVSVC));
     unbound.extend_from_slice(&share_enum);
     let mut bound = vec![1u8 | (63 << 1)];
     bound.extend_from_slice(&share_enum);
@@ -209,6 +247,76 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
         ("connections", 8, connections),
         ("files", 9, files),
         ("transports", 26, transports),
+    ] {
+        let mut input = vec![1u8 | (31 << 1)];
+        input.extend_from_slice(&request(opnum, &stub));
+        seeds.push((name.to_string(), input));
+    }
+    seeds
+}
+
+/// The UTF-16 of `s` as an RPC_UNICODE_STRING's deferred buffer: a
+/// conformant varying array (max count, offset, actual count), padded to 4.
+fn utf16_buffer(s: &str) -> Vec<u8> {
+    let units: Vec<u16> = s.encode_utf16().collect();
+    let n = units.len() as u32;
+    let mut out = words(&[n, 0, n]);
+    for u in units {
+        out.extend_from_slice(&u.to_le_bytes());
+    }
+    while out.len() % 4 != 0 {
+        out.push(0);
+    }
+    out
+}
+
+/// lsarpc seeds, bound, in 32-byte pieces: OpenPolicy2, then a LookupNames
+/// and a LookupSids on a handle the server never gave (answered
+/// INVALID_HANDLE after the whole stub is decoded), and a GetUserName.
+pub fn lsarpc_seeds() -> Vec<(String, Vec<u8>)> {
+    // MS-LSAD 3.1.4.4.1: SystemName NULL; LSAPR_OBJECT_ATTRIBUTES (Length
+    // 24, no RootDirectory, ObjectName, SecurityDescriptor or QoS,
+    // Attributes 0); DesiredAccess MAXIMUM_ALLOWED.
+    let open_policy2 = words(&[0, 24, 0, 0, 0, 0, 0, 0x0200_0000]);
+    let handle = [7u8; 20].to_vec();
+    // MS-LSAT 3.1.4.8 LsarLookupNames: handle, Count 2, the names array
+    // (max count, two RPC_UNICODE_STRINGs with buffers deferred),
+    // TranslatedSids {0, NULL}, LookupLevel 1, MappedCount 0.
+    let mut lookup_names = handle.clone();
+    let (a, b) = ("BUILTIN\\Administrators", "alice");
+    lookup_names.extend_from_slice(&words(&[2, 2]));
+    for (i, name) in [a, b].iter().enumerate() {
+        let bytes = (name.encode_utf16().count() * 2) as u32;
+        lookup_names.extend_from_slice(&(bytes as u16).to_le_bytes());
+        lookup_names.extend_from_slice(&(bytes as u16).to_le_bytes());
+        lookup_names.extend_from_slice(&words(&[0x0002_0000 + 4 * i as u32]));
+    }
+    for name in [a, b] {
+        lookup_names.extend_from_slice(&utf16_buffer(name));
+    }
+    lookup_names.extend_from_slice(&words(&[0, 0]));
+    lookup_names.extend_from_slice(&1u16.to_le_bytes());
+    lookup_names.extend_from_slice(&[0, 0]);
+    lookup_names.extend_from_slice(&words(&[0]));
+    // MS-LSAT 3.1.4.11 LsarLookupSids: handle, SidEnumBuffer {1, ptr ->
+    // [1] {ptr -> RPC_SID S-1-5-32-544}}, TranslatedNames {0, NULL},
+    // LookupLevel 1, MappedCount 0.
+    let mut lookup_sids = handle;
+    lookup_sids.extend_from_slice(&words(&[1, 0x0002_0000, 1, 0x0002_0004, 2]));
+    lookup_sids.extend_from_slice(&[1, 2, 0, 0, 0, 0, 0, 5]);
+    lookup_sids.extend_from_slice(&words(&[32, 544, 0, 0]));
+    lookup_sids.extend_from_slice(&1u16.to_le_bytes());
+    lookup_sids.extend_from_slice(&[0, 0]);
+    lookup_sids.extend_from_slice(&words(&[0]));
+    // MS-LSAT 3.1.4.4 LsarGetUserName: SystemName NULL, UserName (a ref
+    // pointer) -> NULL, DomainName (unique) -> NULL.
+    let get_user_name = words(&[0, 0, 0x0002_0000, 0]);
+    let mut seeds = Vec::new();
+    for (name, opnum, stub) in [
+        ("open-policy2", 44, open_policy2),
+        ("lookup-names", 14, lookup_names),
+        ("lookup-sids", 15, lookup_sids),
+        ("get-user-name", 45, get_user_name),
     ] {
         let mut input = vec![1u8 | (31 << 1)];
         input.extend_from_slice(&request(opnum, &stub));

@@ -25,6 +25,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("der", targets::der),
     ("transform", targets::transform),
     ("dcerpc", dcerpc::dcerpc),
+    ("lsarpc", dcerpc::lsarpc),
 ];
 
 pub fn target_by_name(name: &str) -> Option<fn(&[u8])> {

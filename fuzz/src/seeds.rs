@@ -566,5 +566,8 @@ pub fn all() -> Vec<Seed> {
     for (name, bytes) in crate::dcerpc::seeds() {
         s.push(("dcerpc", name, bytes));
     }
+    for (name, bytes) in crate::dcerpc::lsarpc_seeds() {
+        s.push(("lsarpc", name, bytes));
+    }
     s
 }

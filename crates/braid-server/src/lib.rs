@@ -13,6 +13,7 @@ pub mod host_access;
 pub mod interfaces;
 pub mod lease;
 pub mod logon_throttle;
+pub mod lsa;
 pub mod metrics;
 pub mod notify;
 pub mod oplock;

@@ -43,10 +43,23 @@ fn domain() -> &'static [u32; 3] {
     })
 }
 
-fn domain_sid(rid: u32) -> Sid {
+/// The server's account domain itself, S-1-5-21-a-b-c.
+pub fn account_domain_sid() -> Sid {
+    let d = domain();
+    Sid::new(5, &[21, d[0], d[1], d[2]])
+}
+
+/// An account of the server's domain: its SID with `rid`.
+pub fn domain_sid(rid: u32) -> Sid {
     let d = domain();
     Sid::new(5, &[21, d[0], d[1], d[2], rid])
 }
+
+/// RID of the domain's Users group, every user's primary group (a
+/// standalone Windows or Samba server names it "None").
+pub const DOMAIN_USERS_RID: u32 = 513;
+/// RID of the Guest account, what guest sessions act as.
+pub const GUEST_RID: u32 = 501;
 
 /// A user's SID: the domain and a RID from the lower-cased user name
 /// (1000 and above, as local accounts have).
@@ -71,7 +84,7 @@ pub fn token_of(identity: Option<&Identity>) -> Token {
 fn user_token(user: &str) -> Token {
     Token {
         user: user_sid(user),
-        primary_group: domain_sid(513),
+        primary_group: domain_sid(DOMAIN_USERS_RID),
         groups: vec![
             Sid::everyone(),
             Sid::builtin_users(),
@@ -83,7 +96,7 @@ fn user_token(user: &str) -> Token {
 
 fn guest_token() -> Token {
     Token {
-        user: domain_sid(501),
+        user: domain_sid(GUEST_RID),
         primary_group: domain_sid(514),
         groups: vec![Sid::everyone(), Sid::new(5, &[32, 546]), Sid::network()],
     }

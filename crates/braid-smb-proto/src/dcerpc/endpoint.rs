@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use thiserror::Error;
 
+use super::lsa::{self, LsaBackend, LsaState};
 use super::pdu::{
     bind_nak_reason, context_result, encode_pdu, fault_status, pfc, provider_reason, ptype,
     split_fragment, Bind, BindAck, BindNak, CommonHeader, ContextElement, ContextResult, Fault,
@@ -22,14 +23,12 @@ pub const MAX_FRAG: u16 = 4280;
 /// real clients offer more).
 pub const MIN_FRAG: u16 = 256;
 /// A whole request's stub, its fragments together; srvsvc requests are
-/// a few hundred bytes.
+/// a few hundred bytes, lsarpc lookups of 1000 names some tens of KiB.
 pub const MAX_REQUEST_STUB: usize = 64 * 1024;
 /// Unread answers beyond which no further PDU is taken.
 pub const MAX_PENDING_OUTPUT: usize = 1024 * 1024;
 /// Presentation contexts one association may accept.
 const MAX_CONTEXTS: usize = 256;
-/// C706 12.6.4.4 sec_addr: the endpoint the association reached.
-const SECONDARY_ADDRESS: &[u8] = b"\\PIPE\\srvsvc";
 /// MS-RPCE 2.2.2.14: bind time features this server supports (none: it
 /// neither multiplexes security contexts nor keeps orphaned connections).
 const SUPPORTED_BIND_TIME_FEATURES: u8 = 0;
@@ -73,10 +72,62 @@ struct PendingCall {
     refusal: Option<u32>,
 }
 
+/// What the calls of the served pipes answer from: the server's state as
+/// the caller sees it.
+pub trait PipeBackend {
+    fn srvsvc(&self) -> &dyn SrvsvcBackend;
+    fn lsa(&self) -> &dyn LsaBackend;
+}
+
+/// The RPC interface a pipe serves.
+#[derive(Debug)]
+enum PipeService {
+    /// MS-SRVS: shares, sessions, open files.
+    Srvsvc,
+    /// MS-LSAT / MS-LSAD: SID and name lookups, with the policy handles
+    /// this open holds.
+    Lsarpc(LsaState),
+}
+
+impl PipeService {
+    /// `pipe_name` lowercase, without "\\pipe\\". Windows serves lsarpc
+    /// on \\PIPE\\lsass too, and clients open either.
+    fn of(pipe_name: &str) -> Option<PipeService> {
+        match pipe_name.to_ascii_lowercase().as_str() {
+            "srvsvc" => Some(PipeService::Srvsvc),
+            "lsarpc" | "lsass" => Some(PipeService::Lsarpc(LsaState::default())),
+            _ => None,
+        }
+    }
+
+    fn abstract_syntax(&self) -> SyntaxId {
+        match self {
+            PipeService::Srvsvc => SyntaxId::SRVSVC,
+            PipeService::Lsarpc(_) => SyntaxId::LSARPC,
+        }
+    }
+
+    /// C706 12.6.4.4 sec_addr: the endpoint the association reached.
+    fn secondary_address(&self) -> &'static [u8] {
+        match self {
+            PipeService::Srvsvc => b"\\PIPE\\srvsvc",
+            PipeService::Lsarpc(_) => b"\\PIPE\\lsass",
+        }
+    }
+
+    fn call(&mut self, opnum: u16, stub: &[u8], backend: &dyn PipeBackend) -> Result<Vec<u8>, u32> {
+        match self {
+            PipeService::Srvsvc => srvsvc::handle_call(opnum, stub, backend.srvsvc()),
+            PipeService::Lsarpc(state) => lsa::handle_call(opnum, stub, backend.lsa(), state),
+        }
+    }
+}
+
 /// The state of one open of a named pipe: bytes written by the client go in,
 /// complete PDUs are answered, answers wait to be read.
 #[derive(Debug)]
 pub struct PipeEndpoint {
+    service: PipeService,
     input: Vec<u8>,
     association: Option<Association>,
     pending: Option<PendingCall>,
@@ -88,26 +139,25 @@ pub struct PipeEndpoint {
 }
 
 impl PipeEndpoint {
-    /// `pipe_name` as the client opened it, lowercase, without "\\pipe\\"
-    /// (e.g. "srvsvc"). None for pipes not served.
+    /// `pipe_name` as the client opened it, without "\\pipe\\" (e.g.
+    /// "srvsvc", "lsarpc"). None for pipes not served.
     pub fn open(pipe_name: &str) -> Option<PipeEndpoint> {
-        pipe_name
-            .eq_ignore_ascii_case("srvsvc")
-            .then(|| PipeEndpoint {
-                input: Vec::new(),
-                association: None,
-                pending: None,
-                output: VecDeque::new(),
-                output_read: 0,
-                output_bytes: 0,
-            })
+        PipeService::of(pipe_name).map(|service| PipeEndpoint {
+            service,
+            input: Vec::new(),
+            association: None,
+            pending: None,
+            output: VecDeque::new(),
+            output_read: 0,
+            output_bytes: 0,
+        })
     }
 
     /// Bytes the client wrote: part of a PDU, one, or several. On Err the
     /// half-received PDU, any half-received request and the rest of `data`
     /// are dropped (the stream cannot be resynchronised), so the next write
     /// must start a PDU; bound contexts and unread answers stay.
-    pub fn write(&mut self, data: &[u8], backend: &dyn SrvsvcBackend) -> Result<(), PipeError> {
+    pub fn write(&mut self, data: &[u8], backend: &dyn PipeBackend) -> Result<(), PipeError> {
         let result = self.consume(data, backend);
         if result.is_err() {
             self.input.clear();
@@ -139,7 +189,7 @@ impl PipeEndpoint {
         !self.output.is_empty()
     }
 
-    fn consume(&mut self, mut data: &[u8], backend: &dyn SrvsvcBackend) -> Result<(), PipeError> {
+    fn consume(&mut self, mut data: &[u8], backend: &dyn PipeBackend) -> Result<(), PipeError> {
         while !data.is_empty() {
             if self.input.len() < COMMON_HEADER_LEN {
                 let take = (COMMON_HEADER_LEN - self.input.len()).min(data.len());
@@ -183,7 +233,7 @@ impl PipeEndpoint {
         Ok(())
     }
 
-    fn process(&mut self, pdu: &[u8], backend: &dyn SrvsvcBackend) -> Result<(), PipeError> {
+    fn process(&mut self, pdu: &[u8], backend: &dyn PipeBackend) -> Result<(), PipeError> {
         if self.output_bytes >= MAX_PENDING_OUTPUT {
             return Err(PipeError::OutputBacklog);
         }
@@ -220,7 +270,9 @@ impl PipeEndpoint {
             return Ok(());
         }
         let mut accepted_contexts = BTreeSet::new();
-        let Some(results) = negotiate_contexts(&bind.contexts, &mut accepted_contexts) else {
+        let syntax = self.service.abstract_syntax();
+        let Some(results) = negotiate_contexts(&bind.contexts, syntax, &mut accepted_contexts)
+        else {
             self.push_bind_nak(call_id, bind_nak_reason::NOT_SPECIFIED);
             return Ok(());
         };
@@ -238,7 +290,7 @@ impl PipeEndpoint {
             max_xmit_frag: max_frag,
             max_recv_frag: max_frag,
             assoc_group_id,
-            secondary_address: SECONDARY_ADDRESS.to_vec(),
+            secondary_address: self.service.secondary_address().to_vec(),
             results,
         };
         self.push_ack(ptype::BIND_ACK, call_id, &ack);
@@ -249,19 +301,22 @@ impl PipeEndpoint {
     fn alter_context(&mut self, frag: &Fragment<'_>) -> Result<(), PipeError> {
         let call_id = frag.header.call_id;
         let alter = Bind::decode(frag.body)?;
+        let syntax = self.service.abstract_syntax();
         let outcome = match self.association.as_mut() {
             None => Err(fault_status::NCA_PROTO_ERROR),
             Some(_) if frag.header.auth_length != 0 => Err(fault_status::ACCESS_DENIED),
             Some(_) if alter.contexts.is_empty() => Err(fault_status::NCA_PROTO_ERROR),
-            Some(assoc) => negotiate_contexts(&alter.contexts, &mut assoc.accepted_contexts)
-                .map(|results| BindAck {
-                    max_xmit_frag: assoc.max_frag,
-                    max_recv_frag: assoc.max_frag,
-                    assoc_group_id: assoc.assoc_group_id,
-                    secondary_address: Vec::new(),
-                    results,
-                })
-                .ok_or(fault_status::NCA_PROTO_ERROR),
+            Some(assoc) => {
+                negotiate_contexts(&alter.contexts, syntax, &mut assoc.accepted_contexts)
+                    .map(|results| BindAck {
+                        max_xmit_frag: assoc.max_frag,
+                        max_recv_frag: assoc.max_frag,
+                        assoc_group_id: assoc.assoc_group_id,
+                        secondary_address: Vec::new(),
+                        results,
+                    })
+                    .ok_or(fault_status::NCA_PROTO_ERROR)
+            }
         };
         match outcome {
             Ok(ack) => self.push_ack(ptype::ALTER_CONTEXT_RESP, call_id, &ack),
@@ -272,11 +327,7 @@ impl PipeEndpoint {
 
     /// C706 12.6.4.9 request: fragments gathered until LAST_FRAG, then the
     /// call is answered by response fragments or a fault.
-    fn request(
-        &mut self,
-        frag: &Fragment<'_>,
-        backend: &dyn SrvsvcBackend,
-    ) -> Result<(), PipeError> {
+    fn request(&mut self, frag: &Fragment<'_>, backend: &dyn PipeBackend) -> Result<(), PipeError> {
         let header = frag.header;
         let req = Request::decode(frag.body, header.pfc_flags)?;
         let first = header.pfc_flags & pfc::FIRST_FRAG != 0;
@@ -305,10 +356,18 @@ impl PipeEndpoint {
             self.push_fault(call.call_id, call.context_id, status, pfc::DID_NOT_EXECUTE);
             return Ok(());
         }
-        match srvsvc::handle_call(call.opnum, &call.stub, backend) {
+        match self.service.call(call.opnum, &call.stub, backend) {
             Ok(stub) => self.push_response(call.call_id, call.context_id, &stub),
             Err(status) => {
-                let flags = if status == fault_status::NCA_OP_RNG_ERROR {
+                // Calls refused before they run: an unknown operation, a
+                // policy handle this pipe never gave, a lookup that needs
+                // a secure channel.
+                let refused = [
+                    fault_status::NCA_OP_RNG_ERROR,
+                    lsa::FAULT_CONTEXT_MISMATCH,
+                    fault_status::ACCESS_DENIED,
+                ];
+                let flags = if refused.contains(&status) {
                     pfc::DID_NOT_EXECUTE
                 } else {
                     0
@@ -420,10 +479,12 @@ fn negotiate_frag(client_xmit: u16, client_recv: u16) -> u16 {
 }
 
 /// C706 12.6.3.1 / MS-RPCE 3.3.1.5.3: one result per offered context, in
-/// order; None when the offer is malformed (a context without transfer
-/// syntaxes, or two feature negotiation contexts) and deserves a bind_nak.
+/// order, accepting the pipe's interface `served`; None when the offer is
+/// malformed (a context without transfer syntaxes, or two feature
+/// negotiation contexts) and deserves a bind_nak.
 fn negotiate_contexts(
     offered: &[ContextElement],
+    served: SyntaxId,
     accepted: &mut BTreeSet<u16>,
 ) -> Option<Vec<ContextResult>> {
     let mut feature_contexts = 0;
@@ -453,7 +514,7 @@ fn negotiate_contexts(
                     transfer_syntax: SyntaxId::NULL,
                 };
             }
-            if ctx.abstract_syntax != SyntaxId::SRVSVC {
+            if ctx.abstract_syntax != served {
                 return rejection(provider_reason::ABSTRACT_SYNTAX_NOT_SUPPORTED);
             }
             if !ctx.transfer_syntaxes.contains(&SyntaxId::NDR20) {

@@ -1,15 +1,17 @@
 //! DCE/RPC for the named pipes served on IPC$: connection-oriented PDUs
-//! (C706 chapter 12, MS-RPCE 2.2.2), NDR 2.0, and the srvsvc calls that
-//! let `smbclient -L` and Windows list shares (MS-SRVS). Sans-IO: bytes
-//! in through [`PipeEndpoint::write`], answers out through
-//! [`PipeEndpoint::read`].
+//! (C706 chapter 12, MS-RPCE 2.2.2), NDR 2.0, the srvsvc calls that let
+//! `smbclient -L` and Windows list shares (MS-SRVS), and the lsarpc calls
+//! that turn SIDs into names and back (MS-LSAT), for `smbcacls` and
+//! Windows' Security tab. Sans-IO: bytes in through
+//! [`PipeEndpoint::write`], answers out through [`PipeEndpoint::read`].
 
 mod endpoint;
+pub mod lsa;
 pub mod ndr;
 pub mod pdu;
 pub mod srvsvc;
 
-pub use endpoint::{PipeEndpoint, PipeError};
+pub use endpoint::{PipeBackend, PipeEndpoint, PipeError};
 pub use srvsvc::{
     file_permission, share_type, OpenFileEntry, ServerInfo, SessionEntry, ShareEntry,
     SrvsvcBackend, TransportEntry, TreeConnectEntry,

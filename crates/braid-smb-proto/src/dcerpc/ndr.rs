@@ -1,7 +1,8 @@
-//! NDR 2.0 (C706 chapter 14), little-endian, as far as srvsvc needs it:
-//! primitives with natural alignment, unique pointers, and conformant
-//! varying UTF-16 strings. Offsets and alignment count from the start of
-//! the stub (C706 chapter 14: alignment is relative to the octet stream).
+//! NDR 2.0 (C706 chapter 14), little-endian, as far as srvsvc and lsarpc
+//! need it: primitives with natural alignment, unique pointers, fixed
+//! octet arrays, and conformant varying UTF-16 strings. Offsets and
+//! alignment count from the start of the stub (C706 chapter 14: alignment
+//! is relative to the octet stream).
 
 use thiserror::Error;
 
@@ -47,6 +48,10 @@ impl NdrWriter {
         self.buf.align_to(n);
     }
 
+    pub fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+
     pub fn u16(&mut self, v: u16) {
         self.align(2);
         self.buf.put_u16(v);
@@ -87,6 +92,20 @@ impl NdrWriter {
     pub fn byte_array(&mut self, bytes: &[u8]) {
         self.u32(bytes.len() as u32);
         self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes as they are, unaligned: a fixed array of octets (a context
+    /// handle, a SID's IdentifierAuthority).
+    pub fn bytes(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// UTF-16 code units of a varying array, after its counts.
+    pub fn u16_units(&mut self, units: &[u16]) {
+        self.align(2);
+        for u in units {
+            self.buf.extend_from_slice(&u.to_le_bytes());
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -135,6 +154,31 @@ impl<'a> NdrReader<'a> {
             self.bytes(n - rem)?;
         }
         Ok(())
+    }
+
+    pub fn u8(&mut self) -> NdrResult<u8> {
+        Ok(self.bytes(1)?[0])
+    }
+
+    /// A fixed array of `N` octets (no alignment: octets have none).
+    pub fn fixed<const N: usize>(&mut self) -> NdrResult<[u8; N]> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.bytes(N)?);
+        Ok(out)
+    }
+
+    /// `count` UTF-16 code units, the body of a varying array. The bytes
+    /// are checked to be there before anything is allocated.
+    pub fn u16_units(&mut self, count: usize) -> NdrResult<Vec<u16>> {
+        self.align(2)?;
+        let len = count
+            .checked_mul(2)
+            .ok_or(NdrError::Truncated(self.pos()))?;
+        let raw = self.bytes(len)?;
+        Ok(raw
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect())
     }
 
     pub fn u16(&mut self) -> NdrResult<u16> {

@@ -163,6 +163,11 @@ impl SyntaxId {
         uuid: uuid(0x4b324fc8_1670_01d3_1278_5a47bf6ee188),
         version: 3,
     };
+    /// MS-LSAT 1.9: lsarpc 12345778-1234-abcd-ef00-0123456789ab v0.0.
+    pub const LSARPC: SyntaxId = SyntaxId {
+        uuid: uuid(0x12345778_1234_abcd_ef00_0123456789ab),
+        version: 0,
+    };
     /// MS-RPCE 2.2.4.12: NDR 2.0.
     pub const NDR20: SyntaxId = SyntaxId {
         uuid: uuid(0x8a885d04_1ceb_11c9_9fe8_08002b104860),

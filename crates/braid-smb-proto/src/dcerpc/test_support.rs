@@ -1,6 +1,7 @@
 //! Test helpers: a fixed backend, request builders, and a small NDR
 //! decoder written independently of `ndr.rs` to read answers by hand.
 
+use super::lsa::{LsaBackend, SidNameUse};
 use super::ndr::NdrWriter;
 use super::pdu::{
     encode_pdu, pfc, ptype, split_fragment, Bind, ContextElement, Request, Response, SyntaxId,
@@ -9,7 +10,8 @@ use super::srvsvc::{
     share_type, OpenFileEntry, ServerInfo, SessionEntry, ShareEntry, SrvsvcBackend, TransportEntry,
     TreeConnectEntry,
 };
-use super::PipeEndpoint;
+use super::{PipeBackend, PipeEndpoint};
+use crate::fscc::security::Sid;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(Default)]
@@ -27,6 +29,32 @@ pub struct FixedBackend {
     /// Seconds since 1970 the clock shows.
     pub now_unix: u64,
     pub uptime: Duration,
+}
+
+impl PipeBackend for FixedBackend {
+    fn srvsvc(&self) -> &dyn SrvsvcBackend {
+        self
+    }
+    fn lsa(&self) -> &dyn LsaBackend {
+        self
+    }
+}
+
+/// A server named TESTHOST with one user, "alice" (RID 1000).
+impl LsaBackend for FixedBackend {
+    fn account_domain(&self) -> (String, Sid) {
+        ("TESTHOST".into(), Sid::new(5, &[21, 1, 2, 3]))
+    }
+    fn account_by_sid(&self, sid: &Sid) -> Option<(String, SidNameUse)> {
+        (*sid == Sid::new(5, &[21, 1, 2, 3, 1000])).then(|| ("alice".into(), SidNameUse::User))
+    }
+    fn account_by_name(&self, name: &str) -> Option<(Sid, SidNameUse)> {
+        name.eq_ignore_ascii_case("alice")
+            .then(|| (Sid::new(5, &[21, 1, 2, 3, 1000]), SidNameUse::User))
+    }
+    fn caller(&self) -> (String, String) {
+        ("alice".into(), "TESTHOST".into())
+    }
 }
 
 impl SrvsvcBackend for FixedBackend {

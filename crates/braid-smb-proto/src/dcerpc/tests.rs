@@ -413,7 +413,39 @@ fn read_edge_cases() {
     assert_eq!(ep.read(100), (Vec::new(), false));
     ep.write(&smbclient_bind(), &three_shares()).unwrap();
     assert_eq!(ep.read(0), (Vec::new(), true));
-    assert!(PipeEndpoint::open("lsarpc").is_none());
+    assert!(PipeEndpoint::open("winreg").is_none());
+}
+
+#[test]
+fn each_pipe_binds_only_its_own_interface() {
+    let lsarpc = ContextElement {
+        context_id: 1,
+        abstract_syntax: SyntaxId::LSARPC,
+        transfer_syntaxes: vec![SyntaxId::NDR20],
+    };
+    for (name, accepted, address) in [
+        ("lsarpc", 1, &b"\\PIPE\\lsass"[..]),
+        ("LSASS", 1, &b"\\PIPE\\lsass"[..]),
+        ("srvsvc", 0, &b"\\PIPE\\srvsvc"[..]),
+    ] {
+        let mut ep = PipeEndpoint::open(name).unwrap();
+        ep.write(
+            &bind_pdu(1, 4280, vec![srvsvc_context(0), lsarpc.clone()]),
+            &three_shares(),
+        )
+        .unwrap();
+        let ack = read_pdus(&mut ep).remove(0);
+        let ack = BindAck::decode(split_fragment(&ack).unwrap().body).unwrap();
+        assert_eq!(ack.secondary_address, address, "{name}");
+        for (i, r) in ack.results.iter().enumerate() {
+            if i == accepted {
+                assert_eq!(r.result, context_result::ACCEPTANCE, "{name}");
+            } else {
+                assert_eq!(r.result, context_result::PROVIDER_REJECTION, "{name}");
+                assert_eq!(r.reason, provider_reason::ABSTRACT_SYNTAX_NOT_SUPPORTED);
+            }
+        }
+    }
 }
 
 proptest! {

@@ -1,18 +1,21 @@
 //! Named pipes on IPC$ (MS-SMB2 3.3.5.9, 3.3.5.12, 3.3.5.13, 3.3.5.15.1):
-//! `srvsvc`, so that `smbclient -L` and Windows can list the shares. The
+//! `srvsvc`, so that `smbclient -L` and Windows can list the shares, and
+//! `lsarpc` (or `lsass`), so that ACL tools show names for SIDs. The
 //! DCE/RPC itself is sans-IO (`braid_smb_proto::dcerpc`); this file only
 //! carries bytes between SMB2 requests and the pipe's endpoint.
 
 use std::sync::{Arc, Mutex};
 
 use braid_smb_proto::codec::FileId;
-use braid_smb_proto::dcerpc::PipeEndpoint;
+use braid_smb_proto::dcerpc::lsa::LsaBackend;
+use braid_smb_proto::dcerpc::{PipeBackend, PipeEndpoint, SrvsvcBackend};
 use braid_smb_proto::messages::create::create_action;
 use braid_smb_proto::messages::{
     CloseResponse, CreateRequest, CreateResponse, IoctlRequest, ReadResponse, WriteResponse,
 };
 use braid_smb_proto::NtStatus;
 
+use crate::lsa::LsaView;
 use crate::smb::{OpResult, Reply, Request};
 use crate::srvsvc::SrvsvcView;
 
@@ -46,8 +49,12 @@ fn pipe_name(name: &str) -> String {
 pub fn create(req: &mut Request<'_>, r: &CreateRequest) -> OpResult {
     let session = req.session()?.clone();
     let tree = req.tree()?.clone();
-    let endpoint =
-        PipeEndpoint::open(&pipe_name(&r.name)).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    let name = pipe_name(&r.name);
+    let endpoint = PipeEndpoint::open(&name).ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    // Name lookups tell which accounts exist: for authenticated users only.
+    if matches!(name.as_str(), "lsarpc" | "lsass") && session.is_anonymous_or_guest() {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
     let volatile = req.conn.server.new_file_id();
     let file_id = FileId {
         persistent: volatile,
@@ -107,12 +114,34 @@ fn find(req: &Request<'_>, id: FileId) -> Result<Arc<PipeOpen>, NtStatus> {
     Ok(pipe)
 }
 
+/// The server's state as the pipes' calls see it for one caller.
+struct CallerView<'a> {
+    srvsvc: SrvsvcView<'a>,
+    lsa: LsaView<'a>,
+}
+
+impl PipeBackend for CallerView<'_> {
+    fn srvsvc(&self) -> &dyn SrvsvcBackend {
+        &self.srvsvc
+    }
+    fn lsa(&self) -> &dyn LsaBackend {
+        &self.lsa
+    }
+}
+
 /// Feed what the client wrote to the pipe's endpoint.
 fn feed(req: &Request<'_>, pipe: &PipeOpen, data: &[u8]) -> Result<(), NtStatus> {
     let session = req.session()?;
-    let backend = SrvsvcView {
-        state: &req.conn.server,
-        caller: session,
+    let state = &req.conn.server;
+    let backend = CallerView {
+        srvsvc: SrvsvcView {
+            state,
+            caller: session,
+        },
+        lsa: LsaView {
+            state,
+            caller: session,
+        },
     };
     pipe.endpoint
         .lock()
