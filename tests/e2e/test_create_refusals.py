@@ -17,10 +17,8 @@ the same open without the offending bit succeeds.
 from __future__ import annotations
 
 import os
-import uuid
 
 import pytest
-from smbprotocol.connection import Connection
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.header import NtStatus
 from smbprotocol.open import (
@@ -31,8 +29,9 @@ from smbprotocol.open import (
     Open,
     ShareAccess,
 )
-from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
+
+from smbremote import RawClient
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 RW = FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE
@@ -51,14 +50,9 @@ pytestmark = pytest.mark.skipif(TARGET != "braid",
 
 @pytest.fixture
 def share(smb_server):
-    conn = Connection(uuid.uuid4(), smb_server.host, port=smb_server.port, require_signing=True)
-    conn.connect()
-    sess = Session(conn, smb_server.user, smb_server.password, require_encryption=False)
-    sess.connect()
-    t = TreeConnect(sess, rf"\\{smb_server.host}\{smb_server.share}")
-    t.connect()
-    yield t
-    conn.disconnect(close=True)
+    client = RawClient(smb_server)
+    yield client.tree
+    client.close()
 
 
 def create(t: TreeConnect, name: str, options: int = 0,
