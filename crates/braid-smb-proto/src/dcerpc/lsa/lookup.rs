@@ -98,6 +98,21 @@ fn translate_all<T>(
     (domains, translations)
 }
 
+/// What every lookup request ends with: LookupLevel, MappedCount (ignored
+/// on input) and, in the numbered versions (2 and 3), LookupOptions and
+/// ClientRevision. The latter change nothing for a server in no domain
+/// (MS-LSAT 3.1.4.5: they steer forwarding to domain controllers).
+fn read_level_and_options(r: &mut NdrReader<'_>, numbered: bool) -> NdrResult<u16> {
+    // LSAP_LOOKUP_LEVEL has no [v1_enum]: 16 bits on the wire.
+    let level = r.u16()?;
+    r.u32()?;
+    if numbered {
+        r.u32()?;
+        r.u32()?;
+    }
+    Ok(level)
+}
+
 struct NamesRequest {
     handle: PolicyHandle,
     names: Vec<Option<String>>,
@@ -115,15 +130,7 @@ fn read_names_request(stub: &[u8], form: SidsForm) -> NdrResult<NamesRequest> {
         SidsForm::Sids => IgnoredArray::Sids,
     };
     skip_translated_array(&mut r, ignored)?;
-    // LSAP_LOOKUP_LEVEL has no [v1_enum]: 16 bits on the wire.
-    let level = r.u16()?;
-    r.u32()?; // MappedCount, ignored on input
-    if form != SidsForm::Rids {
-        // LookupOptions and ClientRevision change nothing for a server in
-        // no domain (MS-LSAT 3.1.4.5: they steer forwarding to DCs).
-        r.u32()?;
-        r.u32()?;
-    }
+    let level = read_level_and_options(&mut r, form != SidsForm::Rids)?;
     Ok(NamesRequest {
         handle,
         names,
@@ -221,12 +228,7 @@ fn read_sids_request(stub: &[u8], form: NamesForm) -> NdrResult<SidsRequest> {
             extended: form == NamesForm::Ex,
         },
     )?;
-    let level = r.u16()?;
-    r.u32()?; // MappedCount, ignored on input
-    if form == NamesForm::Ex {
-        r.u32()?; // LookupOptions, reserved
-        r.u32()?; // ClientRevision
-    }
+    let level = read_level_and_options(&mut r, form == NamesForm::Ex)?;
     Ok(SidsRequest {
         handle,
         sids,
