@@ -15,7 +15,7 @@ use crate::info;
 use crate::locks::{Holder, IoKind};
 use crate::open_table::{FileKey, Node, NodeTable};
 use crate::path;
-use crate::service::preallocate;
+use crate::service_create::preallocate;
 use crate::share::ShareRef;
 use crate::sys;
 use crate::types::{access as acc, attr, BasicTimes, FileInfo, LockOwner};

@@ -18,11 +18,12 @@ use std::sync::Mutex;
 use crate::error::{FsError, FsResult};
 use crate::info;
 use crate::mac_streams;
+use crate::open_access::{check_create, check_existing};
 use crate::open_table::{FileKey, OpenEntry};
 use crate::path;
 use crate::resource_fork_file::{self, ResourceFork};
 use crate::security;
-use crate::service::{check_create, check_existing, FileService, RO_DENIED};
+use crate::service::{FileService, RO_DENIED};
 use crate::share::ShareRef;
 use crate::stream;
 use crate::stream_handle::StreamOpen;
@@ -37,7 +38,7 @@ struct Base {
     st: libc::stat,
     rel: String,
     /// Created by this open (the stream of a missing file creates it).
-    created: Option<crate::service::Cleanup>,
+    created: Option<crate::service_create::Cleanup>,
 }
 
 impl FileService {
