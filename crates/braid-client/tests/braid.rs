@@ -17,9 +17,7 @@ async fn braid_basic_ops_and_round_trip() {
         s.dialect(),
         s.signing_algorithm()
     );
-    // Known server bug: Braid answers a signed in-session ECHO unsigned
-    // (see braid_echo_is_signed).
-    basic_ops_opts(&t, false).await;
+    basic_ops(&t).await;
     round_trip(&t, "big.bin", 8 * 1024 * 1024 + 777, 1024 * 1024, 8).await;
 }
 
@@ -58,10 +56,9 @@ async fn braid_signing_and_encryption() {
     }
 }
 
-/// Server bug: the ECHO response of a signed session comes back unsigned
-/// (MS-SMB2 3.3.4.1.1; Samba signs it). Ignored until the server is fixed.
+/// MS-SMB2 3.3.4.1.1: the ECHO response of a signed session is signed
+/// (the client checks the signature of every response).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
 async fn braid_echo_is_signed() {
     let Some(srv) = common::start_braid() else {
         return;
@@ -70,21 +67,22 @@ async fn braid_echo_is_signed() {
     s.echo().await.expect("signed echo");
 }
 
-/// Braid does not offer SMB2_GLOBAL_CAP_MULTI_CHANNEL yet (and answers
-/// FSCTL_QUERY_NETWORK_INTERFACE_INFO with STATUS_NOT_SUPPORTED): skipped
-/// with a message until it does.
+/// Issue 3's end-to-end check: a session with 3 more channels bound moves
+/// data over all of them, loses one mid-transfer and finishes on the rest,
+/// and the admin API shows the channel count going 4 -> 3.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn braid_multichannel() {
     let Some(srv) = common::start_braid() else {
         return;
     };
     let (s, t) = session_with(&srv, ClientConfig::default()).await;
-    if !s.primary().unwrap().negotiated().multichannel() {
-        eprintln!("SKIP: the Braid server does not offer multichannel");
-        return;
-    }
-    let ifs = t.query_network_interfaces().await;
-    eprintln!("interfaces: {ifs:?}");
+    // Multichannel is on by default.
+    assert!(s.primary().unwrap().negotiated().multichannel());
+    let ifs = t
+        .query_network_interfaces()
+        .await
+        .expect("FSCTL_QUERY_NETWORK_INTERFACE_INFO");
+    assert!(!ifs.is_empty(), "no interfaces reported");
     for _ in 0..3 {
         s.bind_channel(srv.addr()).await.expect("bind");
     }
