@@ -109,6 +109,30 @@ impl Tree {
             .await
     }
 
+    /// Send a `command` request whose structure (all that follows the
+    /// 64-byte header) the caller built byte by byte, signed or sealed as
+    /// the session is, and return the response whatever its status.
+    /// `response_size` sets the CreditCharge. For conformance and
+    /// robustness tools, which must send what the typed calls never do.
+    pub async fn raw(
+        &self,
+        command: Command,
+        structure: &[u8],
+        response_size: usize,
+    ) -> Result<Response> {
+        self.call(
+            |_| {
+                let mut r = Request::new(command, &braid_smb_proto::messages::EchoRequest);
+                r.body.truncate(braid_smb_proto::header::HEADER_LEN);
+                r.body.extend_from_slice(structure);
+                r.response_size = response_size;
+                r
+            },
+            false,
+        )
+        .await
+    }
+
     /// CREATE (MS-SMB2 2.2.13) with explicit options.
     pub async fn create(self: &Arc<Self>, path: &str, o: &OpenOptions) -> Result<File> {
         File::create(self.clone(), &smb_path(path), o).await
