@@ -1,0 +1,819 @@
+//! A hostile client inside a signed session. Thousands of requests of every
+//! command that works on files, each built from a valid structure and then,
+//! often, damaged: boundary values in every count, length and offset,
+//! unknown information classes and control codes, file ids that were
+//! closed or never given, names that try to climb out of the share, create
+//! contexts cut short. Whatever Braid answers, it must not panic, must not
+//! write outside the share, and must still serve a fresh session that
+//! reads back what it wrote.
+//!
+//! `BRAID_SESSION_FUZZ_ITERS` (default 3000) and `BRAID_SESSION_FUZZ_SEED`
+//! choose the run; a failure prints the seed to replay it.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_client::{ClientConfig, Error, Tree};
+use braid_smb_proto::Command;
+use bytes::Bytes;
+use common::ops::{random_bytes, session_with};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Where the request structure starts in the message: file names and
+/// buffers are placed by offsets counted from the SMB2 header.
+const HDR: usize = 64;
+const MIB: u64 = 1 << 20;
+
+/// File system control codes Braid implements or names (MS-FSCC 2.3,
+/// MS-SMB2 2.2.31), and a few it does not. Not FSCTL_VALIDATE_NEGOTIATE_INFO:
+/// a server must end the connection when that one fails (MS-SMB2
+/// 3.3.5.15.12), which tests/e2e covers.
+const CTL_CODES: &[u32] = &[
+    0x0006_0194, // FSCTL_DFS_GET_REFERRALS
+    0x0011_400C, // FSCTL_PIPE_PEEK
+    0x0011_0018, // FSCTL_PIPE_WAIT
+    0x0011_C017, // FSCTL_PIPE_TRANSCEIVE
+    0x0014_40F2, // FSCTL_SRV_COPYCHUNK
+    0x0014_80F2, // FSCTL_SRV_COPYCHUNK_WRITE
+    0x0014_4064, // FSCTL_SRV_ENUMERATE_SNAPSHOTS
+    0x0014_0078, // FSCTL_SRV_REQUEST_RESUME_KEY
+    0x0014_41BB, // FSCTL_SRV_READ_HASH
+    0x0014_01D4, // FSCTL_LMR_REQUEST_RESILIENCY
+    0x0014_01FC, // FSCTL_QUERY_NETWORK_INTERFACE_INFO
+    0x0009_00C4, // FSCTL_SET_SPARSE
+    0x0009_80C8, // FSCTL_SET_ZERO_DATA
+    0x0009_40CF, // FSCTL_QUERY_ALLOCATED_RANGES
+    0x0009_8344, // FSCTL_DUPLICATE_EXTENTS_TO_FILE
+    0x0009_8208, // FSCTL_FILE_LEVEL_TRIM
+    0x0009_00A8, // FSCTL_GET_REPARSE_POINT
+    0x0009_00A4, // FSCTL_SET_REPARSE_POINT
+    0x0009_003C, // FSCTL_GET_COMPRESSION
+    0x0009_C040, // FSCTL_SET_COMPRESSION
+    0x0009_0064, // FSCTL_GET_NTFS_VOLUME_DATA
+    0x0009_009C, // FSCTL_GET_OBJECT_ID
+    0x0009_00C0, // FSCTL_CREATE_OR_GET_OBJECT_ID
+    0x0009_027C, // FSCTL_GET_INTEGRITY_INFORMATION
+    0x0009_0284, // FSCTL_QUERY_FILE_REGIONS
+    0x0009_4264, // FSCTL_OFFLOAD_READ
+];
+
+const CONTEXT_TAGS: &[&[u8; 4]] = &[
+    b"MxAc", b"QFid", b"RqLs", b"DHnQ", b"DH2Q", b"DHnC", b"DH2C", b"AlSi", b"TWrp", b"ExtA",
+    b"SecD", b"AAPL", b"ZZZZ",
+];
+
+/// Names a request may carry: the fixture's files, streams, wildcards, and
+/// ways out of the share that must all be refused.
+const NAMES: &[&str] = &[
+    "f0",
+    "f1",
+    "f2",
+    "d0",
+    "d0\\g0",
+    "d0\\g1",
+    "f0:s1",
+    "f0:s1:$DATA",
+    "f0::$DATA",
+    "f0:s2:$INDEX_ALLOCATION",
+    "d0:s3",
+    "new0",
+    "d0\\new1",
+    "..",
+    "..\\escape",
+    "d0\\..\\..\\escape",
+    "\\escape",
+    "d0/../../escape",
+    "*",
+    "d0\\*",
+    "f?",
+    "<",
+    "",
+    "$Extend\\$Quota:$Q:$INDEX_ALLOCATION",
+    "PIPE\\srvsvc",
+    "f0\\sub",
+    ". ",
+    "con",
+];
+
+struct Fuzzer {
+    rng: StdRng,
+    /// FileIds of opens the server granted and that are not closed yet.
+    open: Vec<[u8; 16]>,
+    /// Ids closed since: using them again must be FILE_CLOSED, not harm.
+    closed: Vec<[u8; 16]>,
+}
+
+impl Fuzzer {
+    fn u32v(&mut self) -> u32 {
+        const EDGES: &[u32] = &[
+            0,
+            1,
+            2,
+            7,
+            8,
+            0x7F,
+            0x80,
+            0xFF,
+            0x100,
+            0xFFFF,
+            0x1_0000,
+            0x10_0000,
+            0x80_0000,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0xFFFF_FFFE,
+            0xFFFF_FFFF,
+        ];
+        if self.rng.gen_bool(0.6) {
+            EDGES[self.rng.gen_range(0..EDGES.len())]
+        } else {
+            self.rng.gen()
+        }
+    }
+
+    /// An offset or size: boundary values, small ones, and (never more
+    /// than a few MiB) the sizes that make the server allocate.
+    fn u64v(&mut self) -> u64 {
+        const EDGES: &[u64] = &[
+            0,
+            1,
+            511,
+            4096,
+            65536,
+            MIB,
+            4 * MIB,
+            (1 << 31) - 1,
+            1 << 32,
+            (1 << 40) + 7,
+            i64::MAX as u64 - 1,
+            i64::MAX as u64,
+            1 << 63,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        match self.rng.gen_range(0..4) {
+            0 => self.rng.gen_range(0..8192),
+            1 => self.rng.gen(),
+            _ => EDGES[self.rng.gen_range(0..EDGES.len())],
+        }
+    }
+
+    /// Up to `max - 1` bytes of the run's own randomness.
+    fn bytes(&mut self, max: usize) -> Bytes {
+        let n = self.rng.gen_range(0..max);
+        Bytes::from((0..n).map(|_| self.rng.gen::<u8>()).collect::<Vec<u8>>())
+    }
+
+    fn file_id(&mut self) -> [u8; 16] {
+        match self.rng.gen_range(0..20) {
+            0 => [0xFF; 16],
+            1 => [0; 16],
+            2 => self.rng.gen(),
+            3 if !self.closed.is_empty() => self.closed[self.rng.gen_range(0..self.closed.len())],
+            _ if !self.open.is_empty() => self.open[self.rng.gen_range(0..self.open.len())],
+            _ => self.rng.gen(),
+        }
+    }
+
+    /// A name as UTF-16: one of [`NAMES`], or random units (lone
+    /// surrogates, control characters, separators and all).
+    fn name(&mut self) -> Vec<u16> {
+        if self.rng.gen_bool(0.85) {
+            return NAMES[self.rng.gen_range(0..NAMES.len())]
+                .encode_utf16()
+                .collect();
+        }
+        const UNITS: &[u16] = &[
+            b'a' as u16,
+            b'\\' as u16,
+            b'/' as u16,
+            b':' as u16,
+            b'.' as u16,
+            b'*' as u16,
+            0,
+            0x1F,
+            0xD800,
+            0xDC00,
+            0xFFFF,
+            0x00E9,
+            b' ' as u16,
+        ];
+        let n = self.rng.gen_range(0..300);
+        (0..n)
+            .map(|_| UNITS[self.rng.gen_range(0..UNITS.len())])
+            .collect()
+    }
+
+    /// Damage `b` in place: a few fields set to boundary values, bytes
+    /// flipped, the end cut off or random bytes added.
+    fn damage(&mut self, b: &mut Vec<u8>) {
+        for _ in 0..self.rng.gen_range(1..4) {
+            match self.rng.gen_range(0..5) {
+                0 if b.len() >= 4 => {
+                    let at = self.rng.gen_range(0..=b.len() - 4);
+                    let v = self.u32v();
+                    b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+                }
+                1 if b.len() >= 2 => {
+                    let at = self.rng.gen_range(0..=b.len() - 2);
+                    let v = self.u32v() as u16;
+                    b[at..at + 2].copy_from_slice(&v.to_le_bytes());
+                }
+                2 if !b.is_empty() => {
+                    let at = self.rng.gen_range(0..b.len());
+                    b[at] ^= 1 << self.rng.gen_range(0..8);
+                }
+                3 => {
+                    let keep = self.rng.gen_range(0..=b.len());
+                    b.truncate(keep);
+                }
+                _ => {
+                    let n = self.rng.gen_range(1..64);
+                    b.extend((0..n).map(|_| self.rng.gen::<u8>()));
+                }
+            }
+        }
+    }
+
+    fn create(&mut self) -> Vec<u8> {
+        let name = self.name();
+        let sane = self.rng.gen_bool(0.7);
+        self.create_named(&name, sane)
+    }
+
+    /// An open of one of the fixture's files or directories with ordinary
+    /// parameters, to keep valid handles in play.
+    fn plain_open(&mut self) -> Vec<u8> {
+        const FIXTURE: &[&str] = &["f0", "f1", "f2", "d0", "d0\\g0", "f0:s1", ""];
+        let name: Vec<u16> = FIXTURE[self.rng.gen_range(0..FIXTURE.len())]
+            .encode_utf16()
+            .collect();
+        self.create_named(&name, true)
+    }
+
+    /// A CREATE of `name`; with `sane`, access, share access, disposition
+    /// and options that a client would send.
+    fn create_named(&mut self, name: &[u16], sane: bool) -> Vec<u8> {
+        let name: Vec<u8> = name.iter().flat_map(|u| u.to_le_bytes()).collect();
+        let contexts = if self.rng.gen_bool(0.4) {
+            self.contexts()
+        } else {
+            Vec::new()
+        };
+        let name_off = HDR + 56;
+        let ctx_off = (name_off + name.len()).next_multiple_of(8);
+        let mut b = Vec::new();
+        b.extend(57u16.to_le_bytes());
+        b.push(0); // SecurityFlags
+                   // Mostly no oplock: this client never acknowledges a break, and an
+                   // open that must wait for one waits out the break timeout.
+        let oplock = if self.rng.gen_bool(0.75) {
+            0
+        } else {
+            [1u8, 8, 9, 0xFF][self.rng.gen_range(0..4)]
+        };
+        b.push(oplock);
+        b.extend(2u32.to_le_bytes()); // Impersonation
+        b.extend([0u8; 16]); // SmbCreateFlags, Reserved
+        const ACCESS: &[u32] = &[
+            0x0012_019F, // read and write data
+            0x0012_0089, // read
+            0x0200_0000, // MAXIMUM_ALLOWED
+            0x0001_0080, // DELETE | READ_ATTRIBUTES
+            0x0010_0080, // READ_ATTRIBUTES | SYNCHRONIZE
+            0x001F_01FF, // all
+        ];
+        let access = if sane {
+            ACCESS[self.rng.gen_range(0..ACCESS.len())]
+        } else {
+            self.u32v()
+        };
+        b.extend(access.to_le_bytes());
+        let attrs = if sane {
+            [0u32, 0x80, 0x20, 0x02][self.rng.gen_range(0..4)]
+        } else {
+            self.u32v()
+        };
+        b.extend(attrs.to_le_bytes());
+        b.extend(self.rng.gen_range(0u32..8).to_le_bytes()); // ShareAccess
+        let disposition = if sane {
+            [1u32, 1, 1, 3, 2, 5][self.rng.gen_range(0..6)]
+        } else {
+            self.rng.gen_range(0u32..7)
+        };
+        b.extend(disposition.to_le_bytes());
+        let options: u32 = if sane {
+            [0u32, 0x40, 0x01, 0x1040, 0x20, 0x0020_0000][self.rng.gen_range(0..6)]
+        } else {
+            self.u32v()
+        };
+        b.extend(options.to_le_bytes());
+        b.extend((name_off as u16).to_le_bytes());
+        b.extend((name.len() as u16).to_le_bytes());
+        let (co, cl) = if contexts.is_empty() {
+            (0, 0)
+        } else {
+            (ctx_off as u32, contexts.len() as u32)
+        };
+        b.extend(co.to_le_bytes());
+        b.extend(cl.to_le_bytes());
+        b.extend(&name);
+        if name.is_empty() {
+            b.push(0);
+        }
+        if !contexts.is_empty() {
+            b.resize(ctx_off - HDR, 0);
+            b.extend(contexts);
+        }
+        b
+    }
+
+    /// A chain of create contexts (MS-SMB2 2.2.13.2), each with data of
+    /// the size its tag wants, or not.
+    fn contexts(&mut self) -> Vec<u8> {
+        let n = self.rng.gen_range(1..4);
+        let mut out = Vec::new();
+        for i in 0..n {
+            let tag = CONTEXT_TAGS[self.rng.gen_range(0..CONTEXT_TAGS.len())];
+            let data: Vec<u8> = match tag {
+                b"RqLs" => {
+                    let mut d = self.rng.gen::<[u8; 16]>().to_vec();
+                    d.extend(self.rng.gen_range(0u32..8).to_le_bytes());
+                    d.extend([0u8; 12]);
+                    if self.rng.gen_bool(0.5) {
+                        d.extend(self.rng.gen::<[u8; 16]>());
+                        d.extend([0u8; 4]);
+                    }
+                    d
+                }
+                b"DH2Q" => {
+                    let mut d = self.u32v().to_le_bytes().to_vec();
+                    d.extend(self.rng.gen_range(0u32..4).to_le_bytes());
+                    d.extend([0u8; 8]);
+                    d.extend(self.rng.gen::<[u8; 16]>());
+                    d
+                }
+                b"DHnC" => self.file_id().to_vec(),
+                b"DH2C" => {
+                    let mut d = self.file_id().to_vec();
+                    d.extend(self.rng.gen::<[u8; 16]>());
+                    d.extend(self.u32v().to_le_bytes());
+                    d
+                }
+                b"DHnQ" => vec![0; 16],
+                // A size that fits, so that no run fills the disk here.
+                b"AlSi" => self.rng.gen_range(0..4 * MIB).to_le_bytes().to_vec(),
+                b"TWrp" | b"MxAc" if self.rng.gen_bool(0.5) => self.u64v().to_le_bytes().to_vec(),
+                b"AAPL" => {
+                    let mut d = 1u32.to_le_bytes().to_vec();
+                    d.extend([0u8; 4]);
+                    d.extend(self.u64v().to_le_bytes());
+                    d.extend(self.u64v().to_le_bytes());
+                    d
+                }
+                _ => {
+                    let n = self.rng.gen_range(0..80);
+                    (0..n).map(|_| self.rng.gen()).collect()
+                }
+            };
+            let len = (24 + data.len()).next_multiple_of(8);
+            let next = if i + 1 < n { len as u32 } else { 0 };
+            out.extend(next.to_le_bytes());
+            out.extend(16u16.to_le_bytes());
+            out.extend(4u16.to_le_bytes());
+            out.extend([0u8; 2]);
+            out.extend((if data.is_empty() { 0u16 } else { 24 }).to_le_bytes());
+            out.extend((data.len() as u32).to_le_bytes());
+            out.extend(tag);
+            out.extend([0u8; 4]);
+            out.extend(&data);
+            if i + 1 < n {
+                out.resize(out.len().next_multiple_of(8), 0);
+            }
+        }
+        out
+    }
+
+    fn close(&mut self) -> Vec<u8> {
+        let mut b = 24u16.to_le_bytes().to_vec();
+        b.extend(self.rng.gen_range(0u16..2).to_le_bytes());
+        b.extend([0u8; 4]);
+        b.extend(self.file_id());
+        b
+    }
+
+    fn flush(&mut self) -> Vec<u8> {
+        let mut b = 24u16.to_le_bytes().to_vec();
+        b.extend([0u8; 6]);
+        b.extend(self.file_id());
+        b
+    }
+
+    fn read(&mut self) -> (Vec<u8>, usize) {
+        let len = match self.rng.gen_range(0..4) {
+            0 => self.rng.gen_range(0..4096),
+            1 => 65536,
+            2 => MIB as u32,
+            _ => self.u32v(),
+        };
+        let mut b = 49u16.to_le_bytes().to_vec();
+        b.push(0x50);
+        b.push(self.rng.gen_range(0..4));
+        b.extend(len.to_le_bytes());
+        b.extend(self.u64v().to_le_bytes());
+        b.extend(self.file_id());
+        b.extend(self.rng.gen_range(0u32..8).to_le_bytes()); // MinimumCount
+        b.extend(self.rng.gen_range(0u32..4).to_le_bytes()); // Channel
+        b.extend([0u8; 8]);
+        b.push(0);
+        (b, (len as usize).min(8 << 20))
+    }
+
+    fn write(&mut self) -> Vec<u8> {
+        let data = self.bytes(8192);
+        let mut b = 49u16.to_le_bytes().to_vec();
+        b.extend(((HDR + 48) as u16).to_le_bytes());
+        b.extend((data.len() as u32).to_le_bytes());
+        // Far-off offsets only where the file system makes a hole.
+        let offset = if self.rng.gen_bool(0.8) {
+            self.rng.gen_range(0..MIB)
+        } else {
+            self.u64v()
+        };
+        b.extend(offset.to_le_bytes());
+        b.extend(self.file_id());
+        b.extend(self.rng.gen_range(0u32..4).to_le_bytes()); // Channel
+        b.extend([0u8; 8]);
+        b.extend(self.rng.gen_range(0u32..4).to_le_bytes()); // Flags
+        b.extend(&data);
+        b
+    }
+
+    fn lock(&mut self) -> Vec<u8> {
+        let n = self.rng.gen_range(0..4);
+        let mut b = 48u16.to_le_bytes().to_vec();
+        b.extend((n as u16).to_le_bytes());
+        b.extend(self.u32v().to_le_bytes()); // LockSequence
+        b.extend(self.file_id());
+        for _ in 0..n {
+            b.extend(self.u64v().to_le_bytes());
+            b.extend(self.u64v().to_le_bytes());
+            // Mostly FAIL_IMMEDIATELY: a lock that waits would hold up
+            // the run until the request times out.
+            let flags: u32 = match self.rng.gen_range(0..6) {
+                0 => 0x11,
+                1 => 0x12,
+                2 => 0x04,
+                3 => self.u32v() | 0x10,
+                _ => [0x01, 0x02, 0x05, 0x06][self.rng.gen_range(0..4)] | 0x10,
+            };
+            b.extend(flags.to_le_bytes());
+            b.extend([0u8; 4]);
+        }
+        b
+    }
+
+    fn ioctl(&mut self) -> Vec<u8> {
+        let ctl = if self.rng.gen_bool(0.9) {
+            CTL_CODES[self.rng.gen_range(0..CTL_CODES.len())]
+        } else {
+            self.u32v()
+        };
+        let input: Vec<u8> = match self.rng.gen_range(0..3) {
+            0 => Vec::new(),
+            1 => {
+                // Offsets and lengths, the shape of most file-level ones.
+                let mut d = Vec::new();
+                for _ in 0..self.rng.gen_range(1..6) {
+                    d.extend(self.u64v().to_le_bytes());
+                }
+                d
+            }
+            _ => self.bytes(300).to_vec(),
+        };
+        let mut b = 57u16.to_le_bytes().to_vec();
+        b.extend([0u8; 2]);
+        b.extend(ctl.to_le_bytes());
+        b.extend(self.file_id());
+        let in_off = if input.is_empty() { 0 } else { HDR as u32 + 56 };
+        b.extend(in_off.to_le_bytes());
+        b.extend((input.len() as u32).to_le_bytes());
+        b.extend(0u32.to_le_bytes()); // MaxInputResponse
+        b.extend(0u32.to_le_bytes()); // OutputOffset
+        b.extend(0u32.to_le_bytes()); // OutputCount
+        let max_out = [0u32, 16, 4096, 65536][self.rng.gen_range(0..4)];
+        b.extend(max_out.to_le_bytes());
+        b.extend(self.rng.gen_range(0u32..2).to_le_bytes()); // SMB2_0_IOCTL_IS_FSCTL
+        b.extend([0u8; 4]);
+        b.extend(input);
+        b
+    }
+
+    fn query_directory(&mut self) -> Vec<u8> {
+        let pattern: Vec<u8> = self.name().iter().flat_map(|u| u.to_le_bytes()).collect();
+        const CLASSES: &[u8] = &[1, 2, 3, 0x0C, 0x25, 0x26, 0x3C, 0x3F];
+        let class = if self.rng.gen_bool(0.8) {
+            CLASSES[self.rng.gen_range(0..CLASSES.len())]
+        } else {
+            self.rng.gen()
+        };
+        let mut b = 33u16.to_le_bytes().to_vec();
+        b.push(class);
+        b.push(self.rng.gen_range(0..0x20));
+        b.extend(self.u32v().to_le_bytes()); // FileIndex
+        b.extend(self.file_id());
+        b.extend(((HDR + 32) as u16).to_le_bytes());
+        b.extend((pattern.len() as u16).to_le_bytes());
+        b.extend([0u32, 8, 100, 4096, 65536][self.rng.gen_range(0..5)].to_le_bytes());
+        b.extend(&pattern);
+        if pattern.is_empty() {
+            b.push(0);
+        }
+        b
+    }
+
+    fn query_info(&mut self) -> Vec<u8> {
+        let info_type = self.rng.gen_range(0u8..6);
+        let input = if self.rng.gen_bool(0.3) {
+            self.bytes(64).to_vec()
+        } else {
+            Vec::new()
+        };
+        let mut b = 41u16.to_le_bytes().to_vec();
+        b.push(info_type);
+        b.push(self.rng.gen_range(0..0x50));
+        b.extend([0u32, 8, 24, 100, 4096, 65536][self.rng.gen_range(0..6)].to_le_bytes());
+        let in_off = if input.is_empty() {
+            0u16
+        } else {
+            HDR as u16 + 40
+        };
+        b.extend(in_off.to_le_bytes());
+        b.extend([0u8; 2]);
+        b.extend((input.len() as u32).to_le_bytes());
+        b.extend(self.rng.gen_range(0u32..0x20).to_le_bytes()); // AdditionalInformation
+        b.extend(self.rng.gen_range(0u32..4).to_le_bytes()); // Flags
+        b.extend(self.file_id());
+        b.extend(&input);
+        if input.is_empty() {
+            b.push(0);
+        }
+        b
+    }
+
+    fn set_info(&mut self) -> Vec<u8> {
+        let (info_type, class, buf): (u8, u8, Vec<u8>) = match self.rng.gen_range(0..10) {
+            0 => {
+                // FileBasicInformation: four times and the attributes.
+                let mut d = Vec::new();
+                for _ in 0..4 {
+                    d.extend(self.u64v().to_le_bytes());
+                }
+                d.extend(self.u32v().to_le_bytes());
+                d.extend([0u8; 4]);
+                (1, 4, d)
+            }
+            1 | 2 => {
+                // FileRenameInformation or FileLinkInformation.
+                let name: Vec<u8> = self.name().iter().flat_map(|u| u.to_le_bytes()).collect();
+                let mut d = vec![self.rng.gen_range(0..2), 0, 0, 0, 0, 0, 0, 0];
+                d.extend(0u64.to_le_bytes());
+                d.extend((name.len() as u32).to_le_bytes());
+                d.extend(&name);
+                (1, if self.rng.gen_bool(0.7) { 10 } else { 11 }, d)
+            }
+            3 => (1, 13, vec![self.rng.gen_range(0..2)]),
+            // End of file and allocation: sizes that fit on any disk.
+            4 => (1, 20, self.rng.gen_range(0..4 * MIB).to_le_bytes().to_vec()),
+            5 => (1, 19, self.rng.gen_range(0..4 * MIB).to_le_bytes().to_vec()),
+            6 => (1, 14, self.u64v().to_le_bytes().to_vec()),
+            7 => (3, 0, self.bytes(120).to_vec()),
+            8 => (
+                1,
+                0x40,
+                (self.rng.gen_range(0u32..0x20)).to_le_bytes().to_vec(),
+            ),
+            _ => (
+                self.rng.gen_range(1..5),
+                self.rng.gen(),
+                self.bytes(100).to_vec(),
+            ),
+        };
+        let mut b = 33u16.to_le_bytes().to_vec();
+        b.push(info_type);
+        b.push(class);
+        b.extend((buf.len() as u32).to_le_bytes());
+        b.extend(((HDR + 32) as u16).to_le_bytes());
+        b.extend([0u8; 2]);
+        b.extend(self.rng.gen_range(0u32..0x10).to_le_bytes()); // AdditionalInformation
+        b.extend(self.file_id());
+        b.extend(&buf);
+        if buf.is_empty() {
+            b.push(0);
+        }
+        b
+    }
+
+    fn oplock_break(&mut self) -> Vec<u8> {
+        if self.rng.gen_bool(0.5) {
+            let mut b = 24u16.to_le_bytes().to_vec();
+            b.push([0u8, 1, 8, 9][self.rng.gen_range(0..4)]);
+            b.extend([0u8; 5]);
+            b.extend(self.file_id());
+            b
+        } else {
+            let mut b = 36u16.to_le_bytes().to_vec();
+            b.extend([0u8; 6]);
+            b.extend(self.rng.gen::<[u8; 16]>());
+            b.extend(self.rng.gen_range(0u32..8).to_le_bytes());
+            b.extend(self.u64v().to_le_bytes());
+            b
+        }
+    }
+
+    /// The next request: its command, structure and expected response size.
+    fn next(&mut self) -> (Command, Vec<u8>, usize) {
+        if self.open.len() < 4 {
+            return (Command::Create, self.plain_open(), 4096);
+        }
+        if self.open.len() > 64 {
+            let mut b = 24u16.to_le_bytes().to_vec();
+            b.extend([0u8; 6]);
+            b.extend(self.open[0]);
+            return (Command::Close, b, 0);
+        }
+        let (cmd, mut body, expect) = match self.rng.gen_range(0..100) {
+            0..=24 => (Command::Create, self.create(), 4096),
+            25..=32 => (Command::Close, self.close(), 0),
+            33..=34 => (Command::Flush, self.flush(), 0),
+            35..=44 => {
+                let (b, n) = self.read();
+                (Command::Read, b, n)
+            }
+            45..=52 => (Command::Write, self.write(), 0),
+            53..=58 => (Command::Lock, self.lock(), 0),
+            59..=68 => (Command::Ioctl, self.ioctl(), 65536),
+            69..=75 => (Command::QueryDirectory, self.query_directory(), 65536),
+            76..=84 => (Command::QueryInfo, self.query_info(), 65536),
+            85..=95 => (Command::SetInfo, self.set_info(), 0),
+            96..=98 => (Command::OplockBreak, self.oplock_break(), 0),
+            _ => (Command::Echo, vec![4, 0, 0, 0], 0),
+        };
+        if self.rng.gen_bool(0.3) {
+            self.damage(&mut body);
+        }
+        (cmd, body, expect)
+    }
+
+    fn note(&mut self, cmd: Command, body: &[u8], status: u32, msg: &Bytes) {
+        if status != 0 {
+            return;
+        }
+        match cmd {
+            // MS-SMB2 2.2.14: the FileId of the open sits 64 bytes into the
+            // CREATE response.
+            Command::Create if msg.len() >= HDR + 80 => {
+                let mut id = [0u8; 16];
+                id.copy_from_slice(&msg[HDR + 64..HDR + 80]);
+                self.open.push(id);
+            }
+            Command::Close if body.len() >= 24 => {
+                let id: [u8; 16] = body[8..24].try_into().unwrap();
+                self.open.retain(|o| *o != id);
+                self.closed.push(id);
+                if self.closed.len() > 32 {
+                    self.closed.remove(0);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn fixture(t: &Arc<Tree>) {
+    t.mkdir("d0").await.expect("mkdir d0");
+    for name in ["f0", "f1", "f2", "d0\\g0", "d0\\g1", "f0:s1"] {
+        let f = t.create_file(name).await.expect(name);
+        // Small enough for a stream in one ext4 xattr block.
+        f.write(0, random_bytes(1000)).await.expect("write");
+        f.close().await.expect("close");
+    }
+}
+
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_requests_in_a_signed_session() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let iters: usize = std::env::var("BRAID_SESSION_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("BRAID_SESSION_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("session fuzz: {iters} requests, BRAID_SESSION_FUZZ_SEED={seed}");
+    // Next to the share: nothing may appear here.
+    let outside = srv.share_dir.parent().unwrap().to_path_buf();
+    let outside_before = entries(&outside);
+
+    let cfg = || ClientConfig {
+        timeout: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let (mut s, mut t) = session_with(&srv, cfg()).await;
+    fixture(&t).await;
+    let mut fz = Fuzzer {
+        rng: StdRng::seed_from_u64(seed),
+        open: Vec::new(),
+        closed: Vec::new(),
+    };
+    let mut statuses: BTreeMap<u32, usize> = BTreeMap::new();
+    let (mut timeouts, mut drops) = (0usize, 0usize);
+    let mut last = String::new();
+    let mut spent: BTreeMap<String, Duration> = BTreeMap::new();
+    for i in 0..iters {
+        let (cmd, body, expect) = fz.next();
+        let t0 = std::time::Instant::now();
+        let res = t.raw(cmd, &body, expect).await;
+        *spent.entry(format!("{cmd:?}")).or_default() += t0.elapsed();
+        if t0.elapsed() > Duration::from_secs(1) {
+            eprintln!("request {i} ({cmd:?}) took {:?}", t0.elapsed());
+        }
+        match res {
+            Ok(r) => {
+                *statuses.entry(r.header.status).or_default() += 1;
+                fz.note(cmd, &body, r.header.status, &r.msg);
+                last = format!("{cmd:?} {:#x} {}", r.header.status, hex::encode(&body));
+                continue;
+            }
+            // A lock or open that waits (on a break, a conflicting lock)
+            // past the client's patience is not a failure; its credits
+            // stay with the server, so start over on a new connection.
+            Err(Error::Timeout) => timeouts += 1,
+            // Every request here is a well-framed, signed message: the
+            // server answers it with a status. Losing the connection is a
+            // finding (counted and asserted on below).
+            Err(e) => {
+                drops += 1;
+                eprintln!("request {i} ({cmd:?}): {e}\n  {}", hex::encode(&body));
+                eprintln!("  after {last}");
+                let tail = srv.log_tail();
+                let lines: Vec<&str> = tail.lines().collect();
+                eprintln!(
+                    "  server: {}",
+                    lines[lines.len().saturating_sub(3)..].join("\n  server: ")
+                );
+            }
+        }
+        // Drop the connection, and with it the session's opens and their
+        // oplocks: a break left unanswered would hold up the next open.
+        for ch in s.channels().list() {
+            ch.conn.kill();
+        }
+        fz.open.clear();
+        fz.closed.clear();
+        (s, t) = session_with(&srv, cfg()).await;
+    }
+    eprintln!("statuses {statuses:x?}; {timeouts} timeouts, {drops} connections lost");
+    eprintln!("time by command {spent:?}");
+
+    let log = std::fs::read_to_string(srv.workdir.join("braid.log")).unwrap_or_default();
+    assert!(
+        !log.contains("panicked"),
+        "seed {seed}: the server panicked:\n{}",
+        srv.log_tail()
+    );
+    assert_eq!(drops, 0, "seed {seed}: requests lost their connection");
+    assert_eq!(
+        entries(&outside),
+        outside_before,
+        "seed {seed}: something was created beside the share"
+    );
+    // And a fresh session is served as before.
+    let (_s2, t2) = session_with(&srv, ClientConfig::default()).await;
+    let data = random_bytes(300_000);
+    let f = t2.create_file("after.bin").await.expect("create after");
+    let mut off = 0;
+    for chunk in data.chunks(65536) {
+        f.write(off, Bytes::copy_from_slice(chunk)).await.unwrap();
+        off += chunk.len() as u64;
+    }
+    let back = f.read(0, data.len() as u32).await.expect("read after");
+    assert_eq!(back, data, "seed {seed}: bytes read back differ");
+    f.close().await.unwrap();
+}
