@@ -218,6 +218,19 @@ impl Connection {
         req.security = Some(sec);
         self.t.send(req).await
     }
+
+    pub(crate) async fn send_compound_secured<'b>(
+        &self,
+        mut reqs: Vec<Request<'b>>,
+        sec: &'b Security,
+        related: bool,
+    ) -> Result<Vec<Result<Response>>> {
+        for req in reqs.iter_mut() {
+            req.session_id = sec.session_id;
+            req.security = Some(sec);
+        }
+        self.t.send_compound(reqs, related).await
+    }
 }
 
 impl Drop for Connection {

@@ -133,6 +133,29 @@ impl Tree {
         .await
     }
 
+    /// Send hand-built requests (command, structure) as one compounded
+    /// chain on the session's first channel, the second and later marked
+    /// related when `related` (MS-SMB2 3.2.4.1.4), and return each
+    /// response or error in order. Like [`Tree::raw`], for tools.
+    pub async fn raw_compound(
+        &self,
+        msgs: &[(Command, Vec<u8>)],
+        related: bool,
+    ) -> Result<Vec<Result<Response>>> {
+        let ch = self.session.channels.pick()?;
+        let reqs = msgs
+            .iter()
+            .map(|(command, structure)| {
+                let mut r = Request::new(*command, &braid_smb_proto::messages::EchoRequest);
+                r.body.truncate(braid_smb_proto::header::HEADER_LEN);
+                r.body.extend_from_slice(structure);
+                r.tree_id = self.id;
+                r
+            })
+            .collect();
+        ch.conn.send_compound_secured(reqs, &ch.sec, related).await
+    }
+
     /// CREATE (MS-SMB2 2.2.13) with explicit options.
     pub async fn create(self: &Arc<Self>, path: &str, o: &OpenOptions) -> Result<File> {
         File::create(self.clone(), &smb_path(path), o).await

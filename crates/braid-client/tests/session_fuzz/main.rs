@@ -1,0 +1,277 @@
+//! A hostile client inside a signed session. Thousands of requests of every
+//! command that works on files, each built from a valid structure and then,
+//! often, damaged: boundary values in every count, length and offset,
+//! unknown information classes and control codes, file ids that were
+//! closed or never given, names that try to climb out of the share, create
+//! contexts cut short. Whatever Braid answers, it must not panic, must not
+//! write outside the share, and must still serve a fresh session that
+//! reads back what it wrote.
+//!
+//! `BRAID_SESSION_FUZZ_ITERS` (default 3000) and `BRAID_SESSION_FUZZ_SEED`
+//! choose the run; a failure prints the seed to replay it.
+
+#[path = "../common/mod.rs"]
+mod common;
+mod requests;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_client::{ClientConfig, Error, Session, Tree};
+use braid_smb_proto::Command;
+use bytes::Bytes;
+use common::ops::{random_bytes, session_with};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use requests::{Fuzzer, HDR};
+
+async fn fixture(t: &Arc<Tree>) {
+    t.mkdir("d0").await.expect("mkdir d0");
+    for name in ["f0", "f1", "f2", "d0\\g0", "d0\\g1", "f0:s1"] {
+        let f = t.create_file(name).await.expect(name);
+        // Small enough for a stream in one ext4 xattr block.
+        f.write(0, random_bytes(1000)).await.expect("write");
+        f.close().await.expect("close");
+    }
+}
+
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A short wait per request: what waits longer waits on a break this
+/// client never acknowledges, or on a lock.
+fn fuzz_config() -> ClientConfig {
+    ClientConfig {
+        timeout: Duration::from_secs(2),
+        ..Default::default()
+    }
+}
+
+/// Drop the session's connection, and with it its opens and their
+/// oplocks (a break left unanswered would hold up the next open, and a
+/// request that timed out keeps its credits), and start a new session.
+async fn reconnect(
+    s: &Arc<Session>,
+    srv: &common::Server,
+    fz: &mut Fuzzer,
+) -> (Arc<Session>, Arc<Tree>) {
+    for ch in s.channels().list() {
+        ch.conn.kill();
+    }
+    fz.open.clear();
+    fz.closed.clear();
+    session_with(srv, fuzz_config()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_requests_in_a_signed_session() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let iters: usize = std::env::var("BRAID_SESSION_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("BRAID_SESSION_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("session fuzz: {iters} requests, BRAID_SESSION_FUZZ_SEED={seed}");
+    // Next to the share: nothing may appear here.
+    let outside = srv.share_dir.parent().unwrap().to_path_buf();
+    let outside_before = entries(&outside);
+
+    let (mut s, mut t) = session_with(&srv, fuzz_config()).await;
+    fixture(&t).await;
+    let mut fz = Fuzzer {
+        rng: StdRng::seed_from_u64(seed),
+        open: Vec::new(),
+        closed: Vec::new(),
+        force_id: None,
+    };
+    let mut statuses: BTreeMap<u32, usize> = BTreeMap::new();
+    let (mut timeouts, mut drops) = (0usize, 0usize);
+    let mut last = String::new();
+    let mut spent: BTreeMap<String, Duration> = BTreeMap::new();
+    for i in 0..iters {
+        if fz.open.len() >= 4 && fz.rng.gen_bool(0.1) {
+            let (msgs, related) = fz.compound();
+            match t.raw_compound(&msgs, related).await {
+                Ok(answers) => {
+                    let mut lost = None;
+                    for ((cmd, body), answer) in msgs.iter().zip(answers) {
+                        match answer {
+                            Ok(r) => {
+                                *statuses.entry(r.header.status).or_default() += 1;
+                                // The open a related chain made and closed
+                                // again is not kept.
+                                if *cmd == Command::Close && body.get(8..24) == Some(&[0xFF; 16]) {
+                                    if r.header.status == 0 {
+                                        fz.open.pop();
+                                    }
+                                } else {
+                                    fz.note(*cmd, body, r.header.status, &r.msg);
+                                }
+                            }
+                            Err(Error::Timeout) => lost = lost.or(Some(None)),
+                            Err(e) => lost = Some(Some(e)),
+                        }
+                    }
+                    match lost {
+                        None => continue,
+                        Some(None) => timeouts += 1,
+                        Some(Some(e)) => {
+                            drops += 1;
+                            eprintln!("compound {i} (related {related}): {e}");
+                            for (cmd, body) in &msgs {
+                                eprintln!("  {cmd:?} {}", hex::encode(body));
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    drops += 1;
+                    eprintln!("compound {i}: {e}");
+                }
+            }
+            (s, t) = reconnect(&s, &srv, &mut fz).await;
+            continue;
+        }
+        let (cmd, body, expect) = fz.next();
+        let t0 = std::time::Instant::now();
+        let res = t.raw(cmd, &body, expect).await;
+        *spent.entry(format!("{cmd:?}")).or_default() += t0.elapsed();
+        if t0.elapsed() > Duration::from_secs(1) {
+            eprintln!("request {i} ({cmd:?}) took {:?}", t0.elapsed());
+        }
+        match res {
+            Ok(r) => {
+                *statuses.entry(r.header.status).or_default() += 1;
+                fz.note(cmd, &body, r.header.status, &r.msg);
+                last = format!("{cmd:?} {:#x} {}", r.header.status, hex::encode(&body));
+                continue;
+            }
+            // A lock or open that waits (on a break, a conflicting lock)
+            // past the client's patience is not a failure; its credits
+            // stay with the server, so start over on a new connection.
+            Err(Error::Timeout) => timeouts += 1,
+            // Every request here is a well-framed, signed message: the
+            // server answers it with a status. Losing the connection is a
+            // finding (counted and asserted on below).
+            Err(e) => {
+                drops += 1;
+                eprintln!("request {i} ({cmd:?}): {e}\n  {}", hex::encode(&body));
+                eprintln!("  after {last}");
+                let tail = srv.log_tail();
+                let lines: Vec<&str> = tail.lines().collect();
+                eprintln!(
+                    "  server: {}",
+                    lines[lines.len().saturating_sub(3)..].join("\n  server: ")
+                );
+            }
+        }
+        (s, t) = reconnect(&s, &srv, &mut fz).await;
+    }
+    eprintln!("statuses {statuses:x?}; {timeouts} timeouts, {drops} connections lost");
+    eprintln!("time by command {spent:?}");
+
+    let log = std::fs::read_to_string(srv.workdir.join("braid.log")).unwrap_or_default();
+    assert!(
+        !log.contains("panicked"),
+        "seed {seed}: the server panicked:\n{}",
+        srv.log_tail()
+    );
+    assert_eq!(drops, 0, "seed {seed}: requests lost their connection");
+    assert_eq!(
+        entries(&outside),
+        outside_before,
+        "seed {seed}: something was created beside the share"
+    );
+    // And a fresh session is served as before.
+    let (_s2, t2) = session_with(&srv, ClientConfig::default()).await;
+    let data = random_bytes(300_000);
+    let f = t2.create_file("after.bin").await.expect("create after");
+    let mut off = 0;
+    for chunk in data.chunks(65536) {
+        f.write(off, Bytes::copy_from_slice(chunk)).await.unwrap();
+        off += chunk.len() as u64;
+    }
+    let back = f.read(0, data.len() as u32).await.expect("read after");
+    assert_eq!(back, data, "seed {seed}: bytes read back differ");
+    f.close().await.unwrap();
+}
+
+/// The fuzzer's compounds are real ones: a related CREATE, WRITE, READ and
+/// CLOSE chain (FileId all ones after the CREATE) is answered in full.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_related_compound_is_answered_in_full() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (_s, t) = session_with(&srv, ClientConfig::default()).await;
+    let mut fz = Fuzzer {
+        rng: StdRng::seed_from_u64(0),
+        open: Vec::new(),
+        closed: Vec::new(),
+        force_id: None,
+    };
+    let name: Vec<u16> = "chain.txt".encode_utf16().collect();
+    let mut create = fz.create_named(&name, true);
+    // Read and write data, share all, OVERWRITE_IF, a plain file, no
+    // oplock, no contexts.
+    create[3] = 0;
+    create[24..28].copy_from_slice(&0x0012_019Fu32.to_le_bytes());
+    create[32..36].copy_from_slice(&7u32.to_le_bytes());
+    create[36..40].copy_from_slice(&5u32.to_le_bytes());
+    create[40..44].copy_from_slice(&0x40u32.to_le_bytes());
+    create[48..56].copy_from_slice(&[0; 8]);
+    create.truncate(56 + name.len() * 2);
+    let all = [0xFFu8; 16];
+    let mut write = 49u16.to_le_bytes().to_vec();
+    write.extend(((HDR + 48) as u16).to_le_bytes());
+    write.extend(5u32.to_le_bytes());
+    write.extend(0u64.to_le_bytes());
+    write.extend(all);
+    write.extend([0u8; 16]);
+    write.extend(b"hello");
+    let mut read = 49u16.to_le_bytes().to_vec();
+    read.extend([0x50, 0]);
+    read.extend(5u32.to_le_bytes());
+    read.extend(0u64.to_le_bytes());
+    read.extend(all);
+    read.extend([0u8; 17]);
+    let mut close = 24u16.to_le_bytes().to_vec();
+    close.extend([0u8; 6]);
+    close.extend(all);
+    let answers = t
+        .raw_compound(
+            &[
+                (Command::Create, create),
+                (Command::Write, write),
+                (Command::Read, read),
+                (Command::Close, close),
+            ],
+            true,
+        )
+        .await
+        .expect("compound");
+    let statuses: Vec<u32> = answers
+        .iter()
+        .map(|a| a.as_ref().expect("answer").header.status)
+        .collect();
+    assert_eq!(statuses, [0, 0, 0, 0]);
+    // MS-SMB2 2.2.20: the data follows the 16-byte READ response.
+    let r = answers[2].as_ref().unwrap();
+    assert_eq!(&r.msg[HDR + 16..HDR + 21], b"hello");
+    assert_eq!(
+        std::fs::read(srv.share_dir.join("chain.txt")).unwrap(),
+        b"hello"
+    );
+}
