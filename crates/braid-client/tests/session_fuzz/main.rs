@@ -47,9 +47,10 @@ fn entries(dir: &std::path::Path) -> Vec<String> {
 
 /// A short wait per request: what waits longer waits on a break this
 /// client never acknowledges, or on a lock.
-fn fuzz_config() -> ClientConfig {
+fn fuzz_config(encrypt: bool) -> ClientConfig {
     ClientConfig {
         timeout: Duration::from_secs(2),
+        encrypt,
         ..Default::default()
     }
 }
@@ -61,13 +62,14 @@ async fn reconnect(
     s: &Arc<Session>,
     srv: &common::Server,
     fz: &mut Fuzzer,
+    encrypt: bool,
 ) -> (Arc<Session>, Arc<Tree>) {
     for ch in s.channels().list() {
         ch.conn.kill();
     }
     fz.open.clear();
     fz.closed.clear();
-    session_with(srv, fuzz_config()).await
+    session_with(srv, fuzz_config(encrypt)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,7 +90,7 @@ async fn hostile_requests_in_a_signed_session() {
     let outside = srv.share_dir.parent().unwrap().to_path_buf();
     let outside_before = entries(&outside);
 
-    let (mut s, mut t) = session_with(&srv, fuzz_config()).await;
+    let (mut s, mut t) = session_with(&srv, fuzz_config(false)).await;
     fixture(&t).await;
     let mut fz = Fuzzer {
         rng: StdRng::seed_from_u64(seed),
@@ -100,7 +102,14 @@ async fn hostile_requests_in_a_signed_session() {
     let (mut timeouts, mut drops) = (0usize, 0usize);
     let mut last = String::new();
     let mut spent: BTreeMap<String, Duration> = BTreeMap::new();
+    // The first half in a signed session, the second in an encrypted one
+    // (every request sealed, the chains in one transform).
+    let encrypted = |i: usize| i >= iters / 2;
     for i in 0..iters {
+        if i == iters / 2 {
+            (s, t) = reconnect(&s, &srv, &mut fz, true).await;
+            assert!(s.is_encrypting());
+        }
         if fz.open.len() >= 4 && fz.rng.gen_bool(0.1) {
             let (msgs, related) = fz.compound();
             match t.raw_compound(&msgs, related).await {
@@ -141,7 +150,7 @@ async fn hostile_requests_in_a_signed_session() {
                     eprintln!("compound {i}: {e}");
                 }
             }
-            (s, t) = reconnect(&s, &srv, &mut fz).await;
+            (s, t) = reconnect(&s, &srv, &mut fz, encrypted(i)).await;
             continue;
         }
         let (cmd, body, expect) = fz.next();
@@ -177,7 +186,7 @@ async fn hostile_requests_in_a_signed_session() {
                 );
             }
         }
-        (s, t) = reconnect(&s, &srv, &mut fz).await;
+        (s, t) = reconnect(&s, &srv, &mut fz, encrypted(i)).await;
     }
     eprintln!("statuses {statuses:x?}; {timeouts} timeouts, {drops} connections lost");
     eprintln!("time by command {spent:?}");
