@@ -72,42 +72,39 @@ async fn reconnect(
     session_with(srv, fuzz_config(encrypt)).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hostile_requests_in_a_signed_session() {
-    let Some(srv) = common::start_braid() else {
-        return;
-    };
-    let iters: usize = std::env::var("BRAID_SESSION_FUZZ_ITERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
-    let seed: u64 = std::env::var("BRAID_SESSION_FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(rand::random);
-    eprintln!("session fuzz: {iters} requests, BRAID_SESSION_FUZZ_SEED={seed}");
-    // Next to the share: nothing may appear here.
-    let outside = srv.share_dir.parent().unwrap().to_path_buf();
-    let outside_before = entries(&outside);
+/// What one fuzzing client saw.
+#[derive(Default)]
+struct Outcome {
+    statuses: BTreeMap<u32, usize>,
+    timeouts: usize,
+    drops: usize,
+    spent: BTreeMap<String, Duration>,
+}
 
-    let (mut s, mut t) = session_with(&srv, fuzz_config(false)).await;
-    fixture(&t).await;
+/// One client's run: `iters` requests from `seed`, the first half in a
+/// signed session and the second in an encrypted one.
+async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcome {
+    let (mut s, mut t) = session_with(srv, fuzz_config(false)).await;
     let mut fz = Fuzzer {
         rng: StdRng::seed_from_u64(seed),
         open: Vec::new(),
         closed: Vec::new(),
         force_id: None,
     };
-    let mut statuses: BTreeMap<u32, usize> = BTreeMap::new();
-    let (mut timeouts, mut drops) = (0usize, 0usize);
+    let mut out = Outcome::default();
+    let Outcome {
+        statuses,
+        timeouts,
+        drops,
+        spent,
+    } = &mut out;
     let mut last = String::new();
-    let mut spent: BTreeMap<String, Duration> = BTreeMap::new();
     // The first half in a signed session, the second in an encrypted one
     // (every request sealed, the chains in one transform).
     let encrypted = |i: usize| i >= iters / 2;
     for i in 0..iters {
         if i == iters / 2 {
-            (s, t) = reconnect(&s, &srv, &mut fz, true).await;
+            (s, t) = reconnect(&s, srv, &mut fz, true).await;
             assert!(s.is_encrypting());
         }
         if fz.open.len() >= 4 && fz.rng.gen_bool(0.1) {
@@ -135,10 +132,10 @@ async fn hostile_requests_in_a_signed_session() {
                     }
                     match lost {
                         None => continue,
-                        Some(None) => timeouts += 1,
+                        Some(None) => *timeouts += 1,
                         Some(Some(e)) => {
-                            drops += 1;
-                            eprintln!("compound {i} (related {related}): {e}");
+                            *drops += 1;
+                            eprintln!("{who}: compound {i} (related {related}): {e}");
                             for (cmd, body) in &msgs {
                                 eprintln!("  {cmd:?} {}", hex::encode(body));
                             }
@@ -146,11 +143,11 @@ async fn hostile_requests_in_a_signed_session() {
                     }
                 }
                 Err(e) => {
-                    drops += 1;
-                    eprintln!("compound {i}: {e}");
+                    *drops += 1;
+                    eprintln!("{who}: compound {i}: {e}");
                 }
             }
-            (s, t) = reconnect(&s, &srv, &mut fz, encrypted(i)).await;
+            (s, t) = reconnect(&s, srv, &mut fz, encrypted(i)).await;
             continue;
         }
         let (cmd, body, expect) = fz.next();
@@ -158,7 +155,7 @@ async fn hostile_requests_in_a_signed_session() {
         let res = t.raw(cmd, &body, expect).await;
         *spent.entry(format!("{cmd:?}")).or_default() += t0.elapsed();
         if t0.elapsed() > Duration::from_secs(1) {
-            eprintln!("request {i} ({cmd:?}) took {:?}", t0.elapsed());
+            eprintln!("{who}: request {i} ({cmd:?}) took {:?}", t0.elapsed());
         }
         match res {
             Ok(r) => {
@@ -170,13 +167,16 @@ async fn hostile_requests_in_a_signed_session() {
             // A lock or open that waits (on a break, a conflicting lock)
             // past the client's patience is not a failure; its credits
             // stay with the server, so start over on a new connection.
-            Err(Error::Timeout) => timeouts += 1,
+            Err(Error::Timeout) => *timeouts += 1,
             // Every request here is a well-framed, signed message: the
             // server answers it with a status. Losing the connection is a
             // finding (counted and asserted on below).
             Err(e) => {
-                drops += 1;
-                eprintln!("request {i} ({cmd:?}): {e}\n  {}", hex::encode(&body));
+                *drops += 1;
+                eprintln!(
+                    "{who}: request {i} ({cmd:?}): {e}\n  {}",
+                    hex::encode(&body)
+                );
                 eprintln!("  after {last}");
                 let tail = srv.log_tail();
                 let lines: Vec<&str> = tail.lines().collect();
@@ -186,10 +186,49 @@ async fn hostile_requests_in_a_signed_session() {
                 );
             }
         }
-        (s, t) = reconnect(&s, &srv, &mut fz, encrypted(i)).await;
+        (s, t) = reconnect(&s, srv, &mut fz, encrypted(i)).await;
     }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_requests_in_a_signed_session() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let iters: usize = std::env::var("BRAID_SESSION_FUZZ_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("BRAID_SESSION_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("session fuzz: {iters} requests, BRAID_SESSION_FUZZ_SEED={seed}");
+    // Next to the share: nothing may appear here.
+    let outside = srv.share_dir.parent().unwrap().to_path_buf();
+    let outside_before = entries(&outside);
+
+    let t = session_with(&srv, ClientConfig::default()).await.1;
+    fixture(&t).await;
+    // Two clients at once on the same files: opens, renames, locks and
+    // deletes of one race those of the other.
+    let (a, b) = tokio::join!(
+        run(&srv, "A", seed, iters / 2),
+        run(
+            &srv,
+            "B",
+            seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            iters - iters / 2
+        ),
+    );
+    let mut statuses = a.statuses;
+    for (k, v) in b.statuses {
+        *statuses.entry(k).or_default() += v;
+    }
+    let (timeouts, drops) = (a.timeouts + b.timeouts, a.drops + b.drops);
     eprintln!("statuses {statuses:x?}; {timeouts} timeouts, {drops} connections lost");
-    eprintln!("time by command {spent:?}");
+    eprintln!("time by command (A) {:?}", a.spent);
 
     let log = std::fs::read_to_string(srv.workdir.join("braid.log")).unwrap_or_default();
     assert!(
@@ -215,6 +254,20 @@ async fn hostile_requests_in_a_signed_session() {
     let back = f.read(0, data.len() as u32).await.expect("read after");
     assert_eq!(back, data, "seed {seed}: bytes read back differ");
     f.close().await.unwrap();
+    // Once the clients are gone, nothing they left behind (a break owed
+    // by a dropped connection, a lock, a durable open) holds up a look at
+    // the fixture's files: each answers with a status at once.
+    let quick = ClientConfig {
+        timeout: Duration::from_secs(10),
+        ..Default::default()
+    };
+    let (_s3, t3) = session_with(&srv, quick).await;
+    for name in ["f0", "f1", "f2", "d0", "d0\\g0", "d0\\g1", "f0:s1"] {
+        match t3.stat(name).await {
+            Ok(_) | Err(Error::Status { .. }) => {}
+            Err(e) => panic!("seed {seed}: {name}: {e}"),
+        }
+    }
 }
 
 /// The fuzzer's compounds are real ones: a related CREATE, WRITE, READ and
