@@ -392,9 +392,12 @@ OPTION_SHARES = {
                   SAMBA_FRUIT_FILE + "    fruit:wipe_intentionally_left_blank_rfork = yes\n"
                                      "    fruit:delete_empty_adfiles = yes\n"),
     # Finder info in Netatalk's metadata xattr, resource forks in ._
-    # files: Samba's vfs_fruit defaults.
-    "netatalk": ("netatalk", BRAID_FRUIT_FILE + 'macos_metadata = "netatalk"\n',
-                 SAMBA_FRUIT_FILE.replace("fruit:metadata = stream", "fruit:metadata = netatalk")),
+    # files (Samba's vfs_fruit defaults), and Netatalk's open and deny-mode
+    # locks respected (Samba's selftest share for vfs.fruit_netatalk).
+    "netatalk": ("netatalk",
+                 BRAID_FRUIT_FILE + 'macos_metadata = "netatalk"\nnetatalk_locking = true\n',
+                 SAMBA_FRUIT_FILE.replace("fruit:metadata = stream", "fruit:metadata = netatalk")
+                 + "    fruit:locking = netatalk\n"),
     "adconvert_plain": ("adconvert", "macos = false\n",
                         "vfs objects = streams_xattr acl_xattr\n"),
     "nonotify": ("nonotify", "change_notify = false\n", "vfs objects = acl_xattr\n"),

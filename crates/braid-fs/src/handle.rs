@@ -64,6 +64,16 @@ pub(crate) struct HandleInner {
 }
 
 impl HandleInner {
+    /// The bytes of Netatalk's locks this open holds: on a share with
+    /// Netatalk locking, for an open of a file's data fork
+    /// (`netatalk_lock.rs`).
+    pub(crate) fn netatalk_marks(&self) -> Vec<u64> {
+        if self.is_dir || self.stream.is_some() || !self.share.netatalk_locking() {
+            return Vec::new();
+        }
+        crate::netatalk_lock::marks(self.access, self.share_access)
+    }
+
     pub(crate) fn rel(&self) -> String {
         self.path.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -101,7 +111,8 @@ impl HandleInner {
                 s.delete_pending = true;
             }
         }
-        if s.locks.remove_open(self.id) && self.stream.is_none() {
+        let had_locks = s.locks.remove_open(self.id);
+        if (had_locks || !self.netatalk_marks().is_empty()) && self.stream.is_none() {
             crate::posix_lock::release_all(self.fd.as_raw_fd());
         }
         if s.opens.is_empty() {
@@ -711,7 +722,17 @@ impl OpenHandle {
             .filter(|l| l.holder.open_id == self.0.id)
             .copied()
             .collect();
-        crate::posix_lock::sync(self.fd(), &own, offset, len)
+        crate::posix_lock::sync(self.fd(), &own, &self.0.netatalk_marks(), offset, len)
+    }
+
+    /// On a share with Netatalk locking, refuse this new open when an AFP
+    /// open conflicts with it, else take its Netatalk locks
+    /// (`netatalk_lock.rs`). Called once, before the open is handed out.
+    pub(crate) fn netatalk_check(&self) -> FsResult<()> {
+        if self.0.is_dir || self.0.stream.is_some() || !self.0.share.netatalk_locking() {
+            return Ok(());
+        }
+        crate::netatalk_lock::check_and_mark(self.fd(), self.0.access, self.0.share_access)
     }
 
     /// Byte-range unlock (MS-FSA 2.1.5.9): the exact range, same open and owner.

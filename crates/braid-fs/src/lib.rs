@@ -27,6 +27,7 @@ mod info;
 pub mod locks;
 pub mod mac_listing;
 pub mod mac_streams;
+mod netatalk_lock;
 mod netatalk_meta;
 mod open_access;
 mod open_table;

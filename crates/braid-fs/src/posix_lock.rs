@@ -80,17 +80,26 @@ impl Kind {
 }
 
 /// Bring the kernel lock of `fd` over an SMB range in line with the open's
-/// locks (`own`: that open's entries in the lock table, after the change).
+/// locks (`own`: that open's entries in the lock table, after the change;
+/// `held`: single bytes the open keeps read-locked whatever its SMB locks,
+/// Netatalk's in `netatalk_lock.rs`).
 /// Err(EAGAIN) when a lock held outside Braid is in the way; the caller
 /// then takes its table entry back and calls this again, which only
 /// releases or downgrades and so cannot fail on a conflict.
-pub(crate) fn sync(fd: RawFd, own: &[ByteRangeLock], offset: u64, length: u64) -> Result<(), i32> {
+pub(crate) fn sync(
+    fd: RawFd,
+    own: &[ByteRangeLock],
+    held: &[u64],
+    offset: u64,
+    length: u64,
+) -> Result<(), i32> {
     let Some((first, last)) = span(offset, length) else {
         return Ok(());
     };
     let spans: Vec<(u64, u64, bool)> = own
         .iter()
         .filter_map(|l| span(l.offset, l.length).map(|(s, e)| (s, e, l.exclusive)))
+        .chain(held.iter().map(|&b| (b, b, false)))
         .collect();
     for (a, b, kind) in plan(&spans, first, last) {
         set(fd, a, b, kind)?;
@@ -214,14 +223,14 @@ mod tests {
         };
         let (ours, theirs) = (open(true), open(true));
         // Exclusive 0..10 taken: the other owner cannot read-lock byte 3.
-        sync(ours.as_raw_fd(), &[lk(0, 10, true)], 0, 10).unwrap();
+        sync(ours.as_raw_fd(), &[lk(0, 10, true)], &[], 0, 10).unwrap();
         assert_eq!(
             ofd_setlk(theirs.as_raw_fd(), 3, 3, libc::F_RDLCK),
             Err(libc::EAGAIN)
         );
         // Down to a shared lock on 0..5 after an unlock: byte 3 can be
         // read-locked but not write-locked, byte 7 is free.
-        sync(ours.as_raw_fd(), &[lk(0, 5, false)], 0, 10).unwrap();
+        sync(ours.as_raw_fd(), &[lk(0, 5, false)], &[], 0, 10).unwrap();
         assert_eq!(ofd_setlk(theirs.as_raw_fd(), 3, 3, libc::F_RDLCK), Ok(()));
         assert_eq!(
             ofd_setlk(theirs.as_raw_fd(), 3, 3, libc::F_WRLCK),
@@ -230,19 +239,57 @@ mod tests {
         assert_eq!(ofd_setlk(theirs.as_raw_fd(), 7, 7, libc::F_WRLCK), Ok(()));
         // Their write lock on 7 refuses ours over it.
         assert_eq!(
-            sync(ours.as_raw_fd(), &[lk(0, 5, false), lk(6, 4, true)], 6, 4),
+            sync(
+                ours.as_raw_fd(),
+                &[lk(0, 5, false), lk(6, 4, true)],
+                &[],
+                6,
+                4
+            ),
             Err(libc::EAGAIN)
         );
         // A read-only description still locks, as shared.
         let reader = open(false);
         release_all(ours.as_raw_fd());
-        sync(reader.as_raw_fd(), &[lk(0, 2, true)], 0, 2).unwrap();
+        sync(reader.as_raw_fd(), &[lk(0, 2, true)], &[], 0, 2).unwrap();
         assert_eq!(
             ofd_setlk(theirs.as_raw_fd(), 1, 1, libc::F_WRLCK),
             Err(libc::EAGAIN)
         );
         release_all(reader.as_raw_fd());
         assert_eq!(ofd_setlk(theirs.as_raw_fd(), 1, 1, libc::F_WRLCK), Ok(()));
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// A byte the open keeps held (Netatalk's) stays read-locked when an
+    /// SMB lock over it comes and goes.
+    #[test]
+    fn a_held_byte_outlives_the_smb_locks_over_it() {
+        let path = std::env::temp_dir().join(format!("braid-posix-held-{}", std::process::id()));
+        std::fs::write(&path, b"x").unwrap();
+        let open = || {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .unwrap()
+        };
+        let (ours, theirs) = (open(), open());
+        let held = [OFF_MAX - 8];
+        sync(
+            ours.as_raw_fd(),
+            &[lk(0, u64::MAX, true)],
+            &held,
+            0,
+            u64::MAX,
+        )
+        .unwrap();
+        sync(ours.as_raw_fd(), &[], &held, 0, u64::MAX).unwrap();
+        assert_eq!(
+            ofd_setlk(theirs.as_raw_fd(), OFF_MAX - 8, OFF_MAX - 8, libc::F_WRLCK),
+            Err(libc::EAGAIN)
+        );
+        assert_eq!(ofd_setlk(theirs.as_raw_fd(), 0, 100, libc::F_WRLCK), Ok(()));
         let _ = std::fs::remove_file(&path);
     }
 }

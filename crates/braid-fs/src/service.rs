@@ -394,6 +394,9 @@ impl FileService {
             rel,
             None,
         );
+        if !is_dir {
+            handle.netatalk_check()?;
+        }
         let action = if overwrite {
             let r = (|| {
                 let fdr = handle.fd();

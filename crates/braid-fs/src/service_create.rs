@@ -69,6 +69,11 @@ impl FileService {
             r.rel(),
             None,
         );
+        if let Err(e) = handle.netatalk_check() {
+            drop(handle);
+            created.cleanup.run();
+            return Err(e);
+        }
         let info = handle.info()?;
         Ok(Some(Opened {
             handle,

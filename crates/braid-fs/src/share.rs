@@ -33,6 +33,9 @@ pub(crate) struct Share {
     /// AFP_AfpInfo is served from Netatalk's metadata xattr
     /// (`netatalk_meta.rs`) rather than a named stream.
     netatalk_metadata: AtomicBool,
+    /// Opens test and take Netatalk's open and deny-mode locks
+    /// (`netatalk_lock.rs`).
+    netatalk_locking: AtomicBool,
     /// Where resource forks are kept and how macOS's own AppleDouble
     /// sidecars are treated (`resource_fork_file.rs`); unset: in streams.
     apple_double: OnceLock<AppleDoubleOptions>,
@@ -132,6 +135,7 @@ impl Share {
             named_streams: AtomicBool::new(true),
             macos: AtomicBool::new(true),
             netatalk_metadata: AtomicBool::new(false),
+            netatalk_locking: AtomicBool::new(false),
             apple_double: OnceLock::new(),
             delete_veto_files: AtomicBool::new(false),
             hidden: OnceLock::new(),
@@ -161,6 +165,10 @@ impl Share {
         view.macos.store(self.macos(), Ordering::Relaxed);
         view.netatalk_metadata.store(
             self.netatalk_metadata.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        view.netatalk_locking.store(
+            self.netatalk_locking.load(Ordering::Relaxed),
             Ordering::Relaxed,
         );
         if let Some(a) = self.apple_double.get() {
@@ -366,6 +374,17 @@ impl ShareRef {
     /// metadata xattr ([`ShareRef::set_netatalk_metadata`]).
     pub fn netatalk_metadata(&self) -> bool {
         self.0.macos() && self.0.netatalk_metadata.load(Ordering::Relaxed)
+    }
+    /// Opens of files test Netatalk's open and deny-mode locks and take
+    /// their own (`netatalk_lock.rs`), as Samba's vfs_fruit does with
+    /// `fruit:locking = netatalk`: AFP clients of a Netatalk serving the
+    /// same directory and SMB clients then respect each other's share
+    /// modes.
+    pub fn set_netatalk_locking(&self, on: bool) {
+        self.0.netatalk_locking.store(on, Ordering::Relaxed);
+    }
+    pub(crate) fn netatalk_locking(&self) -> bool {
+        self.0.netatalk_locking.load(Ordering::Relaxed)
     }
     /// Keep resource forks in AppleDouble `._NAME` sidecars and convert
     /// the sidecars macOS writes (`resource_fork_file.rs`), as Samba's

@@ -518,6 +518,7 @@ mod tests {
                 encrypt: true,
                 direct_writes: false,
                 posix_locking: true,
+                netatalk_locking: false,
                 named_streams: true,
                 access_based_enumeration: false,
                 hide_dot_files: true,

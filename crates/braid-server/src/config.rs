@@ -15,6 +15,9 @@ pub struct ShareConfig {
     /// Byte-range locks are mirrored as kernel locks (braid-fs
     /// `posix_lock.rs`), so that local processes and clients see each other's.
     pub posix_locking: bool,
+    /// Opens test and take Netatalk's open and deny-mode locks (braid-fs
+    /// `netatalk_lock.rs`, Samba's `fruit:locking = netatalk`).
+    pub netatalk_locking: bool,
     /// Named streams can be opened (stored in xattrs, braid-fs `stream.rs`).
     pub named_streams: bool,
     /// Directory listings leave out what the user may not read (MS-SMB2

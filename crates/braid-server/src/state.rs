@@ -41,6 +41,7 @@ impl Share {
             .map_err(|e| format!("share '{}': cannot serve {}: {e}", s.name, s.path.display()))?;
         fs.set_direct_writes(s.direct_writes);
         fs.set_posix_locking(s.posix_locking);
+        fs.set_netatalk_locking(s.netatalk_locking);
         fs.set_named_streams(s.named_streams);
         // The AfpInfo and resource fork rules (braid-fs `mac_streams.rs`).
         fs.set_macos(s.mac.enabled);

@@ -76,6 +76,10 @@ pub struct ShareEntry {
     pub direct_writes: Option<bool>,
     /// Byte-range locks are kernel locks too (default true, as Samba).
     pub posix_locking: Option<bool>,
+    /// Opens respect and take Netatalk's open and deny-mode locks
+    /// (default false).
+    #[serde(default)]
+    pub netatalk_locking: bool,
     /// Named streams can be opened (default true).
     pub named_streams: Option<bool>,
     /// Listings leave out what the user may not read (default false).
@@ -206,6 +210,7 @@ impl ShareEntry {
             encrypt: false,
             direct_writes: None,
             posix_locking: None,
+            netatalk_locking: false,
             named_streams: None,
             access_based_enumeration: false,
             hide_dot_files: None,

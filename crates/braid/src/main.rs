@@ -301,6 +301,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             encrypt: s.encrypt,
             direct_writes: s.direct_writes.unwrap_or(true),
             posix_locking: s.posix_locking.unwrap_or(true),
+            netatalk_locking: s.netatalk_locking,
             named_streams: s.named_streams.unwrap_or(true),
             access_based_enumeration: s.access_based_enumeration,
             hide_dot_files: s.hide_dot_files.unwrap_or(true),
