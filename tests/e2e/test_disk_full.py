@@ -7,6 +7,7 @@ share must live on the small file system.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -24,24 +25,32 @@ pytestmark = [
 ]
 
 
+@contextlib.contextmanager
+def braid_on_mount(base, mnt, share: str):
+    """Braid serving the mounted `mnt` as `share` to alice; yields (port,
+    password) and unmounts `mnt` afterwards."""
+    password = "Pw-" + secrets.token_hex(8)
+    port = servers.free_port()
+    argv = [str(servers.BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
+            "--share", f"{share}={mnt}", "--user", f"alice:{password}"]
+    log = base / "braid.log"
+    proc = servers._spawn(argv, log, base)
+    try:
+        servers.wait_until_accepting("127.0.0.1", port, proc, log)
+        yield port, password
+    finally:
+        servers.stop_pid(proc.pid)
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
 @pytest.fixture(scope="module")
 def small_share(tmp_path_factory):
     base = tmp_path_factory.mktemp("full-")
     mnt = base / "mnt"
     mnt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], check=True)
-    password = "Pw-" + secrets.token_hex(8)
-    port = servers.free_port()
-    argv = [str(servers.BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
-            "--share", f"small={mnt}", "--user", f"alice:{password}"]
-    log = base / "braid.log"
-    proc = servers._spawn(argv, log, base)
-    try:
-        servers.wait_until_accepting("127.0.0.1", port, proc, log)
+    with braid_on_mount(base, mnt, "small") as (port, password):
         yield port, password, mnt
-    finally:
-        servers.stop_pid(proc.pid)
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_disk_full_status_and_existing_data_intact(small_share):
@@ -94,18 +103,8 @@ def ext4_share(tmp_path_factory):
         f.truncate(64 * MIB)
     subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
     subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], check=True)
-    password = "Pw-" + secrets.token_hex(8)
-    port = servers.free_port()
-    argv = [str(servers.BRAID_BIN), "serve", "--listen", f"127.0.0.1:{port}",
-            "--share", f"ext4={mnt}", "--user", f"alice:{password}"]
-    log = base / "braid.log"
-    proc = servers._spawn(argv, log, base)
-    try:
-        servers.wait_until_accepting("127.0.0.1", port, proc, log)
+    with braid_on_mount(base, mnt, "ext4") as (port, password):
         yield SmbTarget("127.0.0.1", port, "ext4", "alice", password, mnt)
-    finally:
-        servers.stop_pid(proc.pid)
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def free_bytes(path) -> int:

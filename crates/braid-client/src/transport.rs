@@ -242,23 +242,17 @@ impl Transport {
         let mid = self.credits.acquire(charge).await?;
         let credit_request = self.credits.request_for(charge);
         let sec = req.security;
-        let h = Header {
-            credit_charge: if large_mtu { charge } else { 0 },
-            status: 0,
-            command: req.command as u16,
+        let h = RequestHeader {
+            command: req.command,
+            charge: if large_mtu { charge } else { 0 },
             credits: credit_request,
             flags: req.flags,
             next_command: 0,
             message_id: mid,
-            process_id: 0xFEFF,
             tree_id: req.tree_id,
-            async_id: 0,
             session_id: req.session_id,
-            signature: [0; 16],
         };
-        let mut hdr = Vec::with_capacity(HEADER_LEN);
-        h.encode(&mut hdr);
-        req.body[..HEADER_LEN].copy_from_slice(&hdr);
+        h.write(&mut req.body);
 
         // Build the frame: 4-byte Direct TCP transport header (MS-SMB2 2.1),
         // then the message; header+body and payload stay separate buffers
@@ -375,23 +369,17 @@ impl Transport {
             if related && i > 0 {
                 flags |= flags::RELATED_OPERATIONS;
             }
-            let h = Header {
-                credit_charge: 1,
-                status: 0,
-                command: req.command as u16,
+            let h = RequestHeader {
+                command: req.command,
+                charge: 1,
                 credits: self.credits.request_for(1),
                 flags,
                 next_command: if last { 0 } else { len as u32 },
                 message_id: mid,
-                process_id: 0xFEFF,
                 tree_id: req.tree_id,
-                async_id: 0,
                 session_id: req.session_id,
-                signature: [0; 16],
             };
-            let mut hdr = Vec::with_capacity(HEADER_LEN);
-            h.encode(&mut hdr);
-            msg[..HEADER_LEN].copy_from_slice(&hdr);
+            h.write(&mut msg);
             msg.resize(len, 0);
             if let (Some((algo, key)), None) = (sign, &enc) {
                 sign_in_place(algo, &key, &mut msg)?;
@@ -508,6 +496,42 @@ pub fn check_signature(sign: Option<(SigningAlgorithm, [u8; 16])>, r: &Response)
             Command::from_u16(r.header.command).unwrap_or(Command::Echo),
             true,
         ))
+    }
+}
+
+/// The fields of a request's SMB2 header (MS-SMB2 2.2.1.2) that the
+/// client chooses; the rest are fixed.
+struct RequestHeader {
+    command: Command,
+    charge: u16,
+    credits: u16,
+    flags: u32,
+    next_command: u32,
+    message_id: u64,
+    tree_id: u32,
+    session_id: u64,
+}
+
+impl RequestHeader {
+    /// Write the header over the first 64 bytes of `msg`.
+    fn write(&self, msg: &mut [u8]) {
+        let h = Header {
+            credit_charge: self.charge,
+            status: 0,
+            command: self.command as u16,
+            credits: self.credits,
+            flags: self.flags,
+            next_command: self.next_command,
+            message_id: self.message_id,
+            process_id: 0xFEFF,
+            tree_id: self.tree_id,
+            async_id: 0,
+            session_id: self.session_id,
+            signature: [0; 16],
+        };
+        let mut hdr = Vec::with_capacity(HEADER_LEN);
+        h.encode(&mut hdr);
+        msg[..HEADER_LEN].copy_from_slice(&hdr);
     }
 }
 
