@@ -124,6 +124,11 @@ TEST_OPTIONS["vfs.fruit_conversion"] = ["--option=torture:share2=adconvert",
 # vfs.fruit_netatalk sets Netatalk's metadata xattr on the share's files
 # itself, as Netatalk would: localdir is that share's directory.
 TEST_OPTIONS["vfs.fruit_netatalk"] = ["--option=torture:localdir={options}/netatalk"]
+# The load tests run for torture:timelimit seconds (10 by default): what
+# they check (every open, echo and oplock break answered as it should be)
+# shows within 3.
+TEST_OPTIONS["smb2.bench"] = ["--option=torture:timelimit=3"]
+TEST_OPTIONS["smb2.create.bench-path-contention-shared"] = ["--option=torture:timelimit=3"]
 
 
 def seed_snapshots(server, share_dir: Path) -> None:

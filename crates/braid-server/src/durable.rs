@@ -145,6 +145,7 @@ impl PreservedOpens {
 pub fn close_now(open: &Arc<Open>) {
     if open.mark_closed() {
         let _ = open.handle.close();
+        open.release_caching();
     }
 }
 

@@ -358,18 +358,26 @@ impl Open {
         self.durable.lock().unwrap().is_some()
     }
 
-    /// Mark closed; true if this call closed it.
+    /// Mark closed; true if this call closed it. The caller closes the
+    /// file service handle, then calls `release_caching`.
     pub fn mark_closed(&self) -> bool {
         let first = !self.closed.swap(true, Ordering::AcqRel);
         if first {
-            if let Some(o) = &self.oplock {
-                o.release();
-            }
             if let Some(w) = self.notify_watch.lock().unwrap().as_ref() {
                 w.close();
             }
         }
         self.close_signal.cancel();
         first
+    }
+
+    /// Drop the open's oplock or lease entry, waking the opens that wait
+    /// for it. Only once the file service closed the handle: a waiting
+    /// open retries at once, and must find this open's share mode gone
+    /// (smbtorture smb2.bench.oplock1 closes on every break).
+    pub fn release_caching(&self) {
+        if let Some(o) = &self.oplock {
+            o.release();
+        }
     }
 }

@@ -40,7 +40,9 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let path = open.handle.path();
     let wrote = !open.is_directory && open.handle.has_written();
     let spared = crate::dir_lease::spared_by(&open);
-    let info = blocking(move || handle.close()).await?;
+    let closed = blocking(move || handle.close()).await;
+    open.release_caching();
+    let info = closed?;
     let renamed = open.renamed.load(std::sync::atomic::Ordering::Relaxed);
     if (wrote || renamed || info.number_of_links == 0) && open.handle.stream_key() == 0 {
         // The entry's size, times or attributes changed, or it is gone:
@@ -125,6 +127,7 @@ pub async fn close_opens(opens: Vec<Arc<Open>>) {
         for o in opens {
             if o.mark_closed() {
                 let _ = o.handle.close();
+                o.release_caching();
             }
         }
         Ok(())
