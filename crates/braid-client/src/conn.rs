@@ -168,6 +168,11 @@ impl Connection {
     pub fn id(&self) -> u64 {
         self.id
     }
+    /// The oplock and lease breaks the server sends on this connection,
+    /// from now on (see [`Transport::listen_unsolicited`]).
+    pub fn breaks(&self) -> tokio::sync::mpsc::UnboundedReceiver<Response> {
+        self.t.listen_unsolicited()
+    }
     /// Our end of the TCP connection.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.t.local_addr

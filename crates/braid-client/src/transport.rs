@@ -159,6 +159,9 @@ pub struct Transport {
     pub local_addr: Option<std::net::SocketAddr>,
     /// Buffers of large frames, received and sent.
     pool: Arc<BufPool>,
+    /// Where unsolicited server messages (oplock and lease breaks) go once
+    /// someone listens; dropped otherwise.
+    unsolicited: Mutex<Option<mpsc::UnboundedSender<Response>>>,
 }
 
 impl Transport {
@@ -186,6 +189,7 @@ impl Transport {
             requests: AtomicU64::new(0),
             local_addr,
             pool: BufPool::new(),
+            unsolicited: Mutex::new(None),
         });
         let r = tokio::spawn(reader(t.clone(), rd));
         let w = tokio::spawn(writer(Arc::downgrade(&t), wr, rx));
@@ -218,6 +222,15 @@ impl Transport {
         for h in lock(&self.tasks).drain(..) {
             h.abort();
         }
+    }
+
+    /// Receive the server's unsolicited messages (MS-SMB2 3.2.5.19: oplock
+    /// and lease break notifications) from now on, decrypted. A second
+    /// call takes them away from the first listener.
+    pub fn listen_unsolicited(&self) -> mpsc::UnboundedReceiver<Response> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        *lock(&self.unsolicited) = Some(tx);
+        rx
     }
 
     pub fn add_decryptor(&self, session_id: u64, d: Arc<Decryptor>) {
@@ -451,7 +464,11 @@ impl Transport {
         let h = &resp.header;
         self.credits.grant(h.credits);
         if h.message_id == UNSOLICITED_MID {
-            tracing::debug!("ignoring unsolicited server message {:#x}", h.command);
+            let listener = lock(&self.unsolicited).clone();
+            match listener {
+                Some(tx) if tx.send(resp).is_ok() => {}
+                _ => tracing::debug!("ignoring an unsolicited server message"),
+            }
             return;
         }
         // MS-SMB2 3.2.5.1.5: an interim response; the final one follows.

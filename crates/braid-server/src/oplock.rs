@@ -531,20 +531,30 @@ impl FileOplocks {
         }
     }
 
-    /// MS-SMB2 3.3.5.22.1: an acknowledgment. Returns the new level, or
-    /// None when no break was in progress or the level is not allowed.
-    pub fn acknowledge(&self, key: u64, level: u8) -> Option<u8> {
+    /// MS-SMB2 3.3.5.22.1: an acknowledgment; the new level. An open with
+    /// no break in progress is INVALID_OPLOCK_PROTOCOL, as Windows and
+    /// Samba answer (smbtorture smb2.oplock.levelii500), not the
+    /// INVALID_DEVICE_STATE the section names. A level the break does not
+    /// allow still ends the break, at none: the opens waiting on it go on
+    /// at once rather than when the acknowledgment timer runs out.
+    pub fn acknowledge(&self, key: u64, level: u8) -> Result<u8, NtStatus> {
         let mut holders = self.holders.lock().unwrap();
-        let h = holders.iter_mut().find(|h| h.open_key == key)?;
-        let target = h.breaking_to?;
-        if level > target {
-            return None;
-        }
-        h.level = level;
+        let h = holders
+            .iter_mut()
+            .find(|h| h.open_key == key)
+            .ok_or(NtStatus::INVALID_OPLOCK_PROTOCOL)?;
+        let target = h.breaking_to.ok_or(NtStatus::INVALID_OPLOCK_PROTOCOL)?;
+        let allowed =
+            matches!(level, oplock_level::NONE | oplock_level::LEVEL_II) && level <= target;
+        h.level = if allowed { level } else { oplock_level::NONE };
         h.breaking_to = None;
         drop(holders);
         self.changed.notify_waiters();
-        Some(level)
+        match level {
+            _ if allowed => Ok(level),
+            oplock_level::LEASE => Err(NtStatus::INVALID_PARAMETER),
+            _ => Err(NtStatus::INVALID_OPLOCK_PROTOCOL),
+        }
     }
 
     /// MS-SMB2 3.3.5.22.2: a lease acknowledgment. The state must be within

@@ -57,7 +57,11 @@ impl Drop for Server {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.workdir);
+        if std::env::var_os("BRAID_TEST_SERVER_LOG").is_some() {
+            eprintln!("server files kept in {}", self.workdir.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.workdir);
+        }
     }
 }
 
@@ -354,6 +358,13 @@ pub fn start_braid() -> Option<Server> {
         .arg(format!("{SHARE}={}", share.display()))
         .arg("--user")
         .arg(format!("{USER}:{password}"))
+        // BRAID_TEST_SERVER_LOG=braid_server=trace: what the server logs
+        // into braid.log (where a failing test says it is).
+        .args(
+            std::env::var("BRAID_TEST_SERVER_LOG")
+                .map(|filter| vec!["--log".to_string(), filter])
+                .unwrap_or_default(),
+        )
         .stdout(std::fs::File::create(&log).unwrap())
         .stderr(Stdio::from(
             std::fs::File::options().append(true).open(&log).unwrap(),

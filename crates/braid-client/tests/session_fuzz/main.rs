@@ -3,13 +3,16 @@
 //! often, damaged: boundary values in every count, length and offset,
 //! unknown information classes and control codes, file ids that were
 //! closed or never given, names that try to climb out of the share, create
-//! contexts cut short. Whatever Braid answers, it must not panic, must not
+//! contexts cut short. The breaks the server sends are mostly answered as
+//! MS-SMB2 asks, sometimes with a close, a wrong level or lease state, or
+//! not at all. Whatever Braid answers, it must not panic, must not
 //! write outside the share, and must still serve a fresh session that
 //! reads back what it wrote.
 //!
 //! `BRAID_SESSION_FUZZ_ITERS` (default 3000) and `BRAID_SESSION_FUZZ_SEED`
 //! choose the run; a failure prints the seed to replay it.
 
+mod breaks;
 #[path = "../common/mod.rs"]
 mod common;
 mod requests;
@@ -45,8 +48,8 @@ fn entries(dir: &std::path::Path) -> Vec<String> {
     v
 }
 
-/// A short wait per request: what waits longer waits on a break this
-/// client never acknowledges, or on a lock.
+/// A short wait per request: what waits longer waits on a break left
+/// unanswered, or on a lock.
 fn fuzz_config(encrypt: bool) -> ClientConfig {
     ClientConfig {
         timeout: Duration::from_secs(2),
@@ -63,19 +66,34 @@ async fn reconnect(
     srv: &common::Server,
     fz: &mut Fuzzer,
     encrypt: bool,
+    acks: &breaks::Tally,
 ) -> (Arc<Session>, Arc<Tree>) {
     for ch in s.channels().list() {
         ch.conn.kill();
     }
     fz.open.clear();
     fz.closed.clear();
-    session_with(srv, fuzz_config(encrypt)).await
+    connect(srv, fz, encrypt, acks).await
+}
+
+/// A new session whose breaks are answered (breaks.rs).
+async fn connect(
+    srv: &common::Server,
+    fz: &mut Fuzzer,
+    encrypt: bool,
+    acks: &breaks::Tally,
+) -> (Arc<Session>, Arc<Tree>) {
+    let (s, t) = session_with(srv, fuzz_config(encrypt)).await;
+    breaks::answer(&s, &t, fz.rng.gen(), acks.clone());
+    (s, t)
 }
 
 /// What one fuzzing client saw.
 #[derive(Default)]
 struct Outcome {
     statuses: BTreeMap<u32, usize>,
+    /// Statuses of the break acknowledgments (and closes on a break).
+    acks: breaks::Tally,
     timeouts: usize,
     drops: usize,
     spent: BTreeMap<String, Duration>,
@@ -84,7 +102,6 @@ struct Outcome {
 /// One client's run: `iters` requests from `seed`, the first half in a
 /// signed session and the second in an encrypted one.
 async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcome {
-    let (mut s, mut t) = session_with(srv, fuzz_config(false)).await;
     let mut fz = Fuzzer {
         rng: StdRng::seed_from_u64(seed),
         open: Vec::new(),
@@ -92,8 +109,10 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
         force_id: None,
     };
     let mut out = Outcome::default();
+    let (mut s, mut t) = connect(srv, &mut fz, false, &out.acks).await;
     let Outcome {
         statuses,
+        acks,
         timeouts,
         drops,
         spent,
@@ -104,7 +123,7 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
     let encrypted = |i: usize| i >= iters / 2;
     for i in 0..iters {
         if i == iters / 2 {
-            (s, t) = reconnect(&s, srv, &mut fz, true).await;
+            (s, t) = reconnect(&s, srv, &mut fz, true, acks).await;
             assert!(s.is_encrypting());
         }
         if fz.open.len() >= 4 && fz.rng.gen_bool(0.1) {
@@ -147,7 +166,7 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
                     eprintln!("{who}: compound {i}: {e}");
                 }
             }
-            (s, t) = reconnect(&s, srv, &mut fz, encrypted(i)).await;
+            (s, t) = reconnect(&s, srv, &mut fz, encrypted(i), acks).await;
             continue;
         }
         let (cmd, body, expect) = fz.next();
@@ -186,7 +205,7 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
                 );
             }
         }
-        (s, t) = reconnect(&s, srv, &mut fz, encrypted(i)).await;
+        (s, t) = reconnect(&s, srv, &mut fz, encrypted(i), acks).await;
     }
     out
 }
@@ -227,7 +246,12 @@ async fn hostile_requests_in_a_signed_session() {
         *statuses.entry(k).or_default() += v;
     }
     let (timeouts, drops) = (a.timeouts + b.timeouts, a.drops + b.drops);
+    let mut acks = a.acks.lock().unwrap().clone();
+    for (k, v) in b.acks.lock().unwrap().iter() {
+        *acks.entry(*k).or_default() += v;
+    }
     eprintln!("statuses {statuses:x?}; {timeouts} timeouts, {drops} connections lost");
+    eprintln!("answers to breaks {acks:x?}");
     eprintln!("time by command (A) {:?}", a.spent);
 
     let log = std::fs::read_to_string(srv.workdir.join("braid.log")).unwrap_or_default();
@@ -335,5 +359,77 @@ async fn a_related_compound_is_answered_in_full() {
     assert_eq!(
         std::fs::read(srv.share_dir.join("chain.txt")).unwrap(),
         b"hello"
+    );
+}
+
+/// MS-SMB2 3.3.5.22.1: an acknowledgment with a level the break did not
+/// offer is refused, and ends the break at none all the same: the open
+/// that waits on it goes on at once, not when the server's 35 s
+/// acknowledgment timer runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_acknowledgment_still_ends_the_break() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let patient = ClientConfig {
+        timeout: Duration::from_secs(15),
+        ..Default::default()
+    };
+    let (s1, t1) = session_with(&srv, patient.clone()).await;
+    let (_s2, t2) = session_with(&srv, patient).await;
+    let f = t1.create_file("ack.txt").await.expect("create");
+    f.close().await.expect("close");
+    let mut breaks = s1.channels().list()[0].conn.breaks();
+    let mut fz = Fuzzer {
+        rng: StdRng::seed_from_u64(0),
+        open: Vec::new(),
+        closed: Vec::new(),
+        force_id: None,
+    };
+    let name: Vec<u16> = "ack.txt".encode_utf16().collect();
+    let mut open = fz.create_named(&name, true);
+    // Read and write data, share all, OPEN, a plain file, no contexts.
+    open[24..28].copy_from_slice(&0x0012_019Fu32.to_le_bytes());
+    open[32..36].copy_from_slice(&7u32.to_le_bytes());
+    open[36..40].copy_from_slice(&1u32.to_le_bytes());
+    open[40..44].copy_from_slice(&0x40u32.to_le_bytes());
+    open[48..56].copy_from_slice(&[0; 8]);
+    open.truncate(56 + name.len() * 2);
+    let mut batch = open.clone();
+    batch[3] = 9;
+    let r = t1.raw(Command::Create, &batch, 4096).await.expect("open");
+    assert_eq!((r.header.status, r.msg[HDR + 2]), (0, 9), "a batch oplock");
+    let file_id: [u8; 16] = r.msg[HDR + 64..HDR + 80].try_into().unwrap();
+
+    let second = tokio::spawn(async move {
+        let r = t2.raw(Command::Create, &open, 4096).await;
+        r.map(|r| r.header.status)
+    });
+    let note = tokio::time::timeout(Duration::from_secs(10), breaks.recv())
+        .await
+        .expect("a break within 10 s")
+        .expect("break");
+    assert_eq!(note.msg[HDR + 2], 1, "the break is to level II");
+    // EXCLUSIVE is not a level a break to level II allows.
+    let mut ack = 24u16.to_le_bytes().to_vec();
+    ack.push(8);
+    ack.extend([0u8; 5]);
+    ack.extend(file_id);
+    let r = t1.raw(Command::OplockBreak, &ack, 0).await.expect("ack");
+    assert_eq!(
+        r.status(),
+        braid_smb_proto::NtStatus::INVALID_OPLOCK_PROTOCOL
+    );
+    let status = second
+        .await
+        .unwrap()
+        .expect("the second open is answered in 15 s");
+    assert_eq!(status, 0, "the second open succeeds");
+    // The break is over: another acknowledgment finds none in progress.
+    ack[2] = 0;
+    let r = t1.raw(Command::OplockBreak, &ack, 0).await.expect("ack");
+    assert_eq!(
+        r.status(),
+        braid_smb_proto::NtStatus::INVALID_OPLOCK_PROTOCOL
     );
 }

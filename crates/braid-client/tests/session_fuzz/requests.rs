@@ -244,6 +244,65 @@ impl Fuzzer {
         self.create_named(&name, true)
     }
 
+    /// A well-formed open of a fixture file asking for a batch or
+    /// exclusive oplock or a lease (keys from a small set, shared by both
+    /// clients), with the sharing and disposition clients use: the two
+    /// clients' opens break each other's caching all the time.
+    pub fn contended_open(&mut self) -> Vec<u8> {
+        const FILES: &[&str] = &["f0", "f1", "f2", "f0:s1"];
+        let name: Vec<u16> = FILES[self.rng.gen_range(0..FILES.len())]
+            .encode_utf16()
+            .collect();
+        let name: Vec<u8> = name.iter().flat_map(|u| u.to_le_bytes()).collect();
+        let lease = self.rng.gen_bool(0.5);
+        let mut b = 57u16.to_le_bytes().to_vec();
+        b.push(0);
+        b.push(if lease {
+            0xFF
+        } else {
+            [1u8, 8, 9, 9][self.rng.gen_range(0..4)]
+        });
+        b.extend(2u32.to_le_bytes());
+        b.extend([0u8; 16]);
+        let access = [0x0012_019Fu32, 0x0012_0089, 0x0200_0000, 0x0010_0080];
+        b.extend(access[self.rng.gen_range(0..access.len())].to_le_bytes());
+        b.extend(0x80u32.to_le_bytes());
+        b.extend([7u32, 7, 7, 3, 1, 0][self.rng.gen_range(0..6)].to_le_bytes());
+        b.extend([1u32, 1, 1, 3, 5][self.rng.gen_range(0..5)].to_le_bytes());
+        b.extend(0x40u32.to_le_bytes()); // NON_DIRECTORY_FILE
+        let name_off = HDR + 56;
+        let ctx_off = (name_off + name.len()).next_multiple_of(8);
+        b.extend((name_off as u16).to_le_bytes());
+        b.extend((name.len() as u16).to_le_bytes());
+        if !lease {
+            b.extend([0u8; 8]);
+            b.extend(&name);
+            return b;
+        }
+        // MS-SMB2 2.2.13.2.10: SMB2_CREATE_REQUEST_LEASE_V2, state R, RH,
+        // RW or RWH.
+        let mut data = [self.rng.gen_range(1u8..4); 16].to_vec();
+        data.extend([1u32, 3, 5, 7][self.rng.gen_range(0..4)].to_le_bytes());
+        data.extend([0u8; 12]);
+        data.extend([0u8; 16]);
+        data.extend([0u8; 4]);
+        let mut ctx = 0u32.to_le_bytes().to_vec();
+        ctx.extend(16u16.to_le_bytes());
+        ctx.extend(4u16.to_le_bytes());
+        ctx.extend([0u8; 2]);
+        ctx.extend(24u16.to_le_bytes());
+        ctx.extend((data.len() as u32).to_le_bytes());
+        ctx.extend(b"RqLs");
+        ctx.extend([0u8; 4]);
+        ctx.extend(data);
+        b.extend((ctx_off as u32).to_le_bytes());
+        b.extend((ctx.len() as u32).to_le_bytes());
+        b.extend(&name);
+        b.resize(ctx_off - HDR, 0);
+        b.extend(ctx);
+        b
+    }
+
     /// A CREATE of `name`; with `sane`, access, share access, disposition
     /// and options that a client would send.
     pub fn create_named(&mut self, name: &[u16], sane: bool) -> Vec<u8> {
@@ -258,9 +317,7 @@ impl Fuzzer {
         let mut b = Vec::new();
         b.extend(57u16.to_le_bytes());
         b.push(0); // SecurityFlags
-                   // Mostly no oplock: this client never acknowledges a break, and an
-                   // open that must wait for one waits out the break timeout.
-        let oplock = if self.rng.gen_bool(0.75) {
+        let oplock = if self.rng.gen_bool(0.4) {
             0
         } else {
             [1u8, 8, 9, 0xFF][self.rng.gen_range(0..4)]
@@ -636,7 +693,8 @@ impl Fuzzer {
             return (Command::Close, b, 0);
         }
         let (cmd, mut body, expect) = match self.rng.gen_range(0..100) {
-            0..=24 => (Command::Create, self.create(), 4096),
+            0..=9 => return (Command::Create, self.contended_open(), 4096),
+            10..=24 => (Command::Create, self.create(), 4096),
             25..=32 => (Command::Close, self.close(), 0),
             33..=34 => (Command::Flush, self.flush(), 0),
             35..=44 => {

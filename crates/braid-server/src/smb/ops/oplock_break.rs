@@ -19,13 +19,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let Some(o) = &open.oplock else {
         return Err(NtStatus::INVALID_OPLOCK_PROTOCOL);
     };
-    match o.file.acknowledge(o.key, ack.oplock_level) {
-        Some(level) => Ok(Reply::of(&OplockBreakResponse {
-            oplock_level: level,
-            file_id: ack.file_id,
-        })),
-        None => Err(NtStatus::INVALID_OPLOCK_PROTOCOL),
-    }
+    let level = o.file.acknowledge(o.key, ack.oplock_level)?;
+    Ok(Reply::of(&OplockBreakResponse {
+        oplock_level: level,
+        file_id: ack.file_id,
+    }))
 }
 
 /// MS-SMB2 3.3.5.22.2: the lease is found by the connection's ClientGuid
