@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use braid_fs::{DirEntry, OpenHandle};
 use braid_smb_proto::auth::SpnegoServer;
 use braid_smb_proto::crypto::{Cipher, NonceGenerator, PreauthHash, SigningAlgorithm};
+use braid_smb_proto::NtStatus;
 
 use crate::sharded::ShardedMap;
 use crate::state::Share;
@@ -273,6 +274,31 @@ impl Session {
 
     pub fn remove_tree(&self, id: u32) -> Option<Arc<Tree>> {
         self.trees.lock().unwrap().remove(&id)
+    }
+
+    /// Put a new or reconnected open in the table, unless the session
+    /// ended (logoff, its last channel lost) or the open's tree was
+    /// disconnected while the CREATE ran. A CREATE can wait up to the 35 s
+    /// break timeout; an open added after the table was emptied would
+    /// never be closed, and its share mode and oplock would hold up every
+    /// later open of the file. Whoever ends the session or the tree marks
+    /// it before emptying the table, so either the emptying finds this
+    /// open, or this check sees the mark. On `Err` the open is not in the
+    /// table and the caller ends it; the status is for the CREATE.
+    pub fn admit_open(&self, open: &Arc<Open>) -> Result<(), NtStatus> {
+        self.opens.insert(open.volatile_id, open.clone());
+        let gone = if self.phase() == SessionPhase::Expired {
+            NtStatus::USER_SESSION_DELETED
+        } else if self.tree(open.tree_id()).is_none() {
+            NtStatus::NETWORK_NAME_DELETED
+        } else {
+            return Ok(());
+        };
+        match self.opens.remove(&open.volatile_id) {
+            Some(_) => Err(gone),
+            // Already taken by the logoff or disconnect, which ends it.
+            None => Ok(()),
+        }
     }
 
     /// Opens of one tree, removed from the table (tree disconnect, logoff).

@@ -333,9 +333,14 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
     })
 }
 
-/// Braid's server from target/release/braid, if built.
+/// Braid's server from target/release/braid (or `BRAID_BIN`, as for
+/// tests/e2e), if built.
 pub fn start_braid() -> Option<Server> {
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/braid");
+    let bin = std::env::var_os("BRAID_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/braid")
+        });
     if !bin.exists() {
         eprintln!(
             "SKIP: {} not built (cargo build --release -p braid)",

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use braid_client::{Error, Session, Tree};
+use braid_client::{Connection, Error, Tree};
 use braid_smb_proto::Command;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -20,11 +20,11 @@ const ACK_REQUIRED: u32 = 0x01;
 /// Statuses of the answers sent, by NTSTATUS, across every session.
 pub type Tally = Arc<Mutex<BTreeMap<u32, usize>>>;
 
-/// Answer the breaks that reach the session's first channel until that
-/// connection goes away. Holds the tree weakly: the task must not keep
-/// the connection it listens on alive.
-pub fn answer(s: &Arc<Session>, t: &Arc<Tree>, seed: u64, tally: Tally) -> JoinHandle<()> {
-    let mut rx = s.channels().list()[0].conn.breaks();
+/// Answer the breaks that reach one channel of the tree's session until
+/// that connection goes away. Holds the tree weakly: the task must not
+/// keep the connection it listens on alive.
+pub fn answer(channel: &Connection, t: &Arc<Tree>, seed: u64, tally: Tally) -> JoinHandle<()> {
+    let mut rx = channel.breaks();
     let tree: Weak<Tree> = Arc::downgrade(t);
     tokio::spawn(async move {
         let mut rng = StdRng::seed_from_u64(seed);

@@ -393,7 +393,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
         CreateAction::Opened => {}
     }
-    session.opens.insert(volatile, open.clone());
+    if let Err(gone) = session.admit_open(&open) {
+        super::close::close_opens(vec![open]).await;
+        return Err(gone);
+    }
 
     let mut contexts = Vec::new();
     if let Some(lease) = &granted_caching.lease {

@@ -358,7 +358,12 @@ pub async fn reconnect(
     if let Some(o) = &open.oplock {
         o.file.reconnect(o.key, req.conn, session);
     }
-    session.opens.insert(open.volatile_id, open.clone());
+    if let Err(gone) = session.admit_open(&open) {
+        // The session or tree ended meanwhile: the open waits for the
+        // next reconnect, as before this one.
+        server.preserved.preserve(open);
+        return Err(gone);
+    }
     tracing::debug!(
         session = session.id,
         file = id.persistent,

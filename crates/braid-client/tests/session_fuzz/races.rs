@@ -1,0 +1,187 @@
+//! Regression tests for what the fuzzer found: races between a CREATE that
+//! waits on a break and what else happens to the file or the session
+//! meanwhile.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use braid_client::{ClientConfig, NtStatus, Tree};
+use braid_smb_proto::Command;
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+
+use crate::common;
+use crate::common::ops::session_with;
+use crate::requests::{Fuzzer, HDR};
+
+/// A CREATE of `name` (MS-SMB2 2.2.13) asking for `oplock`: read and write
+/// data, the given sharing, OPEN, a plain file, no create contexts.
+fn open_request(name: &str, oplock: u8, share_access: u32) -> Vec<u8> {
+    let mut fz = Fuzzer {
+        rng: StdRng::seed_from_u64(0),
+        open: Vec::new(),
+        closed: Vec::new(),
+        force_id: None,
+    };
+    let name: Vec<u16> = name.encode_utf16().collect();
+    let mut b = fz.create_named(&name, true);
+    b[3] = oplock;
+    b[24..28].copy_from_slice(&0x0012_019Fu32.to_le_bytes());
+    b[32..36].copy_from_slice(&share_access.to_le_bytes());
+    b[36..40].copy_from_slice(&1u32.to_le_bytes());
+    b[40..44].copy_from_slice(&0x40u32.to_le_bytes());
+    b[48..56].copy_from_slice(&[0; 8]);
+    b.truncate(56 + name.len() * 2);
+    b
+}
+
+/// MS-SMB2 2.2.24.1: an oplock break acknowledgment.
+fn oplock_ack(level: u8, file_id: [u8; 16]) -> Vec<u8> {
+    let mut ack = 24u16.to_le_bytes().to_vec();
+    ack.push(level);
+    ack.extend([0u8; 5]);
+    ack.extend(file_id);
+    ack
+}
+
+/// Open `name` with a batch oplock; its FileId.
+async fn open_batch(t: &Arc<Tree>, name: &str) -> [u8; 16] {
+    let r = t
+        .raw(Command::Create, &open_request(name, 9, 7), 4096)
+        .await
+        .expect("open");
+    assert_eq!((r.header.status, r.msg[HDR + 2]), (0, 9), "a batch oplock");
+    r.msg[HDR + 64..HDR + 80].try_into().unwrap()
+}
+
+fn patient() -> ClientConfig {
+    ClientConfig {
+        timeout: Duration::from_secs(15),
+        ..Default::default()
+    }
+}
+
+/// MS-SMB2 3.3.5.22.1: an acknowledgment with a level the break did not
+/// offer is refused, and ends the break at none all the same: the open
+/// that waits on it goes on at once, not when the server's 35 s
+/// acknowledgment timer runs out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_acknowledgment_still_ends_the_break() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (s1, t1) = session_with(&srv, patient()).await;
+    let (_s2, t2) = session_with(&srv, patient()).await;
+    t1.create_file("ack.txt")
+        .await
+        .expect("create")
+        .close()
+        .await
+        .unwrap();
+    let mut breaks = s1.primary().unwrap().breaks();
+    let file_id = open_batch(&t1, "ack.txt").await;
+
+    let second = tokio::spawn(async move {
+        let r = t2
+            .raw(Command::Create, &open_request("ack.txt", 0, 7), 4096)
+            .await;
+        r.map(|r| r.header.status)
+    });
+    let note = tokio::time::timeout(Duration::from_secs(10), breaks.recv())
+        .await
+        .expect("a break within 10 s")
+        .expect("break");
+    assert_eq!(note.msg[HDR + 2], 1, "the break is to level II");
+    // EXCLUSIVE is not a level a break to level II allows.
+    let r = t1
+        .raw(Command::OplockBreak, &oplock_ack(8, file_id), 0)
+        .await
+        .expect("ack");
+    assert_eq!(r.status(), NtStatus::INVALID_OPLOCK_PROTOCOL);
+    let status = second
+        .await
+        .unwrap()
+        .expect("the second open is answered in 15 s");
+    assert_eq!(status, 0, "the second open succeeds");
+    // The break is over: another acknowledgment finds none in progress.
+    let r = t1
+        .raw(Command::OplockBreak, &oplock_ack(0, file_id), 0)
+        .await
+        .expect("ack");
+    assert_eq!(r.status(), NtStatus::INVALID_OPLOCK_PROTOCOL);
+}
+
+/// A CREATE waiting on a break whose session ends meanwhile (its client
+/// went away) must not leave its open behind once the break is over. An
+/// open added to a session table already emptied was never closed: its
+/// batch oplock stayed, every later open of the file sent it a break no
+/// connection could carry, and waited out the 35 s acknowledgment timer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_finished_after_its_session_ended_is_closed() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (s1, t1) = session_with(&srv, patient()).await;
+    let (s2, t2) = session_with(&srv, patient()).await;
+    t1.create_file("late.txt")
+        .await
+        .expect("create")
+        .close()
+        .await
+        .unwrap();
+    let mut breaks = s1.primary().unwrap().breaks();
+    // An open for attributes only, which keeps the file's oplock state
+    // alive throughout without counting against a batch oplock (in the
+    // fuzzer, the other client's opens of the file did that).
+    let mut stat = open_request("late.txt", 0, 7);
+    stat[24..28].copy_from_slice(&0x0010_0080u32.to_le_bytes());
+    let r = t1
+        .raw(Command::Create, &stat, 4096)
+        .await
+        .expect("stat open");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let file_id = open_batch(&t1, "late.txt").await;
+
+    // The second client asks for a batch oplock too, and waits on the
+    // first one's break.
+    let waiting = tokio::spawn(async move {
+        t2.raw(Command::Create, &open_request("late.txt", 9, 7), 4096)
+            .await
+    });
+    tokio::time::timeout(Duration::from_secs(10), breaks.recv())
+        .await
+        .expect("a break within 10 s")
+        .expect("break");
+    // The second client goes while its open waits.
+    s2.primary().unwrap().kill();
+    assert!(waiting.await.unwrap().is_err(), "its connection is gone");
+    // Give the server a moment to see the connection end (if it has not
+    // yet, the open lands in the table before the session's opens are
+    // closed, and the test cannot tell either way).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The first client closes on the break: the waiting open goes on,
+    // alone on the file, with its batch oplock.
+    let r = t1
+        .raw(Command::Close, &close_request(file_id), 0)
+        .await
+        .expect("close");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // Nothing of the second client's is left: a new open is not held up
+    // by an oplock no one can be told to break.
+    let (_s3, t3) = session_with(&srv, patient()).await;
+    let r = t3
+        .raw(Command::Create, &open_request("late.txt", 0, 7), 4096)
+        .await
+        .expect("an open answered within 15 s");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+}
+
+/// MS-SMB2 2.2.15: a CLOSE.
+fn close_request(file_id: [u8; 16]) -> Vec<u8> {
+    let mut b = 24u16.to_le_bytes().to_vec();
+    b.extend([0u8; 6]);
+    b.extend(file_id);
+    b
+}
