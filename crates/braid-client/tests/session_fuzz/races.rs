@@ -178,6 +178,57 @@ async fn an_open_finished_after_its_session_ended_is_closed() {
     assert_eq!(r.status(), NtStatus::SUCCESS);
 }
 
+/// The same for a tree disconnected while a CREATE on it waits on a
+/// break: the open must not outlive its tree (the client can no longer
+/// name it, and it would hold its share mode until the session ends).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_finished_after_its_tree_was_disconnected_is_closed() {
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (s1, t1) = session_with(&srv, patient()).await;
+    let (_s2, t2) = session_with(&srv, patient()).await;
+    t1.create_file("tree.txt")
+        .await
+        .expect("create")
+        .close()
+        .await
+        .unwrap();
+    let mut breaks = s1.primary().unwrap().breaks();
+    let file_id = open_batch(&t1, "tree.txt").await;
+
+    let on_tree = t2.clone();
+    let waiting = tokio::spawn(async move {
+        on_tree
+            .raw(Command::Create, &open_request("tree.txt", 0, 7), 4096)
+            .await
+    });
+    tokio::time::timeout(Duration::from_secs(10), breaks.recv())
+        .await
+        .expect("a break within 10 s")
+        .expect("break");
+    t2.disconnect().await.expect("tree disconnect");
+    let r = t1
+        .raw(Command::Close, &close_request(file_id), 0)
+        .await
+        .expect("close");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let r = waiting
+        .await
+        .unwrap()
+        .expect("the waiting open is answered");
+    assert_eq!(r.status(), NtStatus::NETWORK_NAME_DELETED);
+
+    // Nothing is left open on the file: an open that shares nothing gets
+    // in at once.
+    let (_s3, t3) = session_with(&srv, patient()).await;
+    let r = t3
+        .raw(Command::Create, &open_request("tree.txt", 0, 0), 4096)
+        .await
+        .expect("open");
+    assert_eq!(r.status(), NtStatus::SUCCESS, "no open was left behind");
+}
+
 /// MS-SMB2 2.2.15: a CLOSE.
 fn close_request(file_id: [u8; 16]) -> Vec<u8> {
     let mut b = 24u16.to_le_bytes().to_vec();
