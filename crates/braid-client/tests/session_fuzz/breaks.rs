@@ -20,19 +20,23 @@ const ACK_REQUIRED: u32 = 0x01;
 /// Statuses of the answers sent, by NTSTATUS, across every session.
 pub type Tally = Arc<Mutex<BTreeMap<u32, usize>>>;
 
-/// Answer the breaks that reach one channel of the tree's session until
-/// that connection goes away. Holds the tree weakly: the task must not
-/// keep the connection it listens on alive.
-pub fn answer(channel: &Connection, t: &Arc<Tree>, seed: u64, tally: Tally) -> JoinHandle<()> {
+/// The tree the answers go on: the session's current one (the fuzzer
+/// disconnects trees and connects new ones). Weak: the answering tasks
+/// must not keep the connections they listen on alive.
+pub type TreeSlot = Arc<Mutex<Weak<Tree>>>;
+
+/// Answer the breaks that reach one channel of a session until that
+/// connection goes away.
+pub fn answer(channel: &Connection, tree: TreeSlot, seed: u64, tally: Tally) -> JoinHandle<()> {
     let mut rx = channel.breaks();
-    let tree: Weak<Tree> = Arc::downgrade(t);
     tokio::spawn(async move {
         let mut rng = StdRng::seed_from_u64(seed);
         while let Some(note) = rx.recv().await {
             let Some(answer) = reply_to(&note.msg[..], &mut rng) else {
                 continue;
             };
-            let Some(t) = tree.upgrade() else { break };
+            let current = tree.lock().unwrap().clone();
+            let Some(t) = current.upgrade() else { break };
             let sent = t.raw(answer.0, &answer.1, 0).await;
             drop(t);
             match sent {

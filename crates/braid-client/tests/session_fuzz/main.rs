@@ -7,7 +7,9 @@
 //! MS-SMB2 asks, sometimes with a close, a wrong level or lease state, or
 //! not at all. Half of the sessions have a second channel bound, and now
 //! and then lose one of their two channels between requests and bind
-//! another. Whatever Braid answers, it must not panic, must not
+//! another; now and then the tree is disconnected under the client's
+//! opens and a new one connected, and half of the sessions end with a
+//! LOGOFF. Whatever Braid answers, it must not panic, must not
 //! write outside the share, and must still serve a fresh session that
 //! reads back what it wrote.
 //!
@@ -61,17 +63,30 @@ fn fuzz_config(encrypt: bool) -> ClientConfig {
     }
 }
 
+/// One fuzzing client's session, its current tree, and the slot through
+/// which its break answers find that tree.
+struct Client {
+    s: Arc<Session>,
+    t: Arc<Tree>,
+    slot: breaks::TreeSlot,
+}
+
 /// Drop the session's connection, and with it its opens and their
 /// oplocks (a break left unanswered would hold up the next open, and a
 /// request that timed out keeps its credits), and start a new session.
+/// Half of the time the session logs off first, with whatever opens,
+/// locks and breaks it has (MS-SMB2 3.3.5.6).
 async fn reconnect(
-    s: &Arc<Session>,
+    c: &Client,
     srv: &common::Server,
     fz: &mut Fuzzer,
     encrypt: bool,
     acks: &breaks::Tally,
-) -> (Arc<Session>, Arc<Tree>) {
-    for ch in s.channels().list() {
+) -> Client {
+    if fz.rng.gen_bool(0.5) {
+        let _ = c.s.logoff().await;
+    }
+    for ch in c.s.channels().list() {
         ch.conn.kill();
     }
     fz.open.clear();
@@ -86,43 +101,49 @@ async fn connect(
     fz: &mut Fuzzer,
     encrypt: bool,
     acks: &breaks::Tally,
-) -> (Arc<Session>, Arc<Tree>) {
+) -> Client {
     let (s, t) = session_with(srv, fuzz_config(encrypt)).await;
-    breaks::answer(&s.primary().unwrap(), &t, fz.rng.gen(), acks.clone());
+    let slot = Arc::new(std::sync::Mutex::new(Arc::downgrade(&t)));
+    breaks::answer(
+        &s.primary().unwrap(),
+        slot.clone(),
+        fz.rng.gen(),
+        acks.clone(),
+    );
+    let c = Client { s, t, slot };
     if fz.rng.gen_bool(0.5) {
-        bind(srv, &s, &t, fz, acks).await;
+        bind(srv, &c, fz, acks).await;
     }
-    (s, t)
+    c
 }
 
 /// Bind one more channel to the session (MS-SMB2 3.3.5.5.2), its breaks
 /// answered too.
-async fn bind(
-    srv: &common::Server,
-    s: &Arc<Session>,
-    t: &Arc<Tree>,
-    fz: &mut Fuzzer,
-    acks: &breaks::Tally,
-) {
-    let ch = s.bind_channel(srv.addr()).await.expect("bind a channel");
-    breaks::answer(&ch, t, fz.rng.gen(), acks.clone());
+async fn bind(srv: &common::Server, c: &Client, fz: &mut Fuzzer, acks: &breaks::Tally) {
+    let ch = c.s.bind_channel(srv.addr()).await.expect("bind a channel");
+    breaks::answer(&ch, c.slot.clone(), fz.rng.gen(), acks.clone());
 }
 
 /// Lose one channel of a session that has two, between requests, and bind
 /// a new one: the session, its opens and their locks live on through the
 /// other channel (MS-SMB2 3.3.7.1), and breaks owed on the lost channel
 /// go to the one left.
-async fn churn_channel(
-    srv: &common::Server,
-    s: &Arc<Session>,
-    t: &Arc<Tree>,
-    fz: &mut Fuzzer,
-    acks: &breaks::Tally,
-) {
-    let chans = s.channels().list();
+async fn churn_channel(srv: &common::Server, c: &Client, fz: &mut Fuzzer, acks: &breaks::Tally) {
+    let chans = c.s.channels().list();
     let victim = &chans[fz.rng.gen_range(0..chans.len())];
     victim.conn.kill();
-    bind(srv, s, t, fz, acks).await;
+    bind(srv, c, fz, acks).await;
+}
+
+/// Disconnect the tree, with its opens (MS-SMB2 3.3.5.8), and connect a
+/// new one: the old FileIds are closed from now on.
+async fn churn_tree(srv: &common::Server, c: &mut Client, fz: &mut Fuzzer) {
+    let _ = c.t.disconnect().await;
+    c.t = c.s.tree_connect(&srv.unc()).await.expect("tree connect");
+    *c.slot.lock().unwrap() = Arc::downgrade(&c.t);
+    fz.closed.append(&mut fz.open);
+    let excess = fz.closed.len().saturating_sub(32);
+    fz.closed.drain(..excess);
 }
 
 /// What one fuzzing client saw.
@@ -135,6 +156,8 @@ struct Outcome {
     drops: usize,
     /// Channels lost and bound again inside a session.
     churns: usize,
+    /// Trees disconnected and connected again.
+    tree_churns: usize,
     spent: BTreeMap<String, Duration>,
 }
 
@@ -148,13 +171,14 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
         force_id: None,
     };
     let mut out = Outcome::default();
-    let (mut s, mut t) = connect(srv, &mut fz, false, &out.acks).await;
+    let mut c = connect(srv, &mut fz, false, &out.acks).await;
     let Outcome {
         statuses,
         acks,
         timeouts,
         drops,
         churns,
+        tree_churns,
         spent,
     } = &mut out;
     let mut last = String::new();
@@ -163,16 +187,20 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
     let encrypted = |i: usize| i >= iters / 2;
     for i in 0..iters {
         if i == iters / 2 {
-            (s, t) = reconnect(&s, srv, &mut fz, true, acks).await;
-            assert!(s.is_encrypting());
+            c = reconnect(&c, srv, &mut fz, true, acks).await;
+            assert!(c.s.is_encrypting());
         }
-        if s.channels().len() >= 2 && fz.rng.gen_bool(0.01) {
-            churn_channel(srv, &s, &t, &mut fz, acks).await;
+        if c.s.channels().len() >= 2 && fz.rng.gen_bool(0.01) {
+            churn_channel(srv, &c, &mut fz, acks).await;
             *churns += 1;
+        }
+        if fz.rng.gen_bool(0.005) {
+            churn_tree(srv, &mut c, &mut fz).await;
+            *tree_churns += 1;
         }
         if fz.open.len() >= 4 && fz.rng.gen_bool(0.1) {
             let (msgs, related) = fz.compound();
-            match t.raw_compound(&msgs, related).await {
+            match c.t.raw_compound(&msgs, related).await {
                 Ok(answers) => {
                     let mut lost = None;
                     for ((cmd, body), answer) in msgs.iter().zip(answers) {
@@ -210,12 +238,12 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
                     eprintln!("{who}: compound {i}: {e}");
                 }
             }
-            (s, t) = reconnect(&s, srv, &mut fz, encrypted(i), acks).await;
+            c = reconnect(&c, srv, &mut fz, encrypted(i), acks).await;
             continue;
         }
         let (cmd, body, expect) = fz.next();
         let t0 = std::time::Instant::now();
-        let res = t.raw(cmd, &body, expect).await;
+        let res = c.t.raw(cmd, &body, expect).await;
         *spent.entry(format!("{cmd:?}")).or_default() += t0.elapsed();
         if t0.elapsed() > Duration::from_secs(1) {
             eprintln!("{who}: request {i} ({cmd:?}) took {:?}", t0.elapsed());
@@ -249,7 +277,7 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
                 );
             }
         }
-        (s, t) = reconnect(&s, srv, &mut fz, encrypted(i), acks).await;
+        c = reconnect(&c, srv, &mut fz, encrypted(i), acks).await;
     }
     out
 }
@@ -296,8 +324,9 @@ async fn hostile_requests_in_a_signed_session() {
     }
     eprintln!("statuses {statuses:x?}; {timeouts} timeouts, {drops} connections lost");
     eprintln!(
-        "answers to breaks {acks:x?}; {} channels lost and bound again",
-        a.churns + b.churns
+        "answers to breaks {acks:x?}; {} channels lost and bound again, {} trees",
+        a.churns + b.churns,
+        a.tree_churns + b.tree_churns
     );
     eprintln!("time by command (A) {:?}", a.spent);
 
