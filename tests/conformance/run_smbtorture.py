@@ -82,7 +82,8 @@ TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": 
                "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps",
                "vfs.fruit": "fruit", "vfs.fruit_timemachine": "timemachine",
                "vfs.fruit_file_id": "zerofileid", "vfs.fruit_conversion": "adconvert_plain",
-               "smb2.change_notify_disabled": "nonotify", "vfs.fruit_netatalk": "netatalk"}
+               "smb2.change_notify_disabled": "nonotify", "vfs.fruit_netatalk": "netatalk",
+               "vfs.unfruit": "fruit"}
 
 # Previous versions (smb2.twrp): the snapshot seed_snapshots makes in the
 # "snaps" share, and what smbtorture is told to find in it.
@@ -124,11 +125,35 @@ TEST_OPTIONS["vfs.fruit_conversion"] = ["--option=torture:share2=adconvert",
 # vfs.fruit_netatalk sets Netatalk's metadata xattr on the share's files
 # itself, as Netatalk would: localdir is that share's directory.
 TEST_OPTIONS["vfs.fruit_netatalk"] = ["--option=torture:localdir={options}/netatalk"]
+# vfs.unfruit converts a file's streams back into an AppleDouble file with
+# Samba's `net --recursive vfs stream2adouble SHARE PATH` and reads the
+# result through share2, which does not convert: {net} is a script that
+# runs `braid vfs stream2adouble` (or Samba's own net) on the server's
+# config (write_net_wrapper).
+TEST_OPTIONS["vfs.unfruit"] = ["--option=torture:share2=nofruit", "--option=torture:net={net}",
+                               "--option=torture:sharename=fruit"]
 # The load tests run for torture:timelimit seconds (10 by default): what
 # they check (every open, echo and oplock break answered as it should be)
 # shows within 3.
 TEST_OPTIONS["smb2.bench"] = ["--option=torture:timelimit=3"]
 TEST_OPTIONS["smb2.create.bench-path-contention-shared"] = ["--option=torture:timelimit=3"]
+
+
+def write_net_wrapper(kind: str, server, base: Path) -> Path:
+    """What smbtorture runs as Samba's `net` (vfs.unfruit): `$net
+    --recursive vfs stream2adouble SHARE PATH` on this server's shares."""
+    script = base / "net"
+    if kind == "braid":
+        body = (f'[ "$1" = --recursive ] && {{ shift; rec=--recursive; }}\n'
+                f'[ "$1" = vfs ] || exit 2\n'
+                f'shift\n'
+                f'exec {servers.BRAID_BIN} vfs "$1" ${{rec:-}} '
+                f'--config {server.workdir / "braid.toml"} "$2" "$3"\n')
+    else:
+        body = f'exec net -s {server.workdir / "smb.conf"} "$@"\n'
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+    return script
 
 
 def seed_snapshots(server, share_dir: Path) -> None:
@@ -185,7 +210,8 @@ def run_batch(args, names: list[str], timeout: float, log):
     Returns ({listed name: [(status, detail)]}, listed name of the test that was
     running when smbtorture stopped without finishing it, or None)."""
     target = binding_for(args, names[0])
-    own = [o.replace("{options}", str(args.options_dir)) for o in options_for(names[0])]
+    own = [o.replace("{options}", str(args.options_dir)).replace("{net}", str(args.net))
+           for o in options_for(names[0])]
     extra = args.extra
     if any(o.startswith("--option=torture:localdir=") for o in own):
         extra = [o for o in extra if not o.startswith("--option=torture:localdir=")]
@@ -306,6 +332,7 @@ def main() -> int:
     # The directory of the option shares, for tests that reach their files
     # (known once the runner started the server).
     args.options_dir = None
+    args.net = None
     if not args.start and None in (args.port, args.user, args.password):
         p.error("give --start, or --port, --user and --password (or $SMB_PASSWORD)")
 
@@ -364,6 +391,7 @@ def main() -> int:
         # as a local process would, to take kernel leases and POSIX locks.
         args.extra = [f"--option=torture:localdir={base / 'share'}", *args.extra]
         args.options_dir = base / "options"
+        args.net = write_net_wrapper(args.start, server, base)
         if server.user2 is not None:
             args.extra = [f"--option=torture:user2name={server.user2[0]}",
                           f"--option=torture:user2password={server.user2[1]}", *args.extra]

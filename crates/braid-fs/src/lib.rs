@@ -50,6 +50,7 @@ mod time_machine;
 mod trim;
 mod tunnel;
 pub mod types;
+mod unconvert;
 mod unix_mode;
 mod uring;
 mod veto_delete;
@@ -69,5 +70,6 @@ pub use types::{
     DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FsStats, LockOwner, OpenParams,
     Opened, RequestCtx,
 };
+pub use unconvert::Unconverted;
 pub use unix_mode::UnixIdentity;
 pub use uring::WriteBuf;

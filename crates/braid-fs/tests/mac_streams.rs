@@ -417,3 +417,74 @@ fn rules_off_makes_them_plain_streams() {
         ]
     );
 }
+
+fn write_stream(e: &Env, path: &str, data: &[u8]) {
+    let s = e
+        .open(path, access::FILE_WRITE_DATA, ALL, Disposition::OverwriteIf)
+        .unwrap();
+    assert_eq!(s.handle.write(0, data).unwrap(), data.len());
+    s.handle.close().unwrap();
+}
+
+/// `braid vfs stream2adouble` (Samba `net vfs stream2adouble`): the
+/// AfpInfo's Finder info, the other streams and the resource fork stream
+/// go into `._f`, as Samba lays it out, and the streams are gone.
+#[test]
+fn streams_go_back_into_an_appledouble_file() {
+    let e = env();
+    need_xattrs!(e);
+    e.create_file("f", b"data");
+    write_info(&e, b"FOO BAR ");
+    write_stream(&e, "f:org.samba\u{f022}woohoo", b"bar\0");
+    write_stream(&e, RSRC, b"bar\0");
+    let done = e.share.streams_to_appledouble("f", false).unwrap();
+    assert_eq!(
+        (done.files, done.converted.clone()),
+        (1, vec!["f".to_string()])
+    );
+    assert!(done.failed.is_empty());
+    let side = std::fs::read(e.host("._f")).unwrap();
+    // Samba's bytes for the same file (see apple_double.rs).
+    assert_eq!(side.len(), 156);
+    assert_eq!(&side[8..24], b"Mac OS X        ");
+    assert_eq!(&side[50..58], b"FOO BAR ");
+    assert_eq!(&side[0x83..0x94], b"org.samba:woohoo\0");
+    assert_eq!(&side[0x98..], b"bar\0");
+    assert!(listed(&e).is_empty(), "the streams were removed");
+    assert_eq!(std::fs::read(e.host("f")).unwrap(), b"data");
+    // Nothing left to convert: a second run changes nothing.
+    let again = e.share.streams_to_appledouble("f", false).unwrap();
+    assert!(again.converted.is_empty());
+    assert_eq!(std::fs::read(e.host("._f")).unwrap(), side);
+}
+
+/// With resource forks kept in sidecars, the fork already there is kept
+/// (moved behind the packed attributes), and the walk goes down a tree
+/// without following symbolic links or touching other sidecars.
+#[test]
+fn recursive_conversion_keeps_sidecar_resource_forks() {
+    let e = env();
+    need_xattrs!(e);
+    e.share.set_apple_double(AppleDoubleOptions {
+        resource_fork_in_sidecar: true,
+        ..Default::default()
+    });
+    e.mkdir("d");
+    e.mkdir("d/sub");
+    e.create_file("d/sub/f", b"x");
+    e.create_file("d/plain", b"y");
+    write_stream(&e, "d/sub/f:AFP_Resource", b"fork bytes");
+    write_stream(&e, "d/sub/f:note", b"hello");
+    std::os::unix::fs::symlink("/etc", e.host("d/link")).unwrap();
+    let done = e.share.streams_to_appledouble("d", true).unwrap();
+    assert_eq!(done.converted, vec!["d/sub/f".to_string()]);
+    assert_eq!(done.files, 2, "two regular files, no link, no sidecar");
+    let side = std::fs::read(e.host("d/sub/._f")).unwrap();
+    assert!(side.ends_with(b"fork bytes"));
+    assert!(side.windows(5).any(|w| w == b"note\0"));
+    assert!(!e.exists("d/._plain"));
+    assert!(matches!(
+        e.share.streams_to_appledouble("d", false),
+        Err(FsError::IsADirectory)
+    ));
+}

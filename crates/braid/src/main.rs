@@ -3,6 +3,7 @@
 mod bench_cli;
 mod config;
 mod status;
+mod vfs_cli;
 
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
@@ -54,6 +55,11 @@ enum Cmd {
     /// Network lab (root only): namespaces with rate-limited NICs, Braid in
     /// one, a bench from the other.
     Lab(bench_cli::LabArgs),
+    /// Work on a share's files from this host (Samba's `net vfs`).
+    Vfs {
+        #[command(subcommand)]
+        cmd: vfs_cli::VfsCmd,
+    },
 }
 
 #[derive(clap::Args)]
@@ -119,6 +125,7 @@ fn main() -> ExitCode {
         Cmd::Status { admin, json, opens } => status::run(&admin, json, opens),
         Cmd::Bench(args) => bench_cli::bench(*args),
         Cmd::Lab(args) => bench_cli::lab_cmd(args),
+        Cmd::Vfs { cmd } => vfs_cli::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -221,110 +228,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         if !seen.insert(s.name.to_lowercase()) {
             return Err(format!("share '{}' is defined twice", s.name));
         }
-        // Samba's [homes]: a share "homes" whose path holds %U is each
-        // user's own share; the directory above the user's must exist.
-        let is_homes = s.name.eq_ignore_ascii_case("homes")
-            && s.path.to_string_lossy().contains(braid_server::homes::USER);
-        let checked = if is_homes {
-            home_base(&s.path)
-        } else {
-            s.path.clone()
-        };
-        let meta = std::fs::metadata(&checked).map_err(|e| {
-            format!(
-                "share '{}': path {}: {e}; create the directory or fix the path",
-                s.name,
-                checked.display()
-            )
-        })?;
-        if !meta.is_dir() {
-            return Err(format!(
-                "share '{}': path {} is not a directory",
-                s.name,
-                s.path.display()
-            ));
-        }
-        for (key, list) in [("hide_files", &s.hide_files), ("veto_files", &s.veto_files)] {
-            for p in list {
-                if p.is_empty() || p.contains(['/', '\\']) {
-                    return Err(format!(
-                        "share '{}': {key}: '{p}' is not a file name pattern; \
-                         give one name with * and ? wildcards, e.g. \"*.tmp\"",
-                        s.name
-                    ));
-                }
-            }
-        }
-        for (key, list) in [
-            ("valid_users", &s.valid_users),
-            ("read_list", &s.read_list),
-            ("write_list", &s.write_list),
-        ] {
-            if let Some(bad) = list
-                .iter()
-                .find(|u| u.trim().is_empty() || u.contains(['@', '\\', ':']))
-            {
-                return Err(format!(
-                    "share '{}': {key}: '{bad}' is not a user name; \
-                     list the names of users of the users file, e.g. [\"alice\", \"bob\"]",
-                    s.name
-                ));
-            }
-        }
-        for (key, mask) in [
-            ("create_mask", s.create_mask),
-            ("directory_mask", s.directory_mask),
-        ] {
-            if mask.is_some_and(|m| m > 0o777) {
-                return Err(format!(
-                    "share '{}': {key} = {:#o}: give permission bits only, at most 0o777, e.g. 0o644",
-                    s.name,
-                    mask.unwrap_or(0)
-                ));
-            }
-        }
-        // Either mask alone leaves the other kind as the umask makes it.
-        let create_modes = (s.create_mask.is_some() || s.directory_mask.is_some()).then(|| {
-            braid_fs::CreateModes {
-                file_mask: s.create_mask.unwrap_or(0o666 & !current_umask()),
-                directory_mask: s.directory_mask.unwrap_or(0o777 & !current_umask()),
-            }
-        });
-        let snapshots = config::snapshot_config(s)?;
-        let mac = config::mac_config(s)?;
-        let served = ShareConfig {
-            snapshots,
-            mac,
-            change_notify: s.change_notify.unwrap_or(true),
-            name: s.name.clone(),
-            path: s.path.clone(),
-            encrypt: s.encrypt,
-            direct_writes: s.direct_writes.unwrap_or(true),
-            posix_locking: s.posix_locking.unwrap_or(true),
-            netatalk_locking: s.netatalk_locking,
-            named_streams: s.named_streams.unwrap_or(true),
-            access_based_enumeration: s.access_based_enumeration,
-            hide_dot_files: s.hide_dot_files.unwrap_or(true),
-            hide_files: s.hide_files.clone(),
-            veto_files: s.veto_files.clone(),
-            delete_veto_files: s.delete_veto_files,
-            create_modes,
-            comment: s.comment.clone(),
-            browseable: s.browseable.unwrap_or(true),
-            canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
-            access: braid_server::share_access::ShareAccess {
-                read_only: s.read_only,
-                valid_users: s.valid_users.clone(),
-                read_list: s.read_list.clone(),
-                write_list: s.write_list.clone(),
-                hosts: config::parse_hosts(
-                    &format!("share '{}': ", s.name),
-                    &s.hosts_allow,
-                    &s.hosts_deny,
-                )?,
-                guest_ok: s.guest_ok,
-            },
-        };
+        let (served, is_homes) = served_share(s)?;
         if is_homes {
             cfg.homes = Some(served);
         } else {
@@ -594,6 +498,115 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         }
         Ok(())
     })
+}
+
+/// One `[[share]]` table (or `--share` flag) checked and turned into what
+/// the server serves; true for the `homes` template.
+fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
+    // Samba's [homes]: a share "homes" whose path holds %U is each
+    // user's own share; the directory above the user's must exist.
+    let is_homes = s.name.eq_ignore_ascii_case("homes")
+        && s.path.to_string_lossy().contains(braid_server::homes::USER);
+    let checked = if is_homes {
+        home_base(&s.path)
+    } else {
+        s.path.clone()
+    };
+    let meta = std::fs::metadata(&checked).map_err(|e| {
+        format!(
+            "share '{}': path {}: {e}; create the directory or fix the path",
+            s.name,
+            checked.display()
+        )
+    })?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "share '{}': path {} is not a directory",
+            s.name,
+            s.path.display()
+        ));
+    }
+    for (key, list) in [("hide_files", &s.hide_files), ("veto_files", &s.veto_files)] {
+        for p in list {
+            if p.is_empty() || p.contains(['/', '\\']) {
+                return Err(format!(
+                    "share '{}': {key}: '{p}' is not a file name pattern; \
+                     give one name with * and ? wildcards, e.g. \"*.tmp\"",
+                    s.name
+                ));
+            }
+        }
+    }
+    for (key, list) in [
+        ("valid_users", &s.valid_users),
+        ("read_list", &s.read_list),
+        ("write_list", &s.write_list),
+    ] {
+        if let Some(bad) = list
+            .iter()
+            .find(|u| u.trim().is_empty() || u.contains(['@', '\\', ':']))
+        {
+            return Err(format!(
+                "share '{}': {key}: '{bad}' is not a user name; \
+                 list the names of users of the users file, e.g. [\"alice\", \"bob\"]",
+                s.name
+            ));
+        }
+    }
+    for (key, mask) in [
+        ("create_mask", s.create_mask),
+        ("directory_mask", s.directory_mask),
+    ] {
+        if mask.is_some_and(|m| m > 0o777) {
+            return Err(format!(
+                "share '{}': {key} = {:#o}: give permission bits only, at most 0o777, e.g. 0o644",
+                s.name,
+                mask.unwrap_or(0)
+            ));
+        }
+    }
+    // Either mask alone leaves the other kind as the umask makes it.
+    let create_modes =
+        (s.create_mask.is_some() || s.directory_mask.is_some()).then(|| braid_fs::CreateModes {
+            file_mask: s.create_mask.unwrap_or(0o666 & !current_umask()),
+            directory_mask: s.directory_mask.unwrap_or(0o777 & !current_umask()),
+        });
+    let snapshots = config::snapshot_config(s)?;
+    let mac = config::mac_config(s)?;
+    let served = ShareConfig {
+        snapshots,
+        mac,
+        change_notify: s.change_notify.unwrap_or(true),
+        name: s.name.clone(),
+        path: s.path.clone(),
+        encrypt: s.encrypt,
+        direct_writes: s.direct_writes.unwrap_or(true),
+        posix_locking: s.posix_locking.unwrap_or(true),
+        netatalk_locking: s.netatalk_locking,
+        named_streams: s.named_streams.unwrap_or(true),
+        access_based_enumeration: s.access_based_enumeration,
+        hide_dot_files: s.hide_dot_files.unwrap_or(true),
+        hide_files: s.hide_files.clone(),
+        veto_files: s.veto_files.clone(),
+        delete_veto_files: s.delete_veto_files,
+        create_modes,
+        comment: s.comment.clone(),
+        browseable: s.browseable.unwrap_or(true),
+        canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
+        access: braid_server::share_access::ShareAccess {
+            read_only: s.read_only,
+            valid_users: s.valid_users.clone(),
+            read_list: s.read_list.clone(),
+            write_list: s.write_list.clone(),
+            hosts: config::parse_hosts(
+                &format!("share '{}': ", s.name),
+                &s.hosts_allow,
+                &s.hosts_deny,
+            )?,
+            guest_ok: s.guest_ok,
+        },
+    };
+    Ok((served, is_homes))
 }
 
 /// The directory a home share template's user directories go in: its
