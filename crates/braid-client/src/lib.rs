@@ -41,6 +41,7 @@ pub use error::{Error, Result};
 pub use file::{File, OpenOptions};
 pub use info::{BasicInfo, DirEntry, StandardInfo};
 pub use session::Session;
+pub use transport::Response;
 pub use tree::Tree;
 
 pub use braid_smb_proto::crypto::{Cipher, SigningAlgorithm};

@@ -61,53 +61,104 @@ fn patient() -> ClientConfig {
     }
 }
 
+/// Two clients, and a file `name` the first holds with a batch oplock
+/// while it listens for its breaks.
+struct Scene {
+    srv: common::Server,
+    t1: Arc<Tree>,
+    s2: Arc<braid_client::Session>,
+    t2: Arc<Tree>,
+    breaks: tokio::sync::mpsc::UnboundedReceiver<braid_client::Response>,
+    file_id: [u8; 16],
+}
+
+/// The scene, or None when Braid is not built. With `stat_open`, the first
+/// client also holds an open for attributes only, which keeps the file's
+/// oplock state alive throughout without counting against a batch oplock.
+async fn scene(name: &str, stat_open: bool) -> Option<Scene> {
+    let srv = common::start_braid()?;
+    let (s1, t1) = session_with(&srv, patient()).await;
+    let (s2, t2) = session_with(&srv, patient()).await;
+    t1.create_file(name)
+        .await
+        .expect("create")
+        .close()
+        .await
+        .unwrap();
+    let breaks = s1.primary().unwrap().breaks();
+    if stat_open {
+        let mut stat = open_request(name, 0, 7);
+        stat[24..28].copy_from_slice(&0x0010_0080u32.to_le_bytes());
+        let r = t1
+            .raw(Command::Create, &stat, 4096)
+            .await
+            .expect("stat open");
+        assert_eq!(r.status(), NtStatus::SUCCESS);
+    }
+    let file_id = open_batch(&t1, name).await;
+    Some(Scene {
+        srv,
+        t1,
+        s2,
+        t2,
+        breaks,
+        file_id,
+    })
+}
+
+impl Scene {
+    /// The next break the first client gets (its OplockLevel).
+    async fn next_break(&mut self) -> u8 {
+        let note = tokio::time::timeout(Duration::from_secs(10), self.breaks.recv())
+            .await
+            .expect("a break within 10 s")
+            .expect("break");
+        note.msg[HDR + 2]
+    }
+
+    /// The second client's CREATE of `name`, running.
+    fn second_opens(
+        &self,
+        name: &str,
+        oplock: u8,
+    ) -> tokio::task::JoinHandle<braid_client::Result<braid_client::Response>> {
+        let (t2, req) = (self.t2.clone(), open_request(name, oplock, 7));
+        tokio::spawn(async move { t2.raw(Command::Create, &req, 4096).await })
+    }
+
+    /// A third client's open of `name` sharing `share_access`: its status.
+    async fn third_opens(&self, name: &str, share_access: u32) -> NtStatus {
+        let (_s3, t3) = session_with(&self.srv, patient()).await;
+        t3.raw(Command::Create, &open_request(name, 0, share_access), 4096)
+            .await
+            .expect("an open answered within 15 s")
+            .status()
+    }
+}
+
 /// MS-SMB2 3.3.5.22.1: an acknowledgment with a level the break did not
 /// offer is refused, and ends the break at none all the same: the open
 /// that waits on it goes on at once, not when the server's 35 s
 /// acknowledgment timer runs out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_acknowledgment_still_ends_the_break() {
-    let Some(srv) = common::start_braid() else {
+    let Some(mut sc) = scene("ack.txt", false).await else {
         return;
     };
-    let (s1, t1) = session_with(&srv, patient()).await;
-    let (_s2, t2) = session_with(&srv, patient()).await;
-    t1.create_file("ack.txt")
-        .await
-        .expect("create")
-        .close()
-        .await
-        .unwrap();
-    let mut breaks = s1.primary().unwrap().breaks();
-    let file_id = open_batch(&t1, "ack.txt").await;
-
-    let second = tokio::spawn(async move {
-        let r = t2
-            .raw(Command::Create, &open_request("ack.txt", 0, 7), 4096)
-            .await;
-        r.map(|r| r.header.status)
-    });
-    let note = tokio::time::timeout(Duration::from_secs(10), breaks.recv())
-        .await
-        .expect("a break within 10 s")
-        .expect("break");
-    assert_eq!(note.msg[HDR + 2], 1, "the break is to level II");
+    let second = sc.second_opens("ack.txt", 0);
+    assert_eq!(sc.next_break().await, 1, "the break is to level II");
     // EXCLUSIVE is not a level a break to level II allows.
-    let r = t1
-        .raw(Command::OplockBreak, &oplock_ack(8, file_id), 0)
-        .await
-        .expect("ack");
+    let ack = oplock_ack(8, sc.file_id);
+    let r = sc.t1.raw(Command::OplockBreak, &ack, 0).await.expect("ack");
     assert_eq!(r.status(), NtStatus::INVALID_OPLOCK_PROTOCOL);
-    let status = second
+    let r = second
         .await
         .unwrap()
         .expect("the second open is answered in 15 s");
-    assert_eq!(status, 0, "the second open succeeds");
+    assert_eq!(r.status(), NtStatus::SUCCESS, "the second open succeeds");
     // The break is over: another acknowledgment finds none in progress.
-    let r = t1
-        .raw(Command::OplockBreak, &oplock_ack(0, file_id), 0)
-        .await
-        .expect("ack");
+    let ack = oplock_ack(0, sc.file_id);
+    let r = sc.t1.raw(Command::OplockBreak, &ack, 0).await.expect("ack");
     assert_eq!(r.status(), NtStatus::INVALID_OPLOCK_PROTOCOL);
 }
 
@@ -118,42 +169,17 @@ async fn a_refused_acknowledgment_still_ends_the_break() {
 /// connection could carry, and waited out the 35 s acknowledgment timer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_finished_after_its_session_ended_is_closed() {
-    let Some(srv) = common::start_braid() else {
+    // The stat open stands for the fuzzer's other opens of the file, which
+    // kept its oplock state alive.
+    let Some(mut sc) = scene("late.txt", true).await else {
         return;
     };
-    let (s1, t1) = session_with(&srv, patient()).await;
-    let (s2, t2) = session_with(&srv, patient()).await;
-    t1.create_file("late.txt")
-        .await
-        .expect("create")
-        .close()
-        .await
-        .unwrap();
-    let mut breaks = s1.primary().unwrap().breaks();
-    // An open for attributes only, which keeps the file's oplock state
-    // alive throughout without counting against a batch oplock (in the
-    // fuzzer, the other client's opens of the file did that).
-    let mut stat = open_request("late.txt", 0, 7);
-    stat[24..28].copy_from_slice(&0x0010_0080u32.to_le_bytes());
-    let r = t1
-        .raw(Command::Create, &stat, 4096)
-        .await
-        .expect("stat open");
-    assert_eq!(r.status(), NtStatus::SUCCESS);
-    let file_id = open_batch(&t1, "late.txt").await;
-
     // The second client asks for a batch oplock too, and waits on the
     // first one's break.
-    let waiting = tokio::spawn(async move {
-        t2.raw(Command::Create, &open_request("late.txt", 9, 7), 4096)
-            .await
-    });
-    tokio::time::timeout(Duration::from_secs(10), breaks.recv())
-        .await
-        .expect("a break within 10 s")
-        .expect("break");
+    let waiting = sc.second_opens("late.txt", 9);
+    sc.next_break().await;
     // The second client goes while its open waits.
-    s2.primary().unwrap().kill();
+    sc.s2.primary().unwrap().kill();
     assert!(waiting.await.unwrap().is_err(), "its connection is gone");
     // Give the server a moment to see the connection end (if it has not
     // yet, the open lands in the table before the session's opens are
@@ -161,21 +187,13 @@ async fn an_open_finished_after_its_session_ended_is_closed() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     // The first client closes on the break: the waiting open goes on,
     // alone on the file, with its batch oplock.
-    let r = t1
-        .raw(Command::Close, &close_request(file_id), 0)
-        .await
-        .expect("close");
+    let close = close_request(sc.file_id);
+    let r = sc.t1.raw(Command::Close, &close, 0).await.expect("close");
     assert_eq!(r.status(), NtStatus::SUCCESS);
     tokio::time::sleep(Duration::from_millis(200)).await;
-
     // Nothing of the second client's is left: a new open is not held up
     // by an oplock no one can be told to break.
-    let (_s3, t3) = session_with(&srv, patient()).await;
-    let r = t3
-        .raw(Command::Create, &open_request("late.txt", 0, 7), 4096)
-        .await
-        .expect("an open answered within 15 s");
-    assert_eq!(r.status(), NtStatus::SUCCESS);
+    assert_eq!(sc.third_opens("late.txt", 7).await, NtStatus::SUCCESS);
 }
 
 /// The same for a tree disconnected while a CREATE on it waits on a
@@ -183,50 +201,27 @@ async fn an_open_finished_after_its_session_ended_is_closed() {
 /// name it, and it would hold its share mode until the session ends).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_finished_after_its_tree_was_disconnected_is_closed() {
-    let Some(srv) = common::start_braid() else {
+    let Some(mut sc) = scene("tree.txt", false).await else {
         return;
     };
-    let (s1, t1) = session_with(&srv, patient()).await;
-    let (_s2, t2) = session_with(&srv, patient()).await;
-    t1.create_file("tree.txt")
-        .await
-        .expect("create")
-        .close()
-        .await
-        .unwrap();
-    let mut breaks = s1.primary().unwrap().breaks();
-    let file_id = open_batch(&t1, "tree.txt").await;
-
-    let on_tree = t2.clone();
-    let waiting = tokio::spawn(async move {
-        on_tree
-            .raw(Command::Create, &open_request("tree.txt", 0, 7), 4096)
-            .await
-    });
-    tokio::time::timeout(Duration::from_secs(10), breaks.recv())
-        .await
-        .expect("a break within 10 s")
-        .expect("break");
-    t2.disconnect().await.expect("tree disconnect");
-    let r = t1
-        .raw(Command::Close, &close_request(file_id), 0)
-        .await
-        .expect("close");
+    let waiting = sc.second_opens("tree.txt", 0);
+    sc.next_break().await;
+    sc.t2.disconnect().await.expect("tree disconnect");
+    let close = close_request(sc.file_id);
+    let r = sc.t1.raw(Command::Close, &close, 0).await.expect("close");
     assert_eq!(r.status(), NtStatus::SUCCESS);
     let r = waiting
         .await
         .unwrap()
         .expect("the waiting open is answered");
     assert_eq!(r.status(), NtStatus::NETWORK_NAME_DELETED);
-
     // Nothing is left open on the file: an open that shares nothing gets
     // in at once.
-    let (_s3, t3) = session_with(&srv, patient()).await;
-    let r = t3
-        .raw(Command::Create, &open_request("tree.txt", 0, 0), 4096)
-        .await
-        .expect("open");
-    assert_eq!(r.status(), NtStatus::SUCCESS, "no open was left behind");
+    assert_eq!(
+        sc.third_opens("tree.txt", 0).await,
+        NtStatus::SUCCESS,
+        "no open was left behind"
+    );
 }
 
 /// MS-SMB2 2.2.15: a CLOSE.
