@@ -55,15 +55,14 @@ impl ShareRef {
             if !recursive {
                 return Err(FsError::IsADirectory);
             }
-            self.unconvert_dir(&rel, &mut out)?;
+            self.unconvert_dir(fd, &rel, &mut out)?;
         } else {
             self.unconvert_one(fd, &rel, &mut out);
         }
         Ok(out)
     }
 
-    fn unconvert_dir(&self, rel: &str, out: &mut Unconverted) -> FsResult<()> {
-        let dir = open_nofollow(self, rel)?;
+    fn unconvert_dir(&self, dir: OwnedFd, rel: &str, out: &mut Unconverted) -> FsResult<()> {
         for raw in sys::list_dir(dir.as_raw_fd())? {
             let Ok(name) = String::from_utf8(raw) else {
                 continue;
@@ -80,8 +79,7 @@ impl ShareRef {
             };
             let mode = sys::fstat(fd.as_raw_fd())?.st_mode & libc::S_IFMT;
             if mode == libc::S_IFDIR {
-                drop(fd);
-                self.unconvert_dir(&child, out)?;
+                self.unconvert_dir(fd, &child, out)?;
             } else if mode == libc::S_IFREG {
                 self.unconvert_one(fd, &child, out);
             }
@@ -187,8 +185,8 @@ impl ShareRef {
             // file's owner. Only root may give it away; others keep it.
             // SAFETY: plain syscall on an fd we own.
             let _ = unsafe { libc::fchown(file.as_raw_fd(), st.st_uid, st.st_gid) };
-            write_all(file.as_raw_fd(), header, 0)?;
-            write_all(file.as_raw_fd(), fork, header.len() as u64)?;
+            sys::pwrite(file.as_raw_fd(), header, 0)?;
+            sys::pwrite(file.as_raw_fd(), fork, header.len() as u64)?;
             // SAFETY: plain syscall on an fd we own.
             sys::check(unsafe { libc::fsync(file.as_raw_fd()) })?;
             let to = sys::cstr(side_name)?;
@@ -214,12 +212,4 @@ fn open_nofollow(share: &ShareRef, rel: &str) -> FsResult<OwnedFd> {
         0,
     )
     .map_err(FsError::from_errno)
-}
-
-fn write_all(fd: RawFd, data: &[u8], offset: u64) -> FsResult<()> {
-    let mut done = 0;
-    while done < data.len() {
-        done += sys::pwrite(fd, &data[done..], offset + done as u64)?;
-    }
-    Ok(())
 }
