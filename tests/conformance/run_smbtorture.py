@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "e2e"))
@@ -137,6 +138,18 @@ TEST_OPTIONS["vfs.unfruit"] = ["--option=torture:share2=nofruit", "--option=tort
 # shows within 3.
 TEST_OPTIONS["smb2.bench"] = ["--option=torture:timelimit=3"]
 TEST_OPTIONS["smb2.create.bench-path-contention-shared"] = ["--option=torture:timelimit=3"]
+# libsmbclient.*: Samba's client library, which GNOME's gvfs and KDE's kio
+# use, over SMB3, with torture:smburl as Samba's selftest sets it: the share
+# ({url} is smb://user:password@host:port), the server alone for
+# list_shares (it wants IPC$ among the shares srvsvc lists), a file for
+# utimes. Only the tests that reach the server are listed: version,
+# initialize, configuration, setConfiguration and options test the library
+# alone, and opendir browses the workgroup over NetBIOS.
+LIBSMBCLIENT = "--option=torture:clientprotocol=SMB3"
+TEST_OPTIONS["libsmbclient"] = [LIBSMBCLIENT, "--option=torture:smburl={url}/{share}"]
+TEST_OPTIONS["libsmbclient.list_shares"] = [LIBSMBCLIENT, "--option=torture:smburl={url}"]
+TEST_OPTIONS["libsmbclient.utimes"] = [LIBSMBCLIENT,
+                                       "--option=torture:smburl={url}/{share}/utimes.txt"]
 
 
 def write_net_wrapper(kind: str, server, base: Path) -> Path:
@@ -189,19 +202,62 @@ def share_for(args, name: str) -> str:
     return args.share
 
 
+# smb2.multichannel.bugs.bug_15346 opens its 31 extra channels to port 445
+# of the host, whatever -p says. Such a test connects to an address of its
+# own in 127/8, which an iptables DNAT rule (as root, for the batch only)
+# sends to the server's address and port, so the server's own port and
+# anything else listening on port 445 stay as they are.
+PORT_445_TESTS = ("smb2.multichannel.bugs.bug_15346",)
+
+
+def needs_port_445(name: str) -> bool:
+    return any(matches(name, prefix) for prefix in PORT_445_TESTS)
+
+
+def alias_host(args) -> str:
+    """An address per server port, so that runners side by side do not meet."""
+    return f"127.45.{args.port // 256}.{args.port % 256}"
+
+
+def host_for(args, name: str) -> str:
+    return alias_host(args) if needs_port_445(name) else args.host
+
+
 def binding_for(args, name: str) -> str:
     """What smbtorture connects to: a share, or for the RPC tests the named
     pipes on IPC$ over SMB2."""
     if name.startswith("rpc."):
         return f"ncacn_np:{args.host}[smb2]"
-    return f"//{args.host}/{share_for(args, name)}"
+    return f"//{host_for(args, name)}/{share_for(args, name)}"
+
+
+def nat_rule(args, action: str) -> list[str]:
+    return ["iptables", "-t", "nat", action, "OUTPUT", "-d", f"{alias_host(args)}/32",
+            "-p", "tcp", "-j", "DNAT", "--to-destination", f"{args.host}:{args.port}",
+            "-m", "comment", "--comment", "braid-smbtorture-port-445"]
 
 
 def options_for(name: str) -> list[str]:
-    for prefix, options in TEST_OPTIONS.items():
-        if matches(name, prefix):
-            return options
-    return []
+    """The options of the longest listed prefix of name."""
+    best = max((p for p in TEST_OPTIONS if matches(name, p)), key=len, default=None)
+    return TEST_OPTIONS[best] if best is not None else []
+
+
+def expand(option: str, args) -> str:
+    """Fill in what a test's options need from the running server."""
+    return (option.replace("{options}", str(args.options_dir))
+            .replace("{net}", str(args.net))
+            .replace("{url}", f"smb://{quote(args.user, safe='')}:{quote(args.password, safe='')}"
+                              f"@{args.host}:{args.port}")
+            .replace("{share}", args.share))
+
+
+def redact(text: str, args) -> str:
+    """The log keeps no password, the smburl's and the second user's included."""
+    for secret in (args.password, quote(args.password or "", safe=""), args.password2):
+        if secret:
+            text = text.replace(secret, "****")
+    return text
 
 
 def run_batch(args, names: list[str], timeout: float, log):
@@ -210,25 +266,33 @@ def run_batch(args, names: list[str], timeout: float, log):
     Returns ({listed name: [(status, detail)]}, listed name of the test that was
     running when smbtorture stopped without finishing it, or None)."""
     target = binding_for(args, names[0])
-    own = [o.replace("{options}", str(args.options_dir)).replace("{net}", str(args.net))
-           for o in options_for(names[0])]
+    own = [expand(o, args) for o in options_for(names[0])]
     extra = args.extra
     if any(o.startswith("--option=torture:localdir=") for o in own):
         extra = [o for o in extra if not o.startswith("--option=torture:localdir=")]
     extra = extra + own
     cmd = ["smbtorture", target, "-p", str(args.port),
            "-U", f"{args.user}%{args.password}", "--fullname", *extra, *names]
-    log.write(f"\n===== smbtorture {target} -p {args.port} "
-              f"{' '.join(extra + names)}\n")
+    log.write(redact(f"\n===== smbtorture {target} -p {args.port} "
+                     f"{' '.join(extra + names)}\n", args))
     log.flush()
+    nat = needs_port_445(names[0])
+    if nat:
+        added = subprocess.run(nat_rule(args, "-A"), capture_output=True, text=True)
+        if added.returncode != 0:
+            log.write(f"===== iptables DNAT for port 445 failed: {added.stderr.strip()}\n")
+            nat = False
     try:
         out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, timeout=timeout).stdout
         timed_out = False
     except subprocess.TimeoutExpired as e:
         out, timed_out = e.stdout or b"", True
+    finally:
+        if nat:
+            subprocess.run(nat_rule(args, "-D"), capture_output=True)
     text = out.decode(errors="replace")
-    log.write(text)
+    log.write(redact(text, args))
     if timed_out:
         log.write(f"\n===== timed out after {timeout:.0f}s\n")
     log.flush()
@@ -333,6 +397,7 @@ def main() -> int:
     # (known once the runner started the server).
     args.options_dir = None
     args.net = None
+    args.password2 = None
     if not args.start and None in (args.port, args.user, args.password):
         p.error("give --start, or --port, --user and --password (or $SMB_PASSWORD)")
 
@@ -393,6 +458,7 @@ def main() -> int:
         args.options_dir = base / "options"
         args.net = write_net_wrapper(args.start, server, base)
         if server.user2 is not None:
+            args.password2 = server.user2[1]
             args.extra = [f"--option=torture:user2name={server.user2[0]}",
                           f"--option=torture:user2password={server.user2[1]}", *args.extra]
         print(f"started {args.start} on port {server.port} (pid {server.pid}, log {server.log_path})")
