@@ -271,7 +271,9 @@ def run_batch(args, names: list[str], timeout: float, log):
     if any(o.startswith("--option=torture:localdir=") for o in own):
         extra = [o for o in extra if not o.startswith("--option=torture:localdir=")]
     extra = extra + own
-    cmd = ["smbtorture", target, "-p", str(args.port),
+    # Some tests make scratch directories in --basedir (default: the current
+    # directory, here the repository).
+    cmd = ["smbtorture", target, "-p", str(args.port), f"--basedir={args.scratch}",
            "-U", f"{args.user}%{args.password}", "--fullname", *extra, *names]
     log.write(redact(f"\n===== smbtorture {target} -p {args.port} "
                      f"{' '.join(extra + names)}\n", args))
@@ -463,7 +465,9 @@ def main() -> int:
                           f"--option=torture:user2password={server.user2[1]}", *args.extra]
         print(f"started {args.start} on port {server.port} (pid {server.pid}, log {server.log_path})")
     try:
-        with open(args.log, "w") as log:
+        with open(args.log, "w") as log, tempfile.TemporaryDirectory(
+                prefix="smbtorture-scratch-") as scratch:
+            args.scratch = scratch
             results = run_all(args, tests, log)
     finally:
         if server is not None:
