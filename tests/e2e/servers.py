@@ -266,7 +266,9 @@ def start_braid_with_config(workdir: Path, config: str,
     Returns the process and the port; stop it with stop_pid."""
     port = free_port()
     path = workdir / "braid.toml"
-    path.write_text(f'listen = ["127.0.0.1:{port}"]\nadmin_listen = "off"\n' + config)
+    # No admin API unless the config asks for one.
+    admin = "" if "admin_listen" in config else 'admin_listen = "off"\n'
+    path.write_text(f'listen = ["127.0.0.1:{port}"]\n{admin}' + config)
     argv = [str(BRAID_BIN), "serve", "--config", str(path)]
     for user, password in users.items():
         argv += ["--user", f"{user}:{password}"]

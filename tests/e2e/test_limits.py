@@ -7,23 +7,30 @@ from smbprotocol:
   a connection ends, a new one is served again.
 - `logon_failures_per_minute`: an address that keeps failing to log on is
   refused, right password or not, for the rest of the minute.
+- `max_async_requests`: a connection with that many change notifications
+  waiting gets INSUFFICIENT_RESOURCES for one more, until one ends.
+- Tree connects: 4096 per session, then INSUFFICIENT_RESOURCES.
 
 Braid only: the config keys are Braid's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import time
+import urllib.request
 import uuid
 
 import pytest
 from smbprotocol.connection import Connection
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.header import NtStatus
-from smbprotocol.open import (CreateDisposition, CreateOptions, FilePipePrinterAccessMask,
-                              ImpersonationLevel, Open, ShareAccess)
+from smbprotocol.change_notify import CompletionFilter, SMB2ChangeNotifyRequest
+from smbprotocol.open import (CreateDisposition, CreateOptions, DirectoryAccessMask,
+                              FileAttributes, FilePipePrinterAccessMask, ImpersonationLevel,
+                              Open, ShareAccess)
 from smbprotocol.session import Session
 from smbprotocol.tree import TreeConnect
 
@@ -36,6 +43,12 @@ pytestmark = pytest.mark.skipif(
 STATUS_TOO_MANY_OPENED_FILES = 0xC000011F
 MAX_OPEN_FILES = 20
 MAX_CONNECTIONS = 4
+MAX_ASYNC_REQUESTS = 8
+ADMIN_PORT = servers.free_port()
+STATUS_PENDING = 0x00000103
+STATUS_CANCELLED = 0xC0000120
+STATUS_INSUFFICIENT_RESOURCES = 0xC000009A
+MAX_TREES_PER_SESSION = 4096
 
 
 def start(tmp_path_factory, tag: str, options: str):
@@ -56,7 +69,9 @@ def start(tmp_path_factory, tag: str, options: str):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     yield from start(tmp_path_factory, "limits-", f"max_open_files = {MAX_OPEN_FILES}\n"
-                     f"max_connections = {MAX_CONNECTIONS}\n")
+                     f"max_connections = {MAX_CONNECTIONS}\n"
+                     f"max_async_requests = {MAX_ASYNC_REQUESTS}\n"
+                     f'admin_listen = "127.0.0.1:{ADMIN_PORT}"\n')
 
 
 class Client:
@@ -76,6 +91,15 @@ class Client:
                  ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
                  CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
         return f
+
+    def open_dir(self, name: str) -> Open:
+        d = Open(self.tree, name)
+        d.create(ImpersonationLevel.Impersonation, DirectoryAccessMask.FILE_LIST_DIRECTORY,
+                 FileAttributes.FILE_ATTRIBUTE_DIRECTORY,
+                 ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
+                 | ShareAccess.FILE_SHARE_DELETE,
+                 CreateDisposition.FILE_OPEN, CreateOptions.FILE_DIRECTORY_FILE)
+        return d
 
     def close(self):
         self.conn.disconnect()
@@ -103,6 +127,101 @@ def test_a_session_at_its_open_file_cap(server):
     finally:
         greedy.close()
         other.close()
+
+
+def notify_request(client: Client, directory: Open):
+    """Send a CHANGE_NOTIFY on `directory`; return the request and the
+    status of its first answer (STATUS_PENDING from the interim response,
+    or the final status)."""
+    m = SMB2ChangeNotifyRequest()
+    m["file_id"] = directory.file_id
+    m["output_buffer_length"] = 4096
+    m["completion_filter"] = CompletionFilter.FILE_NOTIFY_CHANGE_FILE_NAME
+    req = client.conn.send(m, client.session.session_id, client.tree.tree_connect_id)
+    # Not receive(wait=False): it forgets a request it saw pending, and the
+    # final answer would then find none.
+    assert req.response_event.wait(10), "no answer"
+    with req.response_event_lock:
+        status = req.response["status"].get_value()
+        if status == STATUS_PENDING:
+            req.response_event.clear()
+            return req, status
+    with pytest.raises(SMBResponseException):
+        client.conn.receive(req, timeout=10)
+    return req, status
+
+
+def channel_async_requests(port: int) -> list[int]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ADMIN_PORT}/api/v1/sessions",
+                                timeout=5) as r:
+        sessions = json.load(r)["sessions"]
+    return [c["async_requests"] for s in sessions for c in s["channels"]]
+
+
+def test_waiting_requests_are_capped_per_connection(server):
+    """An interim response gives the request's credit back, so credits do
+    not bound the requests a connection keeps waiting: `max_async_requests`
+    does. One change notification beyond it is INSUFFICIENT_RESOURCES
+    (MS-SMB2 3.3.4.2); once one ends, another may wait again, and another
+    connection was never affected."""
+    port, password, _ = server
+    greedy, other = Client(port, password), Client(port, password)
+    try:
+        directory = greedy.open_dir("")
+        sent = [notify_request(greedy, directory) for _ in range(MAX_ASYNC_REQUESTS)]
+        assert [status for _, status in sent] == [STATUS_PENDING] * MAX_ASYNC_REQUESTS
+        waiting = [req for req, _ in sent]
+        assert MAX_ASYNC_REQUESTS in channel_async_requests(port)
+
+        assert notify_request(greedy, directory)[1] == STATUS_INSUFFICIENT_RESOURCES
+
+        # Another connection waits as before.
+        theirs, status = notify_request(other, other.open_dir(""))
+        assert status == STATUS_PENDING
+
+        first = waiting.pop(0)
+        first.cancel()
+        with pytest.raises(SMBResponseException) as e:
+            greedy.conn.receive(first, timeout=10)
+        assert e.value.status == STATUS_CANCELLED
+        again, status = notify_request(greedy, directory)
+        assert status == STATUS_PENDING
+
+        # Changes complete them all (each request takes what is buffered
+        # or waits for the next change): the count goes back to 0.
+        for i, req in enumerate(waiting + [again]):
+            greedy.open(f"wake{i}.txt").close()
+            greedy.conn.receive(req, timeout=10)
+        other.open("wake-other.txt").close()
+        other.conn.receive(theirs, timeout=10)
+        deadline = time.monotonic() + 10
+        while any(channel_async_requests(port)):
+            assert time.monotonic() < deadline, channel_async_requests(port)
+            time.sleep(0.1)
+    finally:
+        greedy.close()
+        other.close()
+
+
+def test_tree_connects_are_capped_per_session(server):
+    """A session may hold 4096 tree connects; one more is
+    INSUFFICIENT_RESOURCES (MS-SMB2 3.3.5.7), and after a disconnect it
+    may connect again."""
+    port, password, _ = server
+    c = Client(port, password)
+    try:
+        trees = [c.tree]
+        while len(trees) < MAX_TREES_PER_SESSION:
+            t = TreeConnect(c.session, r"\\127.0.0.1\share")
+            t.connect()
+            trees.append(t)
+        with pytest.raises(SMBResponseException) as e:
+            TreeConnect(c.session, r"\\127.0.0.1\share").connect()
+        assert e.value.status == STATUS_INSUFFICIENT_RESOURCES
+        trees.pop().disconnect()
+        TreeConnect(c.session, r"\\127.0.0.1\share").connect()
+    finally:
+        c.close()
 
 
 def test_a_connection_beyond_the_cap_is_closed(server):

@@ -136,6 +136,10 @@ pub struct ChannelView {
     pub requests: u64,
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// Requests waiting after an interim response (change notifications,
+    /// blocking locks, opens waiting on a break); at most
+    /// `max_async_requests`.
+    pub async_requests: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -195,6 +199,7 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
             requests: conn.requests_in.load(Relaxed),
             bytes_in: conn.bytes_in.load(Relaxed),
             bytes_out: conn.bytes_out.load(Relaxed),
+            async_requests: conn.async_requests(),
         });
     }
     let client_address = client_address(state, s);

@@ -165,6 +165,13 @@ pub struct ServerConfig {
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
+    /// Requests of one connection that may wait answered STATUS_PENDING
+    /// at once (change notifications, blocking locks, opens waiting on a
+    /// break): an interim response gives the request's credit back, so
+    /// credits do not bound them. One beyond gets
+    /// STATUS_INSUFFICIENT_RESOURCES (MS-SMB2 3.3.4.2), as with Windows'
+    /// AsynchronousCredits, whose default this is.
+    pub max_async_requests: usize,
     /// Client addresses served at all (`hosts_allow`, `hosts_deny`); a
     /// connection from any other is closed as it is accepted.
     pub hosts: crate::host_access::HostRules,
@@ -211,6 +218,7 @@ impl Default for ServerConfig {
             admin_listen_is_default: true,
             max_open_files: 16384,
             max_connections: 16384,
+            max_async_requests: 512,
             logon_failures_per_minute: 30,
             min_dialect: braid_smb_proto::messages::negotiate::dialect::SMB202,
             hosts: Default::default(),

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -58,6 +58,15 @@ pub struct PendingTable {
     early_cancels: std::collections::VecDeque<u64>,
 }
 
+/// A connection's place for one async request (`Connection::take_async_slot`).
+pub struct AsyncSlot<'a>(&'a AtomicUsize);
+
+impl Drop for AsyncSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Early CANCELs remembered per connection.
 const EARLY_CANCELS: usize = 64;
 
@@ -86,6 +95,9 @@ pub struct Connection {
     pub notify_order: NotifyOrder,
     pub file_order: FileRequestOrder,
     next_async_id: AtomicU64,
+    /// Requests answered STATUS_PENDING and not yet finished (bounded by
+    /// `max_async_requests`).
+    async_requests: AtomicUsize,
     pub sessions: Mutex<HashSet<u64>>,
     /// Sessions this connection is in the middle of binding to.
     pub binding: Mutex<HashSet<u64>>,
@@ -138,6 +150,24 @@ impl Connection {
 
     pub fn new_async_id(&self) -> u64 {
         self.next_async_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// MS-SMB2 3.3.4.2: take one of the connection's `max_async_requests`
+    /// places for a request about to go async; None when all are taken.
+    /// The place is given back when the slot is dropped.
+    pub fn take_async_slot(&self) -> Option<AsyncSlot<'_>> {
+        let max = self.server.config.max_async_requests;
+        self.async_requests
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| AsyncSlot(&self.async_requests))
+    }
+
+    /// Requests of this connection waiting after an interim response.
+    pub fn async_requests(&self) -> usize {
+        self.async_requests.load(Ordering::Acquire)
     }
 
     pub fn register_pending(&self, message_id: u64, session_id: u64) -> CancellationToken {
@@ -247,6 +277,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         notify_order: NotifyOrder::default(),
         file_order: FileRequestOrder::default(),
         next_async_id: AtomicU64::new(1),
+        async_requests: AtomicUsize::new(0),
         sessions: Mutex::new(HashSet::new()),
         binding: Mutex::new(HashSet::new()),
         closing: CancellationToken::new(),

@@ -250,13 +250,27 @@ impl Session {
             .unwrap_or(true)
     }
 
+    /// A new tree connect of this session; None when it has
+    /// [`MAX_TREES_PER_SESSION`] already.
     pub fn add_tree(
         &self,
         share: Option<Arc<Share>>,
         maximal_access: u32,
         encrypt_data: bool,
-    ) -> Arc<Tree> {
-        let id = self.next_tree_id.fetch_add(1, Ordering::Relaxed);
+    ) -> Option<Arc<Tree>> {
+        let mut trees = self.trees.lock().unwrap();
+        if trees.len() >= MAX_TREES_PER_SESSION {
+            return None;
+        }
+        // Once the ids wrap (4 billion connects), skip those still in use
+        // and the two a request cannot name: 0 and 0xFFFFFFFF (a related
+        // compound's, MS-SMB2 3.2.4.1.4).
+        let id = loop {
+            let id = self.next_tree_id.fetch_add(1, Ordering::Relaxed);
+            if id != 0 && id != u32::MAX && !trees.contains_key(&id) {
+                break id;
+            }
+        };
         let tree = Arc::new(Tree {
             id,
             share,
@@ -264,8 +278,8 @@ impl Session {
             encrypt_data,
             connected_at: std::time::SystemTime::now(),
         });
-        self.trees.lock().unwrap().insert(id, tree.clone());
-        tree
+        trees.insert(id, tree.clone());
+        Some(tree)
     }
 
     pub fn tree(&self, id: u32) -> Option<Arc<Tree>> {
@@ -371,6 +385,11 @@ pub struct Open {
     /// I/O path takes write-through from the create.
     pub mode: AtomicU32,
 }
+
+/// Tree connects one session may hold at once; one more is
+/// STATUS_INSUFFICIENT_RESOURCES. Each is small, but without a cap one
+/// session could connect trees until the server's memory ran out.
+pub const MAX_TREES_PER_SESSION: usize = 4096;
 
 /// An empty Open.LockSequenceArray.
 pub const NO_LOCK_SEQUENCES: [u8; 64] = [0xFF; 64];

@@ -41,6 +41,9 @@ pub struct FileConfig {
     pub max_open_files: Option<u32>,
     /// TCP connections served at once (default 16384).
     pub max_connections: Option<u32>,
+    /// Requests of one connection that may wait after an interim response
+    /// (default 512).
+    pub max_async_requests: Option<u32>,
     /// Client addresses or networks served (default all), e.g.
     /// ["198.18.0.0/15", "127.0.0.1"].
     #[serde(default)]

@@ -326,6 +326,14 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         }
         cfg.max_connections = m as usize;
     }
+    if let Some(m) = file.max_async_requests {
+        if !(1..=65_535).contains(&m) {
+            return Err(format!(
+                "max_async_requests = {m}: use a value from 1 to 65535"
+            ));
+        }
+        cfg.max_async_requests = m as usize;
+    }
     cfg.hosts = config::parse_hosts("", &file.hosts_allow, &file.hosts_deny)?;
     if let Some(m) = &file.min_protocol {
         cfg.min_dialect = config::parse_min_protocol(m)?;

@@ -484,6 +484,8 @@ async fn handle_one(
         ticket: place.ticket,
         async_id: None,
         interim_credits: None,
+        async_slot: None,
+        cancellable: false,
         encrypted_by: encrypted_by.cloned(),
         used_file_id: std::sync::Mutex::new(None),
     };
@@ -654,7 +656,9 @@ async fn handle_one(
     }
     related.session_id = reply.session_id.unwrap_or(hdr.session_id);
     related.tree_id = reply.tree_id.unwrap_or(hdr.tree_id);
-    if req.async_id.is_some() || req.interim_credits.is_some() {
+    // A request registered as cancellable that finished without going
+    // async (a blocking lock granted at once) is unregistered too.
+    if req.cancellable || req.async_id.is_some() {
         conn.finish_pending(hdr.message_id);
     }
     let async_id = req.async_id;

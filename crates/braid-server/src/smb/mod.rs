@@ -41,6 +41,12 @@ pub struct Request<'a> {
     pub async_id: Option<u64>,
     /// Credits granted on the interim response (the final one grants none).
     pub interim_credits: Option<u16>,
+    /// This request's place among the connection's async requests, held
+    /// until it is dropped with the request.
+    pub async_slot: Option<crate::conn::AsyncSlot<'a>>,
+    /// Registered as cancellable ([`Request::cancellable`]): the frame
+    /// layer removes the registration when the request ends.
+    pub cancellable: bool,
     /// The session whose key decrypted this request, if it came encrypted.
     pub encrypted_by: Option<Arc<Session>>,
     /// The open this request named (set by [`Request::open`]): a related
@@ -177,8 +183,9 @@ impl Request<'_> {
     }
 
     /// Register this request as cancellable (CANCEL, logoff, disconnect).
-    pub fn cancellable(&self) -> CancellationToken {
+    pub fn cancellable(&mut self) -> CancellationToken {
         let sid = self.session.as_ref().map(|s| s.id).unwrap_or(0);
+        self.cancellable = true;
         self.conn.register_pending(self.header.message_id, sid)
     }
 
@@ -192,14 +199,27 @@ impl Request<'_> {
 
     /// MS-SMB2 3.3.4.2: send an interim STATUS_PENDING response; the final
     /// response then goes out asynchronously with the same AsyncId.
-    pub fn go_async(&mut self) {
+    ///
+    /// The interim response gives the request's credit back, so the
+    /// connection's credits no longer bound how many requests wait: when
+    /// `max_async_requests` of them already do, the request stays
+    /// synchronous and this is STATUS_INSUFFICIENT_RESOURCES, which
+    /// 3.3.4.2 allows a server whose resources are constrained to fail
+    /// it with. A caller that must wait anyway (an open waiting on a
+    /// break, which ends within 35 s) may go on waiting without the
+    /// interim response, holding its credit.
+    pub fn go_async(&mut self) -> Result<(), NtStatus> {
         // It will wait now: a CLOSE behind it may go ahead and cancel it.
         if let Some(t) = self.ticket {
             self.conn.file_order.release(t);
         }
         if self.async_id.is_some() || self.in_compound {
-            return;
+            return Ok(());
         }
+        let Some(slot) = self.conn.take_async_slot() else {
+            return Err(NtStatus::INSUFFICIENT_RESOURCES);
+        };
+        self.async_slot = Some(slot);
         let async_id = self.conn.new_async_id();
         self.conn
             .set_pending_async(self.header.message_id, async_id);
@@ -211,6 +231,7 @@ impl Request<'_> {
         );
         self.async_id = Some(async_id);
         self.interim_credits = Some(credits);
+        Ok(())
     }
 }
 

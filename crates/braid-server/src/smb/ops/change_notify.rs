@@ -60,7 +60,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
         None => {
             let cancel = req.cancellable();
-            req.go_async();
+            req.go_async()?;
             let mut queued = false;
             loop {
                 let woken = watch.wake.notified();

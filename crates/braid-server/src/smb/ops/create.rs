@@ -257,7 +257,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         if let Ok((id, stream)) = blocking(move || files.file_id_of(&fs_share, &path)).await {
             let state = oplocks.file(&share.name, id, stream);
             new_open.sharing_violation = true;
-            if state.break_for_new_open(&new_open, || req.go_async()).await {
+            if state
+                .break_for_new_open(&new_open, || wait_on_break(req))
+                .await
+            {
                 opened = open_file(req, &share, params, &ctx, &create_eas).await;
             }
             new_open.sharing_violation = false;
@@ -299,7 +302,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     new_open.sharing_violation =
         opts & create_options::DELETE_ON_CLOSE != 0 && opened.action != CreateAction::Created;
     oplock_file
-        .break_for_new_open(&new_open, || req.go_async())
+        .break_for_new_open(&new_open, || wait_on_break(req))
         .await;
     let oplock_key = oplocks.new_key();
     let granted_caching = oplock_file.grant(
@@ -462,6 +465,14 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
 }
 
 /// The file service's parameters for the open a CREATE asks for.
+/// An open (or a rename, set_info.rs) waits on the breaks it sent: go
+/// async if the connection has room (`Request::go_async`). Without it the
+/// request waits synchronously, holding its credit, for at most the 35 s a
+/// break may take: failing it would leave the breaks sent for nothing.
+pub(crate) fn wait_on_break(req: &mut Request<'_>) {
+    let _ = req.go_async();
+}
+
 fn open_params(r: &CreateRequest, path: String, allocation_size: Option<u64>) -> OpenParams {
     let opts = r.create_options;
     let disposition = match r.create_disposition {

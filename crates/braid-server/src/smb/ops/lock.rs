@@ -111,7 +111,7 @@ async fn apply(req: &mut Request<'_>, r: &LockRequest, open: &Open) -> OpResult 
             }
             Err(e @ (FsError::LockNotGranted | FsError::LockConflict)) if !immediate => {
                 let _ = e;
-                req.go_async();
+                req.go_async()?;
                 let cancel = cancel.as_ref().expect("blocking lock is cancellable");
                 // A close (tree disconnect, logoff) ends the wait with
                 // RANGE_NOT_LOCKED, as Samba answers; checked first.

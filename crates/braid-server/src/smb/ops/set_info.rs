@@ -100,7 +100,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                             ..Default::default()
                         };
                         o.file
-                            .break_for_new_open(&breaking, || req.go_async())
+                            .break_for_new_open(&breaking, || super::create::wait_on_break(req))
                             .await;
                     }
                     let old_path = open.handle.path();

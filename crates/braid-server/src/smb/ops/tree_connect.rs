@@ -77,7 +77,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if share.as_ref().is_some_and(|s| s.access_based_enumeration) {
         share_flags |= SHI1005_FLAGS_ACCESS_BASED_DIRECTORY_ENUM;
     }
-    let tree = session.add_tree(share, maximal_access, encrypt);
+    // MS-SMB2 3.3.5.7: a tree connect the server cannot allocate.
+    let tree = session
+        .add_tree(share, maximal_access, encrypt)
+        .ok_or(NtStatus::INSUFFICIENT_RESOURCES)?;
     let mut reply = Reply::of(&TreeConnectResponse {
         share_type: kind,
         share_flags,
