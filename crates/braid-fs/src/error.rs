@@ -83,6 +83,10 @@ pub enum FsError {
     /// (TOO_MANY_OPENED_FILES).
     #[error("too many open files")]
     TooManyOpenFiles,
+    /// A per-object limit is reached (INSUFFICIENT_RESOURCES): the
+    /// byte-range locks of one file.
+    #[error("insufficient resources")]
+    InsufficientResources,
     /// The share is a snapshot, or on a read-only file system
     /// (MEDIA_WRITE_PROTECTED).
     #[error("write protected")]

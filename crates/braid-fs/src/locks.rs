@@ -51,6 +51,13 @@ fn overlaps(o1: u64, l1: u64, o2: u64, l2: u64) -> bool {
     o1 <= last2 && last1 >= o2
 }
 
+/// Byte-range locks one file may have. Each lock, and each read or write
+/// of a file that has any, checks them one by one: without a cap one
+/// client could make every I/O on a shared file slow, and the server's
+/// memory run out. Beyond it a lock is INSUFFICIENT_RESOURCES, as Windows
+/// answers when it cannot allocate one.
+pub const MAX_LOCKS_PER_FILE: usize = 65_536;
+
 /// All byte-range locks of one file.
 #[derive(Debug, Default, Clone)]
 pub struct LockTable {
@@ -94,6 +101,9 @@ impl LockTable {
             if conflict {
                 return Err(FsError::LockNotGranted);
             }
+        }
+        if self.locks.len() >= MAX_LOCKS_PER_FILE {
+            return Err(FsError::InsufficientResources);
         }
         self.locks.push(ByteRangeLock {
             offset,
@@ -181,6 +191,25 @@ mod tests {
             Err(FsError::InvalidLockRange)
         ));
         assert!(validate_range(1, u64::MAX).is_ok());
+    }
+
+    #[test]
+    fn a_file_holds_at_most_max_locks() {
+        let mut t = LockTable::default();
+        for i in 0..MAX_LOCKS_PER_FILE as u64 {
+            t.lock(i * 2, 1, false, h(1)).unwrap();
+        }
+        assert!(matches!(
+            t.lock(u64::MAX - 1, 1, false, h(2)),
+            Err(FsError::InsufficientResources)
+        ));
+        // A conflict is still a conflict, and a freed place may be taken.
+        assert!(matches!(
+            t.lock(0, 1, true, h(2)),
+            Err(FsError::LockNotGranted)
+        ));
+        t.unlock(0, 1, h(1)).unwrap();
+        t.lock(0, 1, true, h(2)).unwrap();
     }
 
     #[test]

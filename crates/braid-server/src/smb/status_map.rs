@@ -32,6 +32,7 @@ pub fn fs_status(e: &FsError) -> NtStatus {
         FsError::FileTooLarge => NtStatus::DISK_FULL,
         // As Samba answers when it runs out of file descriptors.
         FsError::TooManyOpenFiles => NtStatus::TOO_MANY_OPENED_FILES,
+        FsError::InsufficientResources => NtStatus::INSUFFICIENT_RESOURCES,
         // A snapshot, or a read-only file system (Samba maps EROFS so).
         FsError::WriteProtected => NtStatus::MEDIA_WRITE_PROTECTED,
         _ => NtStatus::UNSUCCESSFUL,
