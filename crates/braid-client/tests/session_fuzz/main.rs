@@ -3,7 +3,8 @@
 //! often, damaged: boundary values in every count, length and offset,
 //! unknown information classes and control codes, file ids that were
 //! closed or never given, names that try to climb out of the share, create
-//! contexts cut short. The breaks the server sends are mostly answered as
+//! contexts cut short, tree connects to paths that name no share and with
+//! the 3.1.1 extension pointing anywhere. The breaks the server sends are mostly answered as
 //! MS-SMB2 asks, sometimes with a close, a wrong level or lease state, or
 //! not at all. Half of the sessions have a second channel bound, and now
 //! and then lose one of their two channels between requests and bind

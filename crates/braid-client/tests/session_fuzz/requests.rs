@@ -228,6 +228,75 @@ impl Fuzzer {
         }
     }
 
+    /// MS-SMB2 2.2.9 TREE_CONNECT of the share, IPC$, shares that do not
+    /// exist and paths that are not share paths; sometimes with the 3.1.1
+    /// extension (2.2.9.1) and a tree connect context whose offset and
+    /// count may point anywhere. A tree it connects stays until the
+    /// session ends.
+    fn tree_connect(&mut self) -> Vec<u8> {
+        const PATHS: &[&str] = &[
+            "\\\\127.0.0.1\\share",
+            "\\\\127.0.0.1\\IPC$",
+            "\\\\X\\SHARE\\",
+            "\\\\x\\nosuch",
+            "\\\\x\\share\\d0",
+            "\\\\x\\",
+            "\\\\x\\..",
+            "\\\\x\\share:s1",
+            "\\\\\\share",
+            "share",
+            "",
+        ];
+        let path: Vec<u8> = PATHS[self.rng.gen_range(0..PATHS.len())]
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        // SMB2_TREE_CONNECT_FLAG_CLUSTER_RECONNECT, _REDIRECT_TO_OWNER,
+        // _EXTENSION_PRESENT.
+        let flags: u16 = match self.rng.gen_range(0..4) {
+            0 => 0,
+            1 => 4,
+            2 => 3,
+            _ => self.rng.gen(),
+        };
+        let mut b = 9u16.to_le_bytes().to_vec();
+        b.extend(flags.to_le_bytes());
+        if flags & 4 == 0 {
+            b.extend(((HDR + 8) as u16).to_le_bytes());
+            b.extend((path.len() as u16).to_le_bytes());
+            b.extend(&path);
+            return b;
+        }
+        // The extension: context offset (from its start) and count, 10
+        // reserved bytes, then the path, which PathOffset points at.
+        let ext = HDR + 8;
+        b.extend(((ext + 16) as u16).to_le_bytes());
+        b.extend((path.len() as u16).to_le_bytes());
+        let ctx_at = (16 + path.len()).next_multiple_of(8);
+        let offset = match self.rng.gen_range(0..3) {
+            0 => ctx_at as u32,
+            1 => 0,
+            _ => self.u32v(),
+        };
+        b.extend(offset.to_le_bytes());
+        let count: u16 = match self.rng.gen_range(0..3) {
+            0 => 0,
+            1 => 1,
+            _ => self.rng.gen(),
+        };
+        b.extend(count.to_le_bytes());
+        b.extend([0u8; 10]);
+        b.extend(&path);
+        b.resize(8 + ctx_at, 0);
+        // SMB2_REMOTED_IDENTITY_TREE_CONNECT (2.2.9.2.1), its data random.
+        let data_len = self.rng.gen_range(0..200u16);
+        b.extend(1u16.to_le_bytes());
+        b.extend(data_len.to_le_bytes());
+        b.extend([0u8; 4]);
+        b.extend((0..data_len).map(|_| self.rng.gen::<u8>()));
+        b
+    }
+
     pub fn create(&mut self) -> Vec<u8> {
         let name = self.name();
         let sane = self.rng.gen_bool(0.7);
@@ -707,7 +776,8 @@ impl Fuzzer {
             69..=75 => (Command::QueryDirectory, self.query_directory(), 65536),
             76..=84 => (Command::QueryInfo, self.query_info(), 65536),
             85..=95 => (Command::SetInfo, self.set_info(), 0),
-            96..=98 => (Command::OplockBreak, self.oplock_break(), 0),
+            96..=97 => (Command::OplockBreak, self.oplock_break(), 0),
+            98 => (Command::TreeConnect, self.tree_connect(), 0),
             _ => (Command::Echo, vec![4, 0, 0, 0], 0),
         };
         if self.rng.gen_bool(0.3) {
