@@ -485,7 +485,7 @@ async fn handle_one(
         async_id: None,
         interim_credits: None,
         async_slot: None,
-        cancellable: false,
+        registered_cancellable: false,
         encrypted_by: encrypted_by.cloned(),
         used_file_id: std::sync::Mutex::new(None),
     };
@@ -658,7 +658,7 @@ async fn handle_one(
     related.tree_id = reply.tree_id.unwrap_or(hdr.tree_id);
     // A request registered as cancellable that finished without going
     // async (a blocking lock granted at once) is unregistered too.
-    if req.cancellable || req.async_id.is_some() {
+    if req.registered_cancellable || req.async_id.is_some() {
         conn.finish_pending(hdr.message_id);
     }
     let async_id = req.async_id;

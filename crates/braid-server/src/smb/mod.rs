@@ -46,7 +46,7 @@ pub struct Request<'a> {
     pub async_slot: Option<crate::conn::AsyncSlot<'a>>,
     /// Registered as cancellable ([`Request::cancellable`]): the frame
     /// layer removes the registration when the request ends.
-    pub cancellable: bool,
+    pub registered_cancellable: bool,
     /// The session whose key decrypted this request, if it came encrypted.
     pub encrypted_by: Option<Arc<Session>>,
     /// The open this request named (set by [`Request::open`]): a related
@@ -185,7 +185,7 @@ impl Request<'_> {
     /// Register this request as cancellable (CANCEL, logoff, disconnect).
     pub fn cancellable(&mut self) -> CancellationToken {
         let sid = self.session.as_ref().map(|s| s.id).unwrap_or(0);
-        self.cancellable = true;
+        self.registered_cancellable = true;
         self.conn.register_pending(self.header.message_id, sid)
     }
 
