@@ -327,6 +327,12 @@ def run_batch(args, names: list[str], timeout: float, log):
     return results
 
 
+# rpc.mgmt points torture:binding at each pipe it maps (lpcfg_set_cmdline),
+# so every later test of its smbtorture run would connect to the last of
+# them: it runs in a batch of its own.
+SOLO_TESTS = ("rpc.mgmt",)
+
+
 def run_all(args, tests: list[str], log) -> dict[str, list[tuple[str, str]]]:
     """Run tests in batches; a batch cut short by a hang or crash is resumed
     after the test that was running."""
@@ -336,7 +342,8 @@ def run_all(args, tests: list[str], log) -> dict[str, list[tuple[str, str]]]:
     # grouped by both, in the order each group first appears in the list.
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for t in tests:
-        groups.setdefault((binding_for(args, t), tuple(options_for(t))), []).append(t)
+        solo = (t,) if any(matches(t, p) for p in SOLO_TESTS) else ()
+        groups.setdefault((binding_for(args, t), tuple(options_for(t)) + solo), []).append(t)
     batches = [g[i:i + args.batch_size] for g in groups.values()
                for i in range(0, len(g), args.batch_size)]
     for queue in batches:

@@ -138,3 +138,14 @@ def test_smbcacls_shows_and_takes_names(tmp_path):
     assert "ACL:NT AUTHORITY\\SYSTEM:ALLOWED/0x0/FULL" in lines, r.stdout
     # The ACE added by name is stored with BUILTIN\Users' SID and shown by name.
     assert "ACL:BUILTIN\\Users:ALLOWED/0x0/READ" in lines, r.stdout
+
+
+def test_the_server_says_it_is_a_standalone_server(smb_server):
+    """MS-DSSP DsRolerGetPrimaryDomainInformation, on the lsarpc pipe:
+    Windows' Security tab and `net` ask it before deciding where accounts
+    are looked up."""
+    r = rpcclient(smb_server, "dsroledominfo")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # DsRole_RoleStandaloneServer, and no directory service.
+    assert "Machine Role = [2]" in r.stdout, r.stdout
+    assert "Directory Service not running on server" in r.stdout, r.stdout

@@ -77,6 +77,12 @@ impl NotifyOrder {
 /// smb2.lease.rename_wait reads the break the rename caused from the
 /// response to the open it sent behind it, as Samba and Windows handle a
 /// connection's requests in order).
+///
+/// A TREE_DISCONNECT or LOGOFF waits for the requests of its session that
+/// arrived before it: a READ of an empty pipe sent just before a LOGOFF is
+/// pending when the LOGOFF ends the pipe, and ends STATUS_PIPE_BROKEN
+/// (smbtorture rpc.samba3.smb2-pipe-read-logoff), where a LOGOFF run first
+/// would have failed it with USER_SESSION_DELETED.
 #[derive(Default)]
 pub struct FileRequestOrder {
     /// Requests not yet done, oldest first.
@@ -91,25 +97,34 @@ pub struct FileRequestOrder {
 struct Queued {
     ticket: u64,
     volatile: u64,
+    session_id: u64,
     set_info: bool,
 }
+
+/// MS-SMB2 2.2.1.2: SessionId's offset in the SMB2 header.
+const SESSION_ID_OFFSET: usize = 40;
 
 impl FileRequestOrder {
     /// The reader saw request `msg` (header and body); returns its ticket
     /// if it names an open, or is a CREATE (which only waits: its ticket
     /// marks its place and holds nothing back).
     pub fn arrived(&self, command: u16, msg: &[u8]) -> Option<u64> {
-        if command == Command::Create as u16 {
+        let waits_only = [Command::Create, Command::TreeDisconnect, Command::Logoff];
+        if waits_only.iter().any(|c| *c as u16 == command) {
             return Some(self.next_ticket.fetch_add(1, Ordering::Relaxed));
         }
         let at = file_id_offset(command)?;
         // FileId.Volatile follows the 8-byte FileId.Persistent.
         let from = HEADER_LEN + at + 8;
         let volatile = u64::from_le_bytes(msg.get(from..from + 8)?.try_into().ok()?);
+        let session_id = msg
+            .get(SESSION_ID_OFFSET..SESSION_ID_OFFSET + 8)
+            .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         self.queue.lock().unwrap().push_back(Queued {
             ticket,
             volatile,
+            session_id,
             set_info: command == Command::SetInfo as u16,
         });
         Some(ticket)
@@ -141,6 +156,13 @@ impl FileRequestOrder {
     /// waits asynchronously.
     pub async fn wait_for_set_info_before(&self, ticket: u64) {
         self.wait_for_earlier(ticket, |r| r.set_info).await
+    }
+
+    /// Wait until every request of `session_id` that arrived before
+    /// `ticket` is done or waits asynchronously.
+    pub async fn wait_for_session_before(&self, ticket: u64, session_id: u64) {
+        self.wait_for_earlier(ticket, |r| r.session_id == session_id)
+            .await
     }
 
     async fn wait_for_earlier(&self, ticket: u64, matches: impl Fn(&Queued) -> bool) {
@@ -253,6 +275,35 @@ mod tests {
         // A CREATE holds nothing back itself.
         order.release(create);
         let _ = (read, later);
+    }
+
+    #[tokio::test]
+    async fn logoff_waits_for_earlier_requests_of_its_session_only() {
+        let order = Arc::new(FileRequestOrder::default());
+        let in_session = |command: Command, v: u64, session: u64| {
+            let mut m = msg(command, v);
+            m[SESSION_ID_OFFSET..SESSION_ID_OFFSET + 8].copy_from_slice(&session.to_le_bytes());
+            order.arrived(command as u16, &m).unwrap()
+        };
+        let pipe_read = in_session(Command::Read, 4, 0x11);
+        let other_session = in_session(Command::Read, 5, 0x22);
+        let logoff = order
+            .arrived(Command::Logoff as u16, &[0; HEADER_LEN + 4])
+            .unwrap();
+        let waiter = {
+            let order = order.clone();
+            tokio::spawn(async move { order.wait_for_session_before(logoff, 0x11).await })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!waiter.is_finished(), "LOGOFF ran before the earlier READ");
+        // The READ goes async (or finishes); the other session's READ does
+        // not hold the LOGOFF back.
+        order.release(pipe_read);
+        tokio::time::timeout(Duration::from_secs(1), waiter)
+            .await
+            .expect("the READ went async")
+            .unwrap();
+        let _ = other_session;
     }
 
     #[tokio::test]

@@ -2,12 +2,14 @@
 //! DCE/RPC association (C706 chapter 12, MS-RPCE 3.3.3) over the bytes
 //! SMB2 WRITE / FSCTL_PIPE_TRANSCEIVE carry, answers queued for READ.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use thiserror::Error;
 
+use super::dssetup;
 use super::lsa::{self, LsaBackend, LsaState};
+use super::mgmt::{self, Stats};
 use super::pdu::{
     bind_nak_reason, context_result, encode_pdu, fault_status, pfc, provider_reason, ptype,
     split_fragment, Bind, BindAck, BindNak, CommonHeader, ContextElement, ContextResult, Fault,
@@ -50,6 +52,8 @@ pub enum PipeError {
     RequestTooLarge,
     #[error("more than {MAX_PENDING_OUTPUT} bytes of answers wait unread")]
     OutputBacklog,
+    #[error("the association was ended after a protocol error")]
+    Disconnected,
 }
 
 /// What a BIND established.
@@ -58,7 +62,8 @@ struct Association {
     assoc_group_id: u32,
     /// Negotiated max_xmit_frag = max_recv_frag.
     max_frag: u16,
-    accepted_contexts: BTreeSet<u16>,
+    /// Each accepted presentation context and the interface it carries.
+    accepted_contexts: BTreeMap<u16, Interface>,
 }
 
 /// A request whose fragments are still arriving.
@@ -79,13 +84,35 @@ pub trait PipeBackend {
     fn lsa(&self) -> &dyn LsaBackend;
 }
 
-/// The RPC interface a pipe serves.
-#[derive(Debug)]
-enum PipeService {
+/// An RPC interface a pipe may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interface {
     /// MS-SRVS: shares, sessions, open files.
     Srvsvc,
-    /// MS-LSAT / MS-LSAD: SID and name lookups, with the policy handles
-    /// this open holds.
+    /// MS-LSAT / MS-LSAD: SID and name lookups.
+    Lsarpc,
+    /// MS-DSSP: the server's role, on the lsarpc pipe.
+    Dssetup,
+    /// C706 appendix Q: remote management, on every pipe.
+    Mgmt,
+}
+
+impl Interface {
+    fn syntax(self) -> SyntaxId {
+        match self {
+            Interface::Srvsvc => SyntaxId::SRVSVC,
+            Interface::Lsarpc => SyntaxId::LSARPC,
+            Interface::Dssetup => SyntaxId::DSSETUP,
+            Interface::Mgmt => SyntaxId::MGMT,
+        }
+    }
+}
+
+/// What a pipe serves.
+#[derive(Debug)]
+enum PipeService {
+    Srvsvc,
+    /// With the policy handles this open holds.
     Lsarpc(LsaState),
 }
 
@@ -100,10 +127,12 @@ impl PipeService {
         }
     }
 
-    fn abstract_syntax(&self) -> SyntaxId {
+    /// The interfaces a client may bind on this pipe, its own first (as
+    /// Windows lists them for rpc_mgmt_inq_if_ids).
+    fn interfaces(&self) -> &'static [Interface] {
         match self {
-            PipeService::Srvsvc => SyntaxId::SRVSVC,
-            PipeService::Lsarpc(_) => SyntaxId::LSARPC,
+            PipeService::Srvsvc => &[Interface::Srvsvc, Interface::Mgmt],
+            PipeService::Lsarpc(_) => &[Interface::Lsarpc, Interface::Dssetup, Interface::Mgmt],
         }
     }
 
@@ -115,10 +144,27 @@ impl PipeService {
         }
     }
 
-    fn call(&mut self, opnum: u16, stub: &[u8], backend: &dyn PipeBackend) -> Result<Vec<u8>, u32> {
-        match self {
-            PipeService::Srvsvc => srvsvc::handle_call(opnum, stub, backend.srvsvc()),
-            PipeService::Lsarpc(state) => lsa::handle_call(opnum, stub, backend.lsa(), state),
+    fn call(
+        &mut self,
+        interface: Interface,
+        opnum: u16,
+        stub: &[u8],
+        backend: &dyn PipeBackend,
+        stats: Stats,
+    ) -> Result<Vec<u8>, u32> {
+        match (interface, self) {
+            (Interface::Srvsvc, _) => srvsvc::handle_call(opnum, stub, backend.srvsvc()),
+            (Interface::Lsarpc, PipeService::Lsarpc(state)) => {
+                lsa::handle_call(opnum, stub, backend.lsa(), state)
+            }
+            (Interface::Dssetup, _) => dssetup::handle_call(opnum, stub, backend.lsa()),
+            (Interface::Mgmt, service) => {
+                let served: Vec<SyntaxId> =
+                    service.interfaces().iter().map(|i| i.syntax()).collect();
+                mgmt::handle_call(opnum, stub, &served, stats)
+            }
+            // Contexts are only accepted for the pipe's own interfaces.
+            (Interface::Lsarpc, PipeService::Srvsvc) => Err(fault_status::NCA_UNK_IF),
         }
     }
 }
@@ -136,6 +182,11 @@ pub struct PipeEndpoint {
     /// Bytes of `output.front()` already read.
     output_read: usize,
     output_bytes: usize,
+    /// Counted for rpc_mgmt_inq_stats.
+    stats: Stats,
+    /// Set by a protocol error that ends the association (MS-RPCE
+    /// 3.3.1.5.1): nothing more is taken, what was answered can be read.
+    disconnected: bool,
 }
 
 impl PipeEndpoint {
@@ -150,6 +201,8 @@ impl PipeEndpoint {
             output: VecDeque::new(),
             output_read: 0,
             output_bytes: 0,
+            stats: Stats::default(),
+            disconnected: false,
         })
     }
 
@@ -158,6 +211,9 @@ impl PipeEndpoint {
     /// are dropped (the stream cannot be resynchronised), so the next write
     /// must start a PDU; bound contexts and unread answers stay.
     pub fn write(&mut self, data: &[u8], backend: &dyn PipeBackend) -> Result<(), PipeError> {
+        if self.disconnected {
+            return Err(PipeError::Disconnected);
+        }
         let result = self.consume(data, backend);
         if result.is_err() {
             self.input.clear();
@@ -238,6 +294,7 @@ impl PipeEndpoint {
             return Err(PipeError::OutputBacklog);
         }
         let frag = split_fragment(pdu)?;
+        self.stats.pkts_in = self.stats.pkts_in.wrapping_add(1);
         match frag.header.ptype {
             ptype::BIND => self.bind(&frag),
             ptype::ALTER_CONTEXT => self.alter_context(&frag),
@@ -269,10 +326,9 @@ impl PipeEndpoint {
             self.push_bind_nak(call_id, bind_nak_reason::PROTOCOL_VERSION_NOT_SUPPORTED);
             return Ok(());
         }
-        let mut accepted_contexts = BTreeSet::new();
-        let syntax = self.service.abstract_syntax();
-        let Some(results) = negotiate_contexts(&bind.contexts, syntax, &mut accepted_contexts)
-        else {
+        let mut accepted_contexts = BTreeMap::new();
+        let served = self.service.interfaces();
+        let Ok(results) = negotiate_contexts(&bind.contexts, served, &mut accepted_contexts) else {
             self.push_bind_nak(call_id, bind_nak_reason::NOT_SPECIFIED);
             return Ok(());
         };
@@ -301,26 +357,50 @@ impl PipeEndpoint {
     fn alter_context(&mut self, frag: &Fragment<'_>) -> Result<(), PipeError> {
         let call_id = frag.header.call_id;
         let alter = Bind::decode(frag.body)?;
-        let syntax = self.service.abstract_syntax();
+        let served = self.service.interfaces();
         let outcome = match self.association.as_mut() {
-            None => Err(fault_status::NCA_PROTO_ERROR),
-            Some(_) if frag.header.auth_length != 0 => Err(fault_status::ACCESS_DENIED),
-            Some(_) if alter.contexts.is_empty() => Err(fault_status::NCA_PROTO_ERROR),
+            None => Err(Refusal::Fault(fault_status::NCA_PROTO_ERROR)),
+            Some(_) if frag.header.auth_length != 0 => {
+                Err(Refusal::Fault(fault_status::ACCESS_DENIED))
+            }
+            Some(_) if alter.contexts.is_empty() => {
+                Err(Refusal::Fault(fault_status::NCA_PROTO_ERROR))
+            }
             Some(assoc) => {
-                negotiate_contexts(&alter.contexts, syntax, &mut assoc.accepted_contexts)
-                    .map(|results| BindAck {
+                negotiate_contexts(&alter.contexts, served, &mut assoc.accepted_contexts).map(
+                    |results| BindAck {
                         max_xmit_frag: assoc.max_frag,
                         max_recv_frag: assoc.max_frag,
                         assoc_group_id: assoc.assoc_group_id,
                         secondary_address: Vec::new(),
                         results,
-                    })
-                    .ok_or(fault_status::NCA_PROTO_ERROR)
+                    },
+                )
             }
         };
         match outcome {
             Ok(ack) => self.push_ack(ptype::ALTER_CONTEXT_RESP, call_id, &ack),
-            Err(status) => self.push_fault(call_id, 0, status, pfc::DID_NOT_EXECUTE),
+            Err(Refusal::Fault(status)) => {
+                self.push_fault(call_id, 0, status, pfc::DID_NOT_EXECUTE)
+            }
+            Err(Refusal::Malformed) => self.push_fault(
+                call_id,
+                0,
+                fault_status::NCA_PROTO_ERROR,
+                pfc::DID_NOT_EXECUTE,
+            ),
+            // MS-RPCE 3.3.1.5.1: a protocol error ends the association;
+            // the client reads the fault, and its next PDU finds the pipe
+            // disconnected, as on Samba.
+            Err(Refusal::ContextRedefined) => {
+                self.push_fault(
+                    call_id,
+                    0,
+                    fault_status::NCA_PROTO_ERROR,
+                    pfc::DID_NOT_EXECUTE,
+                );
+                self.disconnected = true;
+            }
         }
         Ok(())
     }
@@ -352,11 +432,25 @@ impl PipeEndpoint {
             self.pending = Some(call);
             return Ok(());
         }
+        self.stats.calls_in = self.stats.calls_in.wrapping_add(1);
         if let Some(status) = call.refusal {
             self.push_fault(call.call_id, call.context_id, status, pfc::DID_NOT_EXECUTE);
             return Ok(());
         }
-        match self.service.call(call.opnum, &call.stub, backend) {
+        let interface = self
+            .association
+            .as_ref()
+            .and_then(|assoc| assoc.accepted_contexts.get(&call.context_id).copied());
+        let Some(interface) = interface else {
+            let status = fault_status::NCA_UNK_IF;
+            self.push_fault(call.call_id, call.context_id, status, pfc::DID_NOT_EXECUTE);
+            return Ok(());
+        };
+        let stats = self.stats;
+        match self
+            .service
+            .call(interface, call.opnum, &call.stub, backend, stats)
+        {
             Ok(stub) => self.push_response(call.call_id, call.context_id, &stub),
             Err(status) => {
                 // Calls refused before they run: an unknown operation, a
@@ -385,7 +479,7 @@ impl PipeEndpoint {
             // No security context was ever established (binds with auth
             // are refused), so an authenticated request has none to use.
             Some(_) if header.auth_length != 0 => Some(fault_status::ACCESS_DENIED),
-            Some(assoc) if !assoc.accepted_contexts.contains(&context_id) => {
+            Some(assoc) if !assoc.accepted_contexts.contains_key(&context_id) => {
                 Some(fault_status::NCA_UNK_IF)
             }
             Some(_) => None,
@@ -393,6 +487,7 @@ impl PipeEndpoint {
     }
 
     fn push(&mut self, pdu: Vec<u8>) {
+        self.stats.pkts_out = self.stats.pkts_out.wrapping_add(1);
         self.output_bytes += pdu.len();
         self.output.push_back(pdu);
     }
@@ -478,58 +573,81 @@ fn negotiate_frag(client_xmit: u16, client_recv: u16) -> u16 {
     client_xmit.min(client_recv).clamp(MIN_FRAG, MAX_FRAG) & !7
 }
 
+/// Why a bind or alter_context offer gets no acknowledgement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// A context without transfer syntaxes, or two feature negotiation
+    /// contexts: a bind_nak, or a fault for an alter_context.
+    Malformed,
+    /// A context id already accepted, offered again with another abstract
+    /// or transfer syntax (Samba ends the association, as C706 12.6.4.1
+    /// leaves a context's syntax fixed for its life).
+    ContextRedefined,
+    /// An alter_context refused before its contexts are looked at.
+    Fault(u32),
+}
+
 /// C706 12.6.3.1 / MS-RPCE 3.3.1.5.3: one result per offered context, in
-/// order, accepting the pipe's interface `served`; None when the offer is
-/// malformed (a context without transfer syntaxes, or two feature
-/// negotiation contexts) and deserves a bind_nak.
+/// order, accepting the interfaces the pipe serves (`served`) and
+/// recording each accepted context's interface in `accepted`.
 fn negotiate_contexts(
     offered: &[ContextElement],
-    served: SyntaxId,
-    accepted: &mut BTreeSet<u16>,
-) -> Option<Vec<ContextResult>> {
+    served: &[Interface],
+    accepted: &mut BTreeMap<u16, Interface>,
+) -> Result<Vec<ContextResult>, Refusal> {
     let mut feature_contexts = 0;
     for ctx in offered {
-        let first = ctx.transfer_syntaxes.first()?;
+        let first = ctx.transfer_syntaxes.first().ok_or(Refusal::Malformed)?;
         if first.bind_time_features().is_some() {
             feature_contexts += 1;
         }
     }
     if feature_contexts > 1 {
-        return None;
+        return Err(Refusal::Malformed);
     }
     let rejection = |reason| ContextResult {
         result: context_result::PROVIDER_REJECTION,
         reason,
         transfer_syntax: SyntaxId::NULL,
     };
-    let results = offered
-        .iter()
-        .map(|ctx| {
-            // Only the first transfer syntax marks a feature negotiation
-            // context; the answer's reason is the features both support.
-            if let Some(features) = ctx.transfer_syntaxes[0].bind_time_features() {
-                return ContextResult {
-                    result: context_result::NEGOTIATE_ACK,
-                    reason: u16::from(features & SUPPORTED_BIND_TIME_FEATURES),
-                    transfer_syntax: SyntaxId::NULL,
-                };
+    let mut results = Vec::with_capacity(offered.len());
+    for ctx in offered {
+        // Only the first transfer syntax marks a feature negotiation
+        // context; the answer's reason is the features both support.
+        if let Some(features) = ctx.transfer_syntaxes[0].bind_time_features() {
+            results.push(ContextResult {
+                result: context_result::NEGOTIATE_ACK,
+                reason: u16::from(features & SUPPORTED_BIND_TIME_FEATURES),
+                transfer_syntax: SyntaxId::NULL,
+            });
+            continue;
+        }
+        let Some(&interface) = served.iter().find(|i| i.syntax() == ctx.abstract_syntax) else {
+            results.push(rejection(provider_reason::ABSTRACT_SYNTAX_NOT_SUPPORTED));
+            continue;
+        };
+        let ndr20 = ctx.transfer_syntaxes.contains(&SyntaxId::NDR20);
+        match accepted.get(&ctx.context_id) {
+            Some(&bound) if bound != interface => return Err(Refusal::ContextRedefined),
+            Some(_) if !ndr20 => return Err(Refusal::ContextRedefined),
+            Some(_) => {}
+            None if !ndr20 => {
+                results.push(rejection(provider_reason::TRANSFER_SYNTAXES_NOT_SUPPORTED));
+                continue;
             }
-            if ctx.abstract_syntax != served {
-                return rejection(provider_reason::ABSTRACT_SYNTAX_NOT_SUPPORTED);
+            None if accepted.len() >= MAX_CONTEXTS => {
+                results.push(rejection(provider_reason::LOCAL_LIMIT_EXCEEDED));
+                continue;
             }
-            if !ctx.transfer_syntaxes.contains(&SyntaxId::NDR20) {
-                return rejection(provider_reason::TRANSFER_SYNTAXES_NOT_SUPPORTED);
+            None => {
+                accepted.insert(ctx.context_id, interface);
             }
-            if !accepted.contains(&ctx.context_id) && accepted.len() >= MAX_CONTEXTS {
-                return rejection(provider_reason::LOCAL_LIMIT_EXCEEDED);
-            }
-            accepted.insert(ctx.context_id);
-            ContextResult {
-                result: context_result::ACCEPTANCE,
-                reason: provider_reason::NOT_SPECIFIED,
-                transfer_syntax: SyntaxId::NDR20,
-            }
-        })
-        .collect();
-    Some(results)
+        }
+        results.push(ContextResult {
+            result: context_result::ACCEPTANCE,
+            reason: provider_reason::NOT_SPECIFIED,
+            transfer_syntax: SyntaxId::NDR20,
+        });
+    }
+    Ok(results)
 }

@@ -5,8 +5,10 @@
 //! Windows' Security tab. Sans-IO: bytes in through
 //! [`PipeEndpoint::write`], answers out through [`PipeEndpoint::read`].
 
+mod dssetup;
 mod endpoint;
 pub mod lsa;
+mod mgmt;
 pub mod ndr;
 pub mod pdu;
 pub mod srvsvc;
@@ -17,6 +19,8 @@ pub use srvsvc::{
     SrvsvcBackend, TransportEntry, TreeConnectEntry,
 };
 
+#[cfg(test)]
+mod interface_tests;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]

@@ -168,6 +168,16 @@ impl SyntaxId {
         uuid: uuid(0x12345778_1234_abcd_ef00_0123456789ab),
         version: 0,
     };
+    /// MS-DSSP 1.9: dssetup 3919286a-b10c-11d0-9ba8-00c04fd92ef5 v0.0.
+    pub const DSSETUP: SyntaxId = SyntaxId {
+        uuid: uuid(0x3919286a_b10c_11d0_9ba8_00c04fd92ef5),
+        version: 0,
+    };
+    /// C706 appendix Q: mgmt afa8bd80-7d8a-11c9-bef4-08002b102989 v1.0.
+    pub const MGMT: SyntaxId = SyntaxId {
+        uuid: uuid(0xafa8bd80_7d8a_11c9_bef4_08002b102989),
+        version: 1,
+    };
     /// MS-RPCE 2.2.4.12: NDR 2.0.
     pub const NDR20: SyntaxId = SyntaxId {
         uuid: uuid(0x8a885d04_1ceb_11c9_9fe8_08002b104860),

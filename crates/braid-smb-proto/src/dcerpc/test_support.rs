@@ -300,6 +300,20 @@ impl<'a> StubCursor<'a> {
         u32::from_le_bytes([b[0], b[1], b[2], b[3]])
     }
 
+    pub fn u16(&mut self) -> u16 {
+        self.pos = self.pos.div_ceil(2) * 2;
+        let b = &self.buf[self.pos..self.pos + 2];
+        self.pos += 2;
+        u16::from_le_bytes([b[0], b[1]])
+    }
+
+    /// Octets as they are, unaligned.
+    pub fn bytes(&mut self, n: usize) -> &'a [u8] {
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        out
+    }
+
     pub fn pointer(&mut self) -> bool {
         self.u32() != 0
     }

@@ -13,6 +13,12 @@ use crate::state::ServerState;
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     LogoffRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = req.session()?.clone();
+    if let Some(ticket) = req.ticket {
+        // Requests of the session sent before this one take effect first
+        // (crate::order::FileRequestOrder).
+        let order = &req.conn.file_order;
+        order.wait_for_session_before(ticket, session.id).await;
+    }
     end_session(&req.conn.server, &session).await;
     // The response is still signed with the channel's key.
     Ok(Reply::of(&LogoffResponse))
@@ -40,6 +46,7 @@ pub async fn end_session(server: &Arc<ServerState>, session: &Arc<Session>) {
     // Durable opens outlive the session, as Windows and Samba keep them:
     // the client may reconnect them from a new session.
     crate::durable::disconnect_session(server, session).await;
+    super::pipe::close_pipes(session, |_| true);
     for c in &conns {
         c.cancel_session_requests(session.id);
     }

@@ -6,9 +6,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
 use braid_smb_proto::codec::FileId;
 use braid_smb_proto::dcerpc::lsa::LsaBackend;
-use braid_smb_proto::dcerpc::{PipeBackend, PipeEndpoint, SrvsvcBackend};
+use braid_smb_proto::dcerpc::{PipeBackend, PipeEndpoint, PipeError, SrvsvcBackend};
 use braid_smb_proto::messages::create::create_action;
 use braid_smb_proto::messages::{
     CloseResponse, CreateRequest, CreateResponse, IoctlRequest, ReadResponse, WriteResponse,
@@ -16,6 +19,7 @@ use braid_smb_proto::messages::{
 use braid_smb_proto::NtStatus;
 
 use crate::lsa::LsaView;
+use crate::session::Session;
 use crate::smb::{OpResult, Reply, Request};
 use crate::srvsvc::SrvsvcView;
 
@@ -34,15 +38,40 @@ pub struct PipeOpen {
     pub volatile_id: u64,
     pub tree_id: u32,
     endpoint: Mutex<PipeEndpoint>,
+    /// Woken when an answer is queued, for READs waiting on an empty pipe.
+    output_ready: Notify,
+    /// Cancelled when the open ends (CLOSE, TREE_DISCONNECT, LOGOFF): a
+    /// READ still waiting then ends STATUS_PIPE_BROKEN.
+    closed: CancellationToken,
 }
 
-/// The pipe name as opened: `srvsvc`, `\srvsvc` and `PIPE\srvsvc` alike.
-fn pipe_name(name: &str) -> String {
-    let name = name.trim_start_matches('\\').to_lowercase();
-    match name.strip_prefix("pipe\\") {
-        Some(rest) => rest.to_string(),
-        None => name,
+impl PipeOpen {
+    /// The open ends: waiting READs are answered STATUS_PIPE_BROKEN.
+    pub fn close(&self) {
+        self.closed.cancel();
     }
+}
+
+/// Remove a session's pipe opens that `which` selects and end each of them.
+pub fn close_pipes(session: &Session, which: impl Fn(&PipeOpen) -> bool) {
+    let mut closed = Vec::new();
+    session.pipes.lock().unwrap().retain(|_, p| {
+        let keep = !which(p);
+        if !keep {
+            closed.push(p.clone());
+        }
+        keep
+    });
+    for pipe in closed {
+        pipe.close();
+    }
+}
+
+/// The pipe name as opened. Over SMB2 a pipe is named alone (`srvsvc`):
+/// like Windows, `\srvsvc` and `PIPE\srvsvc` name no pipe (the SMB1
+/// spelling `\PIPE\srvsvc` never reaches an SMB2 server).
+fn pipe_name(name: &str) -> String {
+    name.to_lowercase()
 }
 
 /// MS-SMB2 3.3.5.9: a CREATE on IPC$ opens a named pipe, or finds none.
@@ -71,6 +100,8 @@ pub fn create(req: &mut Request<'_>, r: &CreateRequest) -> OpResult {
             volatile_id: volatile,
             tree_id: tree.id,
             endpoint: Mutex::new(endpoint),
+            output_ready: Notify::new(),
+            closed: CancellationToken::new(),
         }),
     );
     drop(pipes);
@@ -129,8 +160,16 @@ impl PipeBackend for CallerView<'_> {
     }
 }
 
-/// Feed what the client wrote to the pipe's endpoint.
-fn feed(req: &Request<'_>, pipe: &PipeOpen, data: &[u8]) -> Result<(), NtStatus> {
+/// Feed what the client wrote to the pipe's endpoint, then take up to
+/// `answer_max` bytes of the answer at once (a transceive), so that no
+/// READ waiting on the pipe takes it first. READs still waiting are woken
+/// for what is left.
+fn feed(
+    req: &Request<'_>,
+    pipe: &PipeOpen,
+    data: &[u8],
+    answer_max: Option<usize>,
+) -> Result<Option<(NtStatus, Vec<u8>)>, NtStatus> {
     let session = req.session()?;
     let state = &req.conn.server;
     let backend = CallerView {
@@ -143,17 +182,22 @@ fn feed(req: &Request<'_>, pipe: &PipeOpen, data: &[u8]) -> Result<(), NtStatus>
             caller: session,
         },
     };
-    pipe.endpoint
-        .lock()
-        .unwrap()
-        .write(data, &backend)
-        .map_err(|_| NtStatus::INVALID_PARAMETER)
+    let mut endpoint = pipe.endpoint.lock().unwrap();
+    endpoint.write(data, &backend).map_err(|e| match e {
+        PipeError::Disconnected => NtStatus::PIPE_DISCONNECTED,
+        _ => NtStatus::INVALID_PARAMETER,
+    })?;
+    let answer = answer_max.map(|max| drain(&mut endpoint, max));
+    if endpoint.has_output() {
+        pipe.output_ready.notify_waiters();
+    }
+    Ok(answer)
 }
 
 /// Up to `max` bytes of the pipe's answer; STATUS_BUFFER_OVERFLOW when the
 /// answer's message has more (message-mode pipes, MS-FSCC 2.3.49).
-fn drain(pipe: &PipeOpen, max: usize) -> (NtStatus, Vec<u8>) {
-    let (data, more) = pipe.endpoint.lock().unwrap().read(max);
+fn drain(endpoint: &mut PipeEndpoint, max: usize) -> (NtStatus, Vec<u8>) {
+    let (data, more) = endpoint.read(max);
     let status = if more {
         NtStatus::BUFFER_OVERFLOW
     } else {
@@ -165,37 +209,65 @@ fn drain(pipe: &PipeOpen, max: usize) -> (NtStatus, Vec<u8>) {
 /// MS-SMB2 3.3.5.13: a WRITE to a pipe hands a request to its endpoint.
 pub fn write(req: &Request<'_>, file_id: FileId, data: &[u8]) -> OpResult {
     let pipe = find(req, file_id)?;
-    feed(req, &pipe, data)?;
+    feed(req, &pipe, data, None)?;
     Ok(Reply::of(&WriteResponse {
         count: data.len() as u32,
         remaining: 0,
     }))
 }
 
-/// MS-SMB2 3.3.5.12: a READ of a pipe takes its pending answer. Nothing
-/// is ever pending without a request before it, so an empty pipe answers
-/// at once (STATUS_PIPE_EMPTY) rather than waiting.
-pub fn read(req: &Request<'_>, file_id: FileId, length: u32) -> OpResult {
+/// MS-SMB2 3.3.5.12: a READ of a pipe takes its pending answer. On an
+/// empty pipe it waits, as a blocking-mode pipe's read does on Windows
+/// (MS-FSCC 2.3.49): for an answer, for the pipe's end (CLOSE,
+/// TREE_DISCONNECT or LOGOFF: STATUS_PIPE_BROKEN) or for a CANCEL. Inside
+/// a compound, where only the last request may wait, it answers
+/// STATUS_PIPE_EMPTY at once.
+pub async fn read(req: &mut Request<'_>, file_id: FileId, length: u32) -> OpResult {
     let pipe = find(req, file_id)?;
-    if !pipe.endpoint.lock().unwrap().has_output() {
-        return Err(NtStatus::PIPE_EMPTY);
+    let max = length.min(MAX_PIPE_READ) as usize;
+    let mut waiting = None;
+    loop {
+        let ready = pipe.output_ready.notified();
+        tokio::pin!(ready);
+        ready.as_mut().enable();
+        {
+            let mut endpoint = pipe.endpoint.lock().unwrap();
+            if endpoint.has_output() {
+                let (status, data) = drain(&mut endpoint, max);
+                return Ok(Reply::with_status(
+                    status,
+                    &ReadResponse {
+                        data,
+                        ..Default::default()
+                    },
+                ));
+            }
+        }
+        if waiting.is_none() {
+            if req.in_compound {
+                return Err(NtStatus::PIPE_EMPTY);
+            }
+            let cancel = req.cancellable();
+            req.go_async()?;
+            waiting = Some(cancel);
+        }
+        let cancel = waiting.as_ref().expect("set above");
+        // The pipe's end wins over the cancel a logoff sends after it.
+        tokio::select! {
+            biased;
+            _ = pipe.closed.cancelled() => return Err(NtStatus::PIPE_BROKEN),
+            _ = cancel.cancelled() => return Err(NtStatus::CANCELLED),
+            _ = &mut ready => {}
+        }
     }
-    let (status, data) = drain(&pipe, length.min(MAX_PIPE_READ) as usize);
-    Ok(Reply::with_status(
-        status,
-        &ReadResponse {
-            data,
-            ..Default::default()
-        },
-    ))
 }
 
 /// MS-SMB2 3.3.5.15.1 FSCTL_PIPE_TRANSCEIVE: write a request, read its
 /// answer, in one round trip.
 pub fn transceive(req: &Request<'_>, r: &IoctlRequest) -> OpResult {
     let pipe = find(req, r.file_id)?;
-    feed(req, &pipe, &r.input)?;
-    let (status, output) = drain(&pipe, r.max_output_response as usize);
+    let answer = feed(req, &pipe, &r.input, Some(r.max_output_response as usize))?;
+    let (status, output) = answer.expect("asked for");
     Ok(super::ioctl::answer(r, status, output))
 }
 
@@ -209,6 +281,7 @@ pub fn close(req: &Request<'_>, file_id: FileId) -> Option<OpResult> {
         .lock()
         .unwrap()
         .remove(&pipe.volatile_id)?;
+    pipe.close();
     Some(Ok(Reply::of(&CloseResponse::default())))
 }
 

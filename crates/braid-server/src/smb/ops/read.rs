@@ -34,7 +34,7 @@ pub fn check_credit_charge(req: &Request<'_>, payload: u32) -> Result<(), NtStat
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let r = ReadRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     if super::pipe::on_ipc(req) {
-        return super::pipe::read(req, r.file_id, r.length);
+        return super::pipe::read(req, r.file_id, r.length).await;
     }
     let open = req.open(r.file_id)?;
     if open.is_directory {

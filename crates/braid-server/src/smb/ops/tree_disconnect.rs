@@ -9,13 +9,15 @@ use crate::smb::{OpResult, Reply, Request};
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     TreeDisconnectRequest::decode(req.msg).map_err(|_| NtStatus::INVALID_PARAMETER)?;
     let session = req.session()?.clone();
+    if let Some(ticket) = req.ticket {
+        // Requests of the session sent before this one take effect first
+        // (crate::order::FileRequestOrder).
+        let order = &req.conn.file_order;
+        order.wait_for_session_before(ticket, session.id).await;
+    }
     let tree = req.tree()?.clone();
     session.remove_tree(tree.id);
-    session
-        .pipes
-        .lock()
-        .unwrap()
-        .retain(|_, p| p.tree_id != tree.id);
+    super::pipe::close_pipes(&session, |p| p.tree_id == tree.id);
     session
         .quota_opens
         .lock()
