@@ -137,17 +137,25 @@ impl SrvsvcBackend for Backend {
     }
 }
 
+/// A BIND of the pipe's own interface on context 0, mgmt on context 1
+/// and dssetup on context 2 (accepted on lsarpc only), so that requests
+/// reach each interface a pipe may carry.
 fn bind(abstract_syntax: SyntaxId) -> Vec<u8> {
     let mut body = Vec::new();
+    let contexts = [abstract_syntax, SyntaxId::MGMT, SyntaxId::DSSETUP]
+        .into_iter()
+        .enumerate()
+        .map(|(id, abstract_syntax)| ContextElement {
+            context_id: id as u16,
+            abstract_syntax,
+            transfer_syntaxes: vec![SyntaxId::NDR20],
+        })
+        .collect();
     Bind {
         max_xmit_frag: MAX_FRAG,
         max_recv_frag: MAX_FRAG,
         assoc_group_id: 0,
-        contexts: vec![ContextElement {
-            context_id: 0,
-            abstract_syntax,
-            transfer_syntaxes: vec![SyntaxId::NDR20],
-        }],
+        contexts,
     }
     .encode(&mut body);
     encode_pdu(ptype::BIND, pfc::FIRST_FRAG | pfc::LAST_FRAG, 1, &body)
@@ -206,9 +214,13 @@ fn run(pipe: &str, abstract_syntax: SyntaxId, data: &[u8]) {
 
 /// A REQUEST PDU for `opnum` with `stub`, on context 0.
 fn request(opnum: u16, stub: &[u8]) -> Vec<u8> {
+    request_on(0, opnum, stub)
+}
+
+fn request_on(context_id: u16, opnum: u16, stub: &[u8]) -> Vec<u8> {
     let mut body = Vec::new();
     body.extend_from_slice(&(stub.len() as u32).to_le_bytes()); // alloc_hint
-    body.extend_from_slice(&0u16.to_le_bytes()); // context id
+    body.extend_from_slice(&context_id.to_le_bytes());
     body.extend_from_slice(&opnum.to_le_bytes());
     body.extend_from_slice(stub);
     encode_pdu(ptype::REQUEST, pfc::FIRST_FRAG | pfc::LAST_FRAG, 2, &body)
@@ -312,14 +324,21 @@ pub fn lsarpc_seeds() -> Vec<(String, Vec<u8>)> {
     // pointer) -> NULL, DomainName (unique) -> NULL.
     let get_user_name = words(&[0, 0, 0x0002_0000, 0]);
     let mut seeds = Vec::new();
-    for (name, opnum, stub) in [
-        ("open-policy2", 44, open_policy2),
-        ("lookup-names", 14, lookup_names),
-        ("lookup-sids", 15, lookup_sids),
-        ("get-user-name", 45, get_user_name),
+    for (name, context_id, opnum, stub) in [
+        ("open-policy2", 0, 44, open_policy2),
+        ("lookup-names", 0, 14, lookup_names),
+        ("lookup-sids", 0, 15, lookup_sids),
+        ("get-user-name", 0, 45, get_user_name),
+        // C706 appendix Q: inq_if_ids, inq_stats (max_count 4),
+        // inq_princ_name (NTLMSSP, 100 bytes); MS-DSSP
+        // DsRolerGetPrimaryDomainInformation level 1.
+        ("mgmt-inq-if-ids", 1, 0, Vec::new()),
+        ("mgmt-inq-stats", 1, 1, words(&[4, 0])),
+        ("mgmt-inq-princ-name", 1, 4, words(&[10, 100])),
+        ("dssetup-basic", 2, 0, vec![1, 0]),
     ] {
         let mut input = vec![1u8 | (31 << 1)];
-        input.extend_from_slice(&request(opnum, &stub));
+        input.extend_from_slice(&request_on(context_id, opnum, &stub));
         seeds.push((name.to_string(), input));
     }
     seeds
