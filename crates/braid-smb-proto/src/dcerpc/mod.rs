@@ -10,6 +10,7 @@ pub mod lsa;
 pub mod ndr;
 pub mod pdu;
 pub mod srvsvc;
+pub mod vt;
 
 pub use endpoint::{PipeBackend, PipeEndpoint, PipeError};
 pub use srvsvc::{
