@@ -5,6 +5,7 @@
 //! Windows' Security tab. Sans-IO: bytes in through
 //! [`PipeEndpoint::write`], answers out through [`PipeEndpoint::read`].
 
+pub mod auth;
 mod endpoint;
 pub mod lsa;
 pub mod ndr;
