@@ -2,13 +2,22 @@
 //! one target each over the same harness: the first
 //! byte picks whether a valid BIND goes first (bit 0) and the size of the
 //! pieces the rest is written and read in (bits 1..7); the rest is what the
-//! client writes. Properties: no panic; every answer read back is one whole
-//! PDU (a read never spans two), that splits cleanly and, for a RESPONSE,
-//! fits the negotiated fragment size.
+//! client writes. The backend authenticates binds (one account, a fixed
+//! server challenge), so NTLMSSP and SPNEGO legs and the verification of
+//! signed and sealed requests are reached too. Properties: no panic; every
+//! answer read back is one whole PDU (a read never spans two), that splits
+//! cleanly and, for a RESPONSE, fits the negotiated fragment size.
+use braid_smb_proto::auth::{
+    nt_hash, AuthOutcome, ClientEntropy, NtlmClient, NtlmServer, SpnegoClient,
+};
+
+use braid_smb_proto::dcerpc::auth::{
+    auth_level, auth_type, encode_pdu_with_auth, OutAuth, RpcAuthBackend, SecTrailer,
+};
+use braid_smb_proto::dcerpc::lsa::{LsaBackend, SidNameUse};
 use braid_smb_proto::dcerpc::pdu::{
     encode_pdu, pfc, ptype, split_fragment, Bind, ContextElement, SyntaxId,
 };
-use braid_smb_proto::dcerpc::lsa::{LsaBackend, SidNameUse};
 use braid_smb_proto::dcerpc::{
     share_type, OpenFileEntry, PipeBackend, PipeEndpoint, ServerInfo, SessionEntry, ShareEntry,
     SrvsvcBackend, TransportEntry, TreeConnectEntry,
@@ -27,6 +36,21 @@ impl PipeBackend for Backend {
     }
     fn lsa(&self) -> &dyn LsaBackend {
         self
+    }
+    fn rpc_auth(&self) -> Option<&dyn RpcAuthBackend> {
+        Some(self)
+    }
+}
+
+impl RpcAuthBackend for Backend {
+    fn ntlm_server(&self) -> NtlmServer {
+        NtlmServer::new([0x11; 8], 0x01d9_0000_0000_0000, "FUZZ", "fuzz", "FUZZ")
+    }
+    fn nt_hash(&self, user: &str, _domain: &str) -> Option<[u8; 16]> {
+        user.eq_ignore_ascii_case("alice").then(|| nt_hash("fuzz"))
+    }
+    fn accepts(&self, outcome: &AuthOutcome) -> bool {
+        outcome.user.eq_ignore_ascii_case("alice")
     }
 }
 
@@ -161,6 +185,47 @@ fn bind(abstract_syntax: SyntaxId) -> Vec<u8> {
     encode_pdu(ptype::BIND, pfc::FIRST_FRAG | pfc::LAST_FRAG, 1, &body)
 }
 
+/// A BIND of srvsvc with an authentication verifier: the first leg of
+/// NTLMSSP or SPNEGO, at packet privacy.
+fn authenticated_bind(auth: u8) -> Vec<u8> {
+    let mut body = Vec::new();
+    Bind {
+        max_xmit_frag: MAX_FRAG,
+        max_recv_frag: MAX_FRAG,
+        assoc_group_id: 0,
+        contexts: vec![ContextElement {
+            context_id: 0,
+            abstract_syntax: SyntaxId::SRVSVC,
+            transfer_syntaxes: vec![SyntaxId::NDR20],
+        }],
+    }
+    .encode(&mut body);
+    let ntlm = NtlmClient::new("alice", "FUZZ", "fuzz");
+    let token = if auth == auth_type::SPNEGO {
+        let entropy = ClientEntropy {
+            client_challenge: [3; 8],
+            random_session_key: [9; 16],
+            timestamp: 0x01d9_0000_0000_0000,
+        };
+        SpnegoClient::new(ntlm, entropy).initial_token()
+    } else {
+        let mut ntlm = ntlm;
+        ntlm.negotiate()
+    };
+    let out = OutAuth {
+        trailer: SecTrailer {
+            auth_type: auth,
+            auth_level: auth_level::PKT_PRIVACY,
+            auth_pad_length: 0,
+            auth_reserved: 0,
+            auth_context_id: 1,
+        },
+        token,
+    };
+    let flags = pfc::FIRST_FRAG | pfc::LAST_FRAG;
+    encode_pdu_with_auth(ptype::BIND, flags, 1, &body, Some(&out))
+}
+
 /// Reads every pending answer in `piece`-byte reads and checks each PDU.
 fn drain(ep: &mut PipeEndpoint, piece: usize, bound: bool) {
     let mut pdu = Vec::new();
@@ -243,6 +308,17 @@ pub fn seeds() -> Vec<(String, Vec<u8>)> {
     let mut bound = vec![1u8 | (63 << 1)];
     bound.extend_from_slice(&share_enum);
     let mut seeds = vec![("bind-enum".into(), unbound), ("enum".into(), bound)];
+    // Authenticated binds, unbound, in 16-byte pieces: the server answers
+    // with a CHALLENGE; what follows is the mutator's to find.
+    for (name, auth) in [
+        ("bind-ntlmssp", auth_type::NTLMSSP),
+        ("bind-spnego", auth_type::SPNEGO),
+    ] {
+        let mut input = vec![15u8 << 1];
+        input.extend_from_slice(&authenticated_bind(auth));
+        input.extend_from_slice(&share_enum);
+        seeds.push((name.to_string(), input));
+    }
     // server_unc, client and user NULL, level 502, container, max, resume.
     let sessions = words(&[0, 0, 0, 502, 502, 0x0002_0000, 0, 0, u32::MAX, 0]);
     // server_unc NULL, a qualifier "IPC$" (a conformant varying string), level 1.

@@ -353,6 +353,25 @@ impl SpnegoServer {
         self.state == ServerState::Done
     }
 
+    /// The NTLM acceptor underneath.
+    pub fn ntlm(&self) -> &NtlmServer {
+        &self.ntlm
+    }
+
+    /// Once done, the session security that signs and seals what follows
+    /// (DCE/RPC calls): the one the mechListMIC exchange used, its RC4
+    /// handles restarted and its sequence numbers past the MICs, or a fresh
+    /// one when no MIC was exchanged.
+    pub fn take_session_security(&mut self) -> Result<NtlmSecurity, AuthError> {
+        if self.state != ServerState::Done {
+            return Err(AuthError::State("SPNEGO not finished"));
+        }
+        match self.sec.take() {
+            Some(sec) => Ok(sec),
+            None => self.ntlm.session_security(),
+        }
+    }
+
     /// Processes one SESSION_SETUP security buffer.
     pub fn step(
         &mut self,
@@ -541,6 +560,7 @@ impl SpnegoServer {
         let our_mic = sec.sign(&self.mech_types_der).to_vec();
         if checked {
             sec.reset();
+            self.sec = Some(sec);
             self.state = ServerState::Done;
             Ok(SpnegoStep::Done {
                 token: NegTokenResp {
@@ -718,6 +738,19 @@ impl SpnegoClient {
     /// The SMB2 session key (ExportedSessionKey), once AUTHENTICATE was built.
     pub fn session_key(&self) -> Option<[u8; 16]> {
         self.ntlm.session_key()
+    }
+
+    /// Once done, the session security for what follows (DCE/RPC calls):
+    /// the one the mechListMIC exchange used, or a fresh one without it
+    /// (see [`SpnegoServer::take_session_security`]).
+    pub fn take_session_security(&mut self) -> Result<NtlmSecurity, AuthError> {
+        if self.state != ClientState::Done {
+            return Err(AuthError::State("SPNEGO not finished"));
+        }
+        match self.sec.take() {
+            Some(sec) => Ok(sec),
+            None => self.ntlm.session_security(),
+        }
     }
 }
 

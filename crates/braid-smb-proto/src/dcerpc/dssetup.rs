@@ -7,7 +7,7 @@
 //! whose accounts live in its own domain.
 
 use super::lsa::LsaBackend;
-use super::ndr::{NdrError, NdrReader, NdrResult, NdrWriter};
+use super::ndr::{NdrError, NdrResult, NdrWriter, Stub};
 use super::pdu::fault_status;
 
 /// MS-DSSP 3.2.5: opnum 0 is the only call; 1–10 are not used on the wire.
@@ -26,7 +26,7 @@ const ROLE_STANDALONE_SERVER: u16 = 2;
 /// out of range).
 const ERROR_INVALID_PARAMETER: u32 = 87;
 
-pub fn handle_call(opnum: u16, stub: &[u8], backend: &dyn LsaBackend) -> Result<Vec<u8>, u32> {
+pub fn handle_call(opnum: u16, stub: Stub<'_>, backend: &dyn LsaBackend) -> Result<Vec<u8>, u32> {
     match opnum {
         GET_PRIMARY_DOMAIN_INFORMATION => {
             get_primary_domain_information(stub, backend).map_err(|_: NdrError| fault_status::NDR)
@@ -39,8 +39,8 @@ pub fn handle_call(opnum: u16, stub: &[u8], backend: &dyn LsaBackend) -> Result<
 /// `[out, switch_is(InfoLevel)] PDSROLER_PRIMARY_DOMAIN_INFORMATION *`: a
 /// unique pointer to a union whose 16-bit discriminant is followed by the
 /// arm at the union's alignment (4).
-fn get_primary_domain_information(stub: &[u8], backend: &dyn LsaBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+fn get_primary_domain_information(stub: Stub<'_>, backend: &dyn LsaBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     let info_level = r.u16()?;
     let mut w = NdrWriter::new();
     if !matches!(

@@ -7,15 +7,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use thiserror::Error;
 
+use super::auth::{self, OutAuth, RpcAuthBackend, RpcSecurity};
 use super::dssetup;
 use super::lsa::{self, LsaBackend, LsaState};
 use super::mgmt::{self, Stats};
+use super::ndr::{Endian, Stub};
 use super::pdu::{
     bind_nak_reason, context_result, encode_pdu, fault_status, pfc, provider_reason, ptype,
     split_fragment, Bind, BindAck, BindNak, CommonHeader, ContextElement, ContextResult, Fault,
     Fragment, PduError, Request, Response, SyntaxId, COMMON_HEADER_LEN, RESPONSE_HEADER_LEN,
 };
 use super::srvsvc::{self, SrvsvcBackend};
+use super::vt;
 
 /// The fragment size Windows and Samba use over SMB: the most this end
 /// sends or accepts in one fragment.
@@ -52,7 +55,10 @@ pub enum PipeError {
     RequestTooLarge,
     #[error("more than {MAX_PENDING_OUTPUT} bytes of answers wait unread")]
     OutputBacklog,
-    #[error("the association was ended after a protocol error")]
+    /// A protocol error (a context redefined) or a security failure ended
+    /// the association, as Samba and Windows end it
+    /// (dcesrv_fault_disconnect): the pipe takes no further PDU.
+    #[error("the association was ended after a protocol or security failure")]
     Disconnected,
 }
 
@@ -72,6 +78,7 @@ struct PendingCall {
     call_id: u32,
     context_id: u16,
     opnum: u16,
+    endian: Endian,
     stub: Vec<u8>,
     /// Fault status decided at the first fragment; the stub is then dropped.
     refusal: Option<u32>,
@@ -82,6 +89,10 @@ struct PendingCall {
 pub trait PipeBackend {
     fn srvsvc(&self) -> &dyn SrvsvcBackend;
     fn lsa(&self) -> &dyn LsaBackend;
+    /// What authenticated binds are checked against; None refuses them.
+    fn rpc_auth(&self) -> Option<&dyn RpcAuthBackend> {
+        None
+    }
 }
 
 /// An RPC interface a pipe may carry.
@@ -148,14 +159,14 @@ impl PipeService {
         &mut self,
         interface: Interface,
         opnum: u16,
-        stub: &[u8],
+        stub: Stub<'_>,
         backend: &dyn PipeBackend,
         stats: Stats,
     ) -> Result<Vec<u8>, u32> {
         match (interface, self) {
-            (Interface::Srvsvc, _) => srvsvc::handle_call(opnum, stub, backend.srvsvc()),
+            (Interface::Srvsvc, _) => srvsvc::handle_stub(opnum, stub, backend.srvsvc()),
             (Interface::Lsarpc, PipeService::Lsarpc(state)) => {
-                lsa::handle_call(opnum, stub, backend.lsa(), state)
+                lsa::handle_stub(opnum, stub, backend.lsa(), state)
             }
             (Interface::Dssetup, _) => dssetup::handle_call(opnum, stub, backend.lsa()),
             (Interface::Mgmt, service) => {
@@ -176,6 +187,8 @@ pub struct PipeEndpoint {
     service: PipeService,
     input: Vec<u8>,
     association: Option<Association>,
+    /// The bind's security context, if it asked for one (`auth.rs`).
+    security: RpcSecurity,
     pending: Option<PendingCall>,
     /// One PDU per entry: a message of the message-mode pipe.
     output: VecDeque<Vec<u8>>,
@@ -197,6 +210,7 @@ impl PipeEndpoint {
             service,
             input: Vec::new(),
             association: None,
+            security: RpcSecurity::default(),
             pending: None,
             output: VecDeque::new(),
             output_read: 0,
@@ -211,9 +225,6 @@ impl PipeEndpoint {
     /// are dropped (the stream cannot be resynchronised), so the next write
     /// must start a PDU; bound contexts and unread answers stay.
     pub fn write(&mut self, data: &[u8], backend: &dyn PipeBackend) -> Result<(), PipeError> {
-        if self.disconnected {
-            return Err(PipeError::Disconnected);
-        }
         let result = self.consume(data, backend);
         if result.is_err() {
             self.input.clear();
@@ -293,12 +304,16 @@ impl PipeEndpoint {
         if self.output_bytes >= MAX_PENDING_OUTPUT {
             return Err(PipeError::OutputBacklog);
         }
+        if self.disconnected || self.security.terminated() {
+            return Err(PipeError::Disconnected);
+        }
         let frag = split_fragment(pdu)?;
         self.stats.pkts_in = self.stats.pkts_in.wrapping_add(1);
         match frag.header.ptype {
-            ptype::BIND => self.bind(&frag),
-            ptype::ALTER_CONTEXT => self.alter_context(&frag),
-            ptype::REQUEST => self.request(&frag, backend),
+            ptype::BIND => self.bind(&frag, backend),
+            ptype::ALTER_CONTEXT => self.alter_context(&frag, backend),
+            ptype::AUTH3 => self.auth3(&frag, backend),
+            ptype::REQUEST => self.request(pdu, &frag, backend),
             // Cancel and orphaned notices need no answer, and no call here
             // runs long enough to be interrupted (Samba ignores them too).
             ptype::CO_CANCEL | ptype::ORPHANED => Ok(()),
@@ -307,21 +322,15 @@ impl PipeEndpoint {
     }
 
     /// C706 12.6.4.3 bind -> 12.6.4.4 bind_ack or 12.6.4.5 bind_nak.
-    fn bind(&mut self, frag: &Fragment<'_>) -> Result<(), PipeError> {
+    fn bind(&mut self, frag: &Fragment<'_>, backend: &dyn PipeBackend) -> Result<(), PipeError> {
         let call_id = frag.header.call_id;
-        // Only unauthenticated binds: the SMB session already authenticated
-        // the client, as Samba serves srvsvc.
-        if frag.header.auth_length != 0 {
-            self.push_bind_nak(call_id, bind_nak_reason::AUTHENTICATION_TYPE_NOT_RECOGNIZED);
-            return Ok(());
-        }
         // One bind per connection, as Samba and Windows hold it; a client
         // adds contexts with alter_context.
         if self.association.is_some() {
             self.push_bind_nak(call_id, bind_nak_reason::NOT_SPECIFIED);
             return Ok(());
         }
-        let bind = Bind::decode(frag.body)?;
+        let bind = Bind::decode_in(frag.body, frag.header.endian)?;
         if bind.contexts.is_empty() {
             self.push_bind_nak(call_id, bind_nak_reason::PROTOCOL_VERSION_NOT_SUPPORTED);
             return Ok(());
@@ -331,6 +340,15 @@ impl PipeEndpoint {
         let Ok(results) = negotiate_contexts(&bind.contexts, served, &mut accepted_contexts) else {
             self.push_bind_nak(call_id, bind_nak_reason::NOT_SPECIFIED);
             return Ok(());
+        };
+        // MS-RPCE 3.3.1.5.2: the security context's first leg, once the
+        // contexts are known to be acceptable (Samba's order).
+        let auth = match self.security.bind(frag, backend.rpc_auth()) {
+            Ok(auth) => auth,
+            Err(reason) => {
+                self.push_bind_nak(call_id, reason);
+                return Ok(());
+            }
         };
         let max_frag = negotiate_frag(bind.max_xmit_frag, bind.max_recv_frag);
         let assoc_group_id = match bind.assoc_group_id {
@@ -349,56 +367,92 @@ impl PipeEndpoint {
             secondary_address: self.service.secondary_address().to_vec(),
             results,
         };
-        self.push_ack(ptype::BIND_ACK, call_id, &ack);
+        let flags = self.header_sign_flag(frag);
+        self.push_ack(ptype::BIND_ACK, flags, call_id, &ack, auth.as_ref());
+        Ok(())
+    }
+
+    /// MS-RPCE 3.3.1.5.2.2: header signing is offered back to a client
+    /// that asked for it in an authenticated bind, as Samba and Windows
+    /// do (NTLMSSP signs the whole PDU, header included, regardless).
+    fn header_sign_flag(&self, frag: &Fragment<'_>) -> u8 {
+        if self.security.client_header_signing()
+            && frag.header.pfc_flags & auth::PFC_SUPPORT_HEADER_SIGN != 0
+            && frag.header.auth_length != 0
+        {
+            auth::PFC_SUPPORT_HEADER_SIGN
+        } else {
+            0
+        }
+    }
+
+    /// MS-RPCE 2.2.2.10 rpc_auth_3: the last NTLMSSP leg, unanswered
+    /// unless it is malformed.
+    fn auth3(&mut self, frag: &Fragment<'_>, backend: &dyn PipeBackend) -> Result<(), PipeError> {
+        if let Err(status) = self.security.auth3(frag, backend.rpc_auth()) {
+            self.push_fault(frag.header.call_id, 0, status, pfc::DID_NOT_EXECUTE);
+        }
         Ok(())
     }
 
     /// C706 12.6.4.1 alter_context -> 12.6.4.2 alter_context_resp.
-    fn alter_context(&mut self, frag: &Fragment<'_>) -> Result<(), PipeError> {
+    fn alter_context(
+        &mut self,
+        frag: &Fragment<'_>,
+        backend: &dyn PipeBackend,
+    ) -> Result<(), PipeError> {
         let call_id = frag.header.call_id;
-        let alter = Bind::decode(frag.body)?;
+        let alter = Bind::decode_in(frag.body, frag.header.endian)?;
         let served = self.service.interfaces();
-        let outcome = match self.association.as_mut() {
-            None => Err(Refusal::Fault(fault_status::NCA_PROTO_ERROR)),
-            Some(_) if frag.header.auth_length != 0 => {
-                Err(Refusal::Fault(fault_status::ACCESS_DENIED))
-            }
-            Some(_) if alter.contexts.is_empty() => {
+        // MS-RPCE 3.3.1.5.2: a further leg of the bind's security context.
+        let auth = match self.association {
+            Some(_) => self.security.alter(frag, backend.rpc_auth()),
+            None => Err(fault_status::NCA_PROTO_ERROR),
+        };
+        let flags = self.header_sign_flag(frag);
+        let outcome = match (self.association.as_mut(), auth) {
+            (None, _) => Err(Refusal::Fault(fault_status::NCA_PROTO_ERROR)),
+            (Some(_), Err(status)) => Err(Refusal::Fault(status)),
+            (Some(_), Ok(_)) if alter.contexts.is_empty() => {
                 Err(Refusal::Fault(fault_status::NCA_PROTO_ERROR))
             }
-            Some(assoc) => {
+            (Some(assoc), Ok(auth)) => {
                 negotiate_contexts(&alter.contexts, served, &mut assoc.accepted_contexts).map(
-                    |results| BindAck {
-                        max_xmit_frag: assoc.max_frag,
-                        max_recv_frag: assoc.max_frag,
-                        assoc_group_id: assoc.assoc_group_id,
-                        secondary_address: Vec::new(),
-                        results,
+                    |results| {
+                        let ack = BindAck {
+                            max_xmit_frag: assoc.max_frag,
+                            max_recv_frag: assoc.max_frag,
+                            assoc_group_id: assoc.assoc_group_id,
+                            secondary_address: Vec::new(),
+                            results,
+                        };
+                        (ack, auth)
                     },
                 )
             }
         };
+        let protocol_error = fault_status::NCA_PROTO_ERROR;
         match outcome {
-            Ok(ack) => self.push_ack(ptype::ALTER_CONTEXT_RESP, call_id, &ack),
+            Ok((ack, auth)) => {
+                self.push_ack(
+                    ptype::ALTER_CONTEXT_RESP,
+                    flags,
+                    call_id,
+                    &ack,
+                    auth.as_ref(),
+                );
+            }
             Err(Refusal::Fault(status)) => {
                 self.push_fault(call_id, 0, status, pfc::DID_NOT_EXECUTE)
             }
-            Err(Refusal::Malformed) => self.push_fault(
-                call_id,
-                0,
-                fault_status::NCA_PROTO_ERROR,
-                pfc::DID_NOT_EXECUTE,
-            ),
+            Err(Refusal::Malformed) => {
+                self.push_fault(call_id, 0, protocol_error, pfc::DID_NOT_EXECUTE)
+            }
             // MS-RPCE 3.3.1.5.1: a protocol error ends the association;
             // the client reads the fault, and its next PDU finds the pipe
             // disconnected, as on Samba.
             Err(Refusal::ContextRedefined) => {
-                self.push_fault(
-                    call_id,
-                    0,
-                    fault_status::NCA_PROTO_ERROR,
-                    pfc::DID_NOT_EXECUTE,
-                );
+                self.push_fault(call_id, 0, protocol_error, pfc::DID_NOT_EXECUTE);
                 self.disconnected = true;
             }
         }
@@ -407,26 +461,42 @@ impl PipeEndpoint {
 
     /// C706 12.6.4.9 request: fragments gathered until LAST_FRAG, then the
     /// call is answered by response fragments or a fault.
-    fn request(&mut self, frag: &Fragment<'_>, backend: &dyn PipeBackend) -> Result<(), PipeError> {
+    fn request(
+        &mut self,
+        pdu: &[u8],
+        frag: &Fragment<'_>,
+        backend: &dyn PipeBackend,
+    ) -> Result<(), PipeError> {
         let header = frag.header;
-        let req = Request::decode(frag.body, header.pfc_flags)?;
+        let req = Request::decode_in(frag.body, header.pfc_flags, header.endian)?;
         let first = header.pfc_flags & pfc::FIRST_FRAG != 0;
         let mut call = match self.pending.take() {
             None if first => PendingCall {
                 call_id: header.call_id,
                 context_id: req.context_id,
                 opnum: req.opnum,
+                endian: header.endian,
                 stub: Vec::new(),
-                refusal: self.refusal(&header, req.context_id),
+                refusal: self.refusal(req.context_id),
             },
             Some(call) if !first && call.call_id == header.call_id => call,
             _ => return Err(PipeError::FragmentSequence(header.call_id)),
         };
+        // MS-RPCE 3.3.1.5.2.2: each fragment is verified (and unsealed) by
+        // itself, in order, so that the sequence numbers stay in step; a
+        // failure ends the association (`auth.rs`).
+        let stub = match self.security.open_request(pdu, frag) {
+            Ok(stub) => stub,
+            Err(status) => {
+                self.push_fault(call.call_id, call.context_id, status, 0);
+                return Ok(());
+            }
+        };
         if call.refusal.is_none() {
-            if call.stub.len() + req.stub.len() > MAX_REQUEST_STUB {
+            if call.stub.len() + stub.len() > MAX_REQUEST_STUB {
                 return Err(PipeError::RequestTooLarge);
             }
-            call.stub.extend_from_slice(&req.stub);
+            call.stub.extend_from_slice(&stub);
         }
         if header.pfc_flags & pfc::LAST_FRAG == 0 {
             self.pending = Some(call);
@@ -446,10 +516,24 @@ impl PipeEndpoint {
             self.push_fault(call.call_id, call.context_id, status, pfc::DID_NOT_EXECUTE);
             return Ok(());
         };
+        // MS-RPCE 2.2.2.13: a verification trailer ends the stub; what it
+        // claims (the context's own interface among it) must be what the
+        // call came with (Samba: ACCESS_DENIED).
+        let (stub, trailer) = vt::pop(&call.stub, call.endian);
+        if trailer.is_some_and(|t| !t.check(&self.expected_trailer(&call, interface))) {
+            self.push_fault(
+                call.call_id,
+                call.context_id,
+                fault_status::ACCESS_DENIED,
+                0,
+            );
+            return Ok(());
+        }
+        let stub = Stub::new(stub, call.endian);
         let stats = self.stats;
         match self
             .service
-            .call(interface, call.opnum, &call.stub, backend, stats)
+            .call(interface, call.opnum, stub, backend, stats)
         {
             Ok(stub) => self.push_response(call.call_id, call.context_id, &stub),
             Err(status) => {
@@ -472,13 +556,29 @@ impl PipeEndpoint {
         Ok(())
     }
 
+    /// What a verification trailer must say about `call`.
+    fn expected_trailer(&self, call: &PendingCall, interface: Interface) -> vt::Expected {
+        vt::Expected {
+            client_header_signing: self.security.client_header_signing(),
+            abstract_syntax: interface.syntax(),
+            transfer_syntax: SyntaxId::NDR20,
+            header2: vt::Header2 {
+                ptype: ptype::REQUEST,
+                drep: match call.endian {
+                    Endian::Little => super::pdu::DREP_LITTLE_ENDIAN,
+                    Endian::Big => super::pdu::DREP_BIG_ENDIAN,
+                },
+                call_id: call.call_id,
+                context_id: call.context_id,
+                opnum: call.opnum,
+            },
+        }
+    }
+
     /// Why a call cannot run, decided from its first fragment.
-    fn refusal(&self, header: &CommonHeader, context_id: u16) -> Option<u32> {
+    fn refusal(&self, context_id: u16) -> Option<u32> {
         match &self.association {
             None => Some(fault_status::NCA_UNK_IF),
-            // No security context was ever established (binds with auth
-            // are refused), so an authenticated request has none to use.
-            Some(_) if header.auth_length != 0 => Some(fault_status::ACCESS_DENIED),
             Some(assoc) if !assoc.accepted_contexts.contains_key(&context_id) => {
                 Some(fault_status::NCA_UNK_IF)
             }
@@ -492,14 +592,19 @@ impl PipeEndpoint {
         self.output.push_back(pdu);
     }
 
-    fn push_ack(&mut self, ptype: u8, call_id: u32, ack: &BindAck) {
+    fn push_ack(
+        &mut self,
+        ptype: u8,
+        extra_flags: u8,
+        call_id: u32,
+        ack: &BindAck,
+        auth: Option<&OutAuth>,
+    ) {
         let mut body = Vec::new();
         ack.encode(&mut body);
-        self.push(encode_pdu(
-            ptype,
-            pfc::FIRST_FRAG | pfc::LAST_FRAG,
-            call_id,
-            &body,
+        let flags = pfc::FIRST_FRAG | pfc::LAST_FRAG | extra_flags;
+        self.push(auth::encode_pdu_with_auth(
+            ptype, flags, call_id, &body, auth,
         ));
     }
 
@@ -538,7 +643,7 @@ impl PipeEndpoint {
     /// max_xmit_frag, alloc_hint counting the stub left from this fragment.
     fn push_response(&mut self, call_id: u32, context_id: u16, stub: &[u8]) {
         let max_frag = self.association.as_ref().map_or(MAX_FRAG, |a| a.max_frag);
-        let per_fragment = max_frag as usize - RESPONSE_HEADER_LEN;
+        let per_fragment = self.security.stub_per_fragment(max_frag);
         let mut offset = 0;
         loop {
             let end = (offset + per_fragment).min(stub.len());
@@ -557,7 +662,9 @@ impl PipeEndpoint {
                 stub: stub[offset..end].to_vec(),
             }
             .encode(&mut body);
-            self.push(encode_pdu(ptype::RESPONSE, flags, call_id, &body));
+            // Signed and sealed fragment by fragment (MS-RPCE 2.2.2.11).
+            let pdu = self.security.response_pdu(flags, call_id, &body);
+            self.push(pdu);
             offset = end;
             if offset == stub.len() {
                 return;

@@ -6,7 +6,7 @@
 //! offer it on every pipe; tools (`rpcclient`'s `mgmt` calls, smbtorture
 //! `rpc.mgmt`) bind it to learn what a pipe carries.
 
-use super::ndr::{NdrError, NdrReader, NdrResult, NdrWriter};
+use super::ndr::{NdrError, NdrResult, NdrWriter, Stub};
 use super::pdu::{fault_status, SyntaxId};
 
 /// C706 Q.2 operation numbers.
@@ -43,7 +43,7 @@ pub struct Stats {
 /// among them).
 pub fn handle_call(
     opnum: u16,
-    stub: &[u8],
+    stub: Stub<'_>,
     interfaces: &[SyntaxId],
     stats: Stats,
 ) -> Result<Vec<u8>, u32> {
@@ -84,8 +84,8 @@ fn inq_if_ids(interfaces: &[SyntaxId]) -> Vec<u8> {
 /// C706 Q.2.2 rpc_mgmt_inq_stats: `[in] max_count`, then a struct of a
 /// count and a conformant array of that many counters. Like Samba, only
 /// the full vector of four is answered.
-fn inq_stats(stub: &[u8], stats: Stats) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+fn inq_stats(stub: Stub<'_>, stats: Stats) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     let max_count = r.u32()?;
     let _reserved = r.u32()?;
     let mut w = NdrWriter::new();
@@ -120,11 +120,12 @@ fn is_server_listening() -> Vec<u8> {
 
 /// C706 Q.2.5 rpc_mgmt_inq_server_princ_name: `[in] authn_proto,
 /// princ_name_size`, `[out, string, size_is(princ_name_size)] char[]`.
-/// No authentication service of this endpoint has a principal name, so
-/// every protocol is unknown and the name comes back empty; a size of 0
-/// leaves no room for the string at all and is bad stub data.
-fn inq_princ_name(stub: &[u8]) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+/// The binds served authenticate with NTLMSSP, alone or under SPNEGO,
+/// which name no server principal (a Kerberos notion), so every protocol
+/// is unknown and the name comes back empty, as Samba answers without a
+/// keytab; a size of 0 leaves no room for the string and is bad stub data.
+fn inq_princ_name(stub: Stub<'_>) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     let _authn_proto = r.u32()?;
     let size = r.u32()?;
     if size == 0 {

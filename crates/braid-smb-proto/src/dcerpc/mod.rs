@@ -5,6 +5,7 @@
 //! Windows' Security tab. Sans-IO: bytes in through
 //! [`PipeEndpoint::write`], answers out through [`PipeEndpoint::read`].
 
+pub mod auth;
 mod dssetup;
 mod endpoint;
 pub mod lsa;
@@ -12,6 +13,7 @@ mod mgmt;
 pub mod ndr;
 pub mod pdu;
 pub mod srvsvc;
+pub mod vt;
 
 pub use endpoint::{PipeBackend, PipeEndpoint, PipeError};
 pub use srvsvc::{

@@ -1,8 +1,10 @@
-//! NDR 2.0 (C706 chapter 14), little-endian, as far as srvsvc and lsarpc
-//! need it: primitives with natural alignment, unique pointers, fixed
-//! octet arrays, and conformant varying UTF-16 strings. Offsets and
-//! alignment count from the start of the stub (C706 chapter 14: alignment
-//! is relative to the octet stream).
+//! NDR 2.0 (C706 chapter 14), as far as srvsvc and lsarpc need it:
+//! primitives with natural alignment, unique pointers, fixed octet arrays,
+//! and conformant varying UTF-16 strings. Offsets and alignment count from
+//! the start of the stub (C706 chapter 14: alignment is relative to the
+//! octet stream). Answers are written little-endian; requests are read in
+//! the integer representation their PDU's drep names (C706 14.2.5), since
+//! a client may send big-endian NDR (Samba's `bigendian` binding option).
 
 use thiserror::Error;
 
@@ -17,6 +19,38 @@ pub enum NdrError {
 }
 
 pub type NdrResult<T> = Result<T, NdrError>;
+
+/// C706 14.2.5: the integer representation a PDU's drep names (high
+/// nibble of drep[0]: 0 big-endian, 1 little-endian). It applies to every
+/// multi-octet integer of the PDU's headers and stub, UTF-16 code units
+/// included; octet arrays are what they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Endian {
+    #[default]
+    Little,
+    Big,
+}
+
+/// A request's stub and the representation it is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stub<'a> {
+    pub bytes: &'a [u8],
+    pub endian: Endian,
+}
+
+impl<'a> Stub<'a> {
+    pub fn new(bytes: &'a [u8], endian: Endian) -> Self {
+        Stub { bytes, endian }
+    }
+
+    pub fn little_endian(bytes: &'a [u8]) -> Self {
+        Stub::new(bytes, Endian::Little)
+    }
+
+    pub fn reader(self) -> NdrReader<'a> {
+        NdrReader::with_endian(self.bytes, self.endian)
+    }
+}
 
 /// The first referent id Windows gives an embedded pointer; each further
 /// pointer takes the next multiple of 4.
@@ -126,12 +160,30 @@ impl NdrWriter {
 #[derive(Clone)]
 pub struct NdrReader<'a> {
     reader: Reader<'a>,
+    endian: Endian,
 }
 
 impl<'a> NdrReader<'a> {
+    /// A little-endian stub.
     pub fn new(buf: &'a [u8]) -> Self {
+        Self::with_endian(buf, Endian::Little)
+    }
+
+    pub fn with_endian(buf: &'a [u8], endian: Endian) -> Self {
         NdrReader {
             reader: Reader::new(buf),
+            endian,
+        }
+    }
+
+    pub fn endian(&self) -> Endian {
+        self.endian
+    }
+
+    fn unit(&self, c: &[u8]) -> u16 {
+        match self.endian {
+            Endian::Little => u16::from_le_bytes([c[0], c[1]]),
+            Endian::Big => u16::from_be_bytes([c[0], c[1]]),
         }
     }
 
@@ -175,22 +227,22 @@ impl<'a> NdrReader<'a> {
             .checked_mul(2)
             .ok_or(NdrError::Truncated(self.pos()))?;
         let raw = self.bytes(len)?;
-        Ok(raw
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect())
+        Ok(raw.chunks_exact(2).map(|c| self.unit(c)).collect())
     }
 
     pub fn u16(&mut self) -> NdrResult<u16> {
         self.align(2)?;
         let b = self.bytes(2)?;
-        Ok(u16::from_le_bytes([b[0], b[1]]))
+        Ok(self.unit(b))
     }
 
     pub fn u32(&mut self) -> NdrResult<u32> {
         self.align(4)?;
-        let b = self.bytes(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        let b: [u8; 4] = self.bytes(4)?.try_into().expect("4 bytes");
+        Ok(match self.endian {
+            Endian::Little => u32::from_le_bytes(b),
+            Endian::Big => u32::from_be_bytes(b),
+        })
     }
 
     /// A unique pointer's referent id: whether a pointee follows.
@@ -222,7 +274,7 @@ impl<'a> NdrReader<'a> {
         let raw = self.bytes(len)?;
         let units = raw
             .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .map(|c| self.unit(c))
             .take_while(|&u| u != 0);
         char::decode_utf16(units)
             .collect::<Result<String, _>>()
@@ -290,6 +342,29 @@ mod tests {
         assert_eq!(NdrReader::new(&s).wstring(), Err(NdrError::Truncated(12)));
         let s = raw_wstring(1, 0, 1, &[0xD800]);
         assert!(NdrReader::new(&s).wstring().is_err());
+    }
+
+    #[test]
+    fn big_endian_integers_and_strings() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&0x0102u16.to_be_bytes());
+        b.extend_from_slice(&[0xAA, 0xAA]);
+        b.extend_from_slice(&0x0304_0506u32.to_be_bytes());
+        for v in [3u32, 0, 3] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        for u in "hi\0".encode_utf16() {
+            b.extend_from_slice(&u.to_be_bytes());
+        }
+        let mut r = Stub::new(&b, Endian::Big).reader();
+        assert_eq!(r.endian(), Endian::Big);
+        assert_eq!(r.u16().unwrap(), 0x0102);
+        assert_eq!(r.u32().unwrap(), 0x0304_0506);
+        assert_eq!(r.wstring().unwrap(), "hi");
+        assert_eq!(r.remaining(), 0);
+        // The same octets read little-endian are other values.
+        let mut r = NdrReader::new(&b);
+        assert_eq!(r.u16().unwrap(), 0x0201);
     }
 
     proptest! {

@@ -1,7 +1,9 @@
-//! Connection-oriented DCE/RPC PDUs (C706 chapter 12.6, MS-RPCE 2.2.2),
-//! little-endian NDR only. Bodies are the bytes after the 16-byte common
-//! header and before any authentication trailer.
+//! Connection-oriented DCE/RPC PDUs (C706 chapter 12.6, MS-RPCE 2.2.2).
+//! Bodies are the bytes after the 16-byte common header and before any
+//! authentication trailer. What a client sends is read in the integer
+//! representation its drep names; what this end sends is little-endian.
 
+use super::ndr::Endian;
 use crate::codec::{Reader, WriteLe};
 use thiserror::Error;
 
@@ -14,6 +16,8 @@ pub const SEC_TRAILER_LEN: usize = 8;
 pub const RPC_VERS: u8 = 5;
 /// Integer representation little-endian, characters ASCII, floats IEEE.
 pub const DREP_LITTLE_ENDIAN: [u8; 4] = [0x10, 0, 0, 0];
+/// The same with big-endian integers.
+pub const DREP_BIG_ENDIAN: [u8; 4] = [0x00, 0, 0, 0];
 
 /// C706 12.6.4: PDU types (connection-oriented).
 pub mod ptype {
@@ -72,6 +76,9 @@ pub mod fault_status {
     pub const NCA_UNK_IF: u32 = 0x1C01_0003;
     pub const NCA_PROTO_ERROR: u32 = 0x1C01_000B;
     pub const ACCESS_DENIED: u32 = 0x0000_0005;
+    /// RPC_S_SEC_PKG_ERROR (MS-RPCE 3.3.1.5.2.2: a request whose verifier
+    /// does not verify).
+    pub const SEC_PKG_ERROR: u32 = 0x0000_0721;
     /// RPC_X_BAD_STUB_DATA.
     pub const NDR: u32 = 0x0000_06F7;
 }
@@ -95,13 +102,15 @@ pub enum PduError {
 struct Cursor<'a> {
     reader: Reader<'a>,
     what: &'static str,
+    endian: Endian,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(buf: &'a [u8], what: &'static str) -> Self {
+    fn new(buf: &'a [u8], what: &'static str, endian: Endian) -> Self {
         Cursor {
             reader: Reader::new(buf),
             what,
+            endian,
         }
     }
     fn truncated(&self) -> PduError {
@@ -117,10 +126,28 @@ impl<'a> Cursor<'a> {
         self.reader.u8().map_err(|_| self.truncated())
     }
     fn u16(&mut self) -> Result<u16, PduError> {
-        self.reader.u16().map_err(|_| self.truncated())
+        match self.endian {
+            Endian::Little => self.reader.u16(),
+            Endian::Big => self.reader.u16_be(),
+        }
+        .map_err(|_| self.truncated())
     }
     fn u32(&mut self) -> Result<u32, PduError> {
-        self.reader.u32().map_err(|_| self.truncated())
+        match self.endian {
+            Endian::Little => self.reader.u32(),
+            Endian::Big => self.reader.u32_be(),
+        }
+        .map_err(|_| self.truncated())
+    }
+    /// A UUID (C706 appendix A: u32, u16, u16, eight octets), returned in
+    /// little-endian wire order whatever order it came in.
+    fn uuid(&mut self) -> Result<[u8; 16], PduError> {
+        let mut out = [0u8; 16];
+        out[..4].copy_from_slice(&self.u32()?.to_le_bytes());
+        out[4..6].copy_from_slice(&self.u16()?.to_le_bytes());
+        out[6..8].copy_from_slice(&self.u16()?.to_le_bytes());
+        out[8..].copy_from_slice(&self.array::<8>()?);
+        Ok(out)
     }
     fn rest(&mut self) -> &'a [u8] {
         let n = self.reader.remaining();
@@ -197,9 +224,15 @@ impl SyntaxId {
 
     fn decode(c: &mut Cursor<'_>) -> Result<Self, PduError> {
         Ok(SyntaxId {
-            uuid: c.array()?,
+            uuid: c.uuid()?,
             version: c.u32()?,
         })
+    }
+
+    /// The 20 octets of a p_syntax_id_t in `endian` order (the verification
+    /// trailer's pcontext carries them in the request's representation).
+    pub fn decode_in(buf: &[u8], endian: Endian) -> Result<Self, PduError> {
+        Self::decode(&mut Cursor::new(buf, "syntax id", endian))
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
@@ -214,6 +247,9 @@ pub struct CommonHeader {
     pub rpc_vers_minor: u8,
     pub ptype: u8,
     pub pfc_flags: u8,
+    /// drep's integer representation: that of every integer after it,
+    /// in the headers and in the stub.
+    pub endian: Endian,
     pub frag_length: u16,
     pub auth_length: u16,
     pub call_id: u32,
@@ -221,9 +257,9 @@ pub struct CommonHeader {
 
 impl CommonHeader {
     /// Refuses what this server cannot even frame: another major version,
-    /// or big-endian integers (frag_length itself would read wrong).
+    /// or a data representation other than ASCII with either byte order.
     pub fn decode(buf: &[u8]) -> Result<Self, PduError> {
-        let mut c = Cursor::new(buf, "common header");
+        let mut c = Cursor::new(buf, "common header", Endian::Little);
         let vers = c.u8()?;
         let minor = c.u8()?;
         let ptype = c.u8()?;
@@ -232,27 +268,51 @@ impl CommonHeader {
         if vers != RPC_VERS || minor > 1 {
             return Err(PduError::Version(vers, minor));
         }
-        // Integer representation in the high nibble (0x1 = little-endian),
-        // character set in the low one (0 = ASCII); floats are never used.
-        if drep[0] != DREP_LITTLE_ENDIAN[0] {
-            return Err(PduError::DataRepresentation(drep));
-        }
+        // C706 14.1: integer representation in the high nibble (0 big-,
+        // 1 little-endian), character set in the low one (0 = ASCII);
+        // floats are never used.
+        c.endian = match drep[0] {
+            0x10 => Endian::Little,
+            0x00 => Endian::Big,
+            _ => return Err(PduError::DataRepresentation(drep)),
+        };
         Ok(CommonHeader {
             rpc_vers_minor: minor,
             ptype,
             pfc_flags,
+            endian: c.endian,
             frag_length: c.u16()?,
             auth_length: c.u16()?,
             call_id: c.u32()?,
         })
     }
 
+    /// The drep octets of this header's representation.
+    pub fn drep(&self) -> [u8; 4] {
+        match self.endian {
+            Endian::Little => DREP_LITTLE_ENDIAN,
+            Endian::Big => DREP_BIG_ENDIAN,
+        }
+    }
+
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&[RPC_VERS, self.rpc_vers_minor, self.ptype, self.pfc_flags]);
-        out.extend_from_slice(&DREP_LITTLE_ENDIAN);
-        out.put_u16(self.frag_length);
-        out.put_u16(self.auth_length);
-        out.put_u32(self.call_id);
+        out.extend_from_slice(&self.drep());
+        let (frag, auth, call) = match self.endian {
+            Endian::Little => (
+                self.frag_length.to_le_bytes(),
+                self.auth_length.to_le_bytes(),
+                self.call_id.to_le_bytes(),
+            ),
+            Endian::Big => (
+                self.frag_length.to_be_bytes(),
+                self.auth_length.to_be_bytes(),
+                self.call_id.to_be_bytes(),
+            ),
+        };
+        out.extend_from_slice(&frag);
+        out.extend_from_slice(&auth);
+        out.extend_from_slice(&call);
     }
 }
 
@@ -306,6 +366,7 @@ pub fn encode_pdu(ptype: u8, pfc_flags: u8, call_id: u32, body: &[u8]) -> Vec<u8
         rpc_vers_minor: 0,
         ptype,
         pfc_flags,
+        endian: Endian::Little,
         frag_length: total.min(u16::MAX as usize) as u16,
         auth_length: 0,
         call_id,
@@ -333,8 +394,14 @@ pub struct Bind {
 }
 
 impl Bind {
+    /// A little-endian body.
     pub fn decode(body: &[u8]) -> Result<Self, PduError> {
-        let mut c = Cursor::new(body, "bind");
+        Self::decode_in(body, Endian::Little)
+    }
+
+    /// A body in the representation its header names.
+    pub fn decode_in(body: &[u8], endian: Endian) -> Result<Self, PduError> {
+        let mut c = Cursor::new(body, "bind", endian);
         let max_xmit_frag = c.u16()?;
         let max_recv_frag = c.u16()?;
         let assoc_group_id = c.u32()?;
@@ -400,7 +467,7 @@ pub struct BindAck {
 
 impl BindAck {
     pub fn decode(body: &[u8]) -> Result<Self, PduError> {
-        let mut c = Cursor::new(body, "bind_ack");
+        let mut c = Cursor::new(body, "bind_ack", Endian::Little);
         let max_xmit_frag = c.u16()?;
         let max_recv_frag = c.u16()?;
         let assoc_group_id = c.u32()?;
@@ -465,7 +532,7 @@ pub struct BindNak {
 
 impl BindNak {
     pub fn decode(body: &[u8]) -> Result<Self, PduError> {
-        let mut c = Cursor::new(body, "bind_nak");
+        let mut c = Cursor::new(body, "bind_nak", Endian::Little);
         let reject_reason = c.u16()?;
         let n = c.u8()?;
         let versions = (0..n)
@@ -502,13 +569,20 @@ pub struct Request {
 }
 
 impl Request {
+    /// A little-endian body.
     pub fn decode(body: &[u8], pfc_flags: u8) -> Result<Self, PduError> {
-        let mut c = Cursor::new(body, "request");
+        Self::decode_in(body, pfc_flags, Endian::Little)
+    }
+
+    /// A body in the representation its header names; the object UUID is
+    /// returned in little-endian wire order.
+    pub fn decode_in(body: &[u8], pfc_flags: u8, endian: Endian) -> Result<Self, PduError> {
+        let mut c = Cursor::new(body, "request", endian);
         let alloc_hint = c.u32()?;
         let context_id = c.u16()?;
         let opnum = c.u16()?;
         let object = if pfc_flags & pfc::OBJECT_UUID != 0 {
-            Some(c.array()?)
+            Some(c.uuid()?)
         } else {
             None
         };
@@ -544,7 +618,7 @@ pub struct Response {
 
 impl Response {
     pub fn decode(body: &[u8]) -> Result<Self, PduError> {
-        let mut c = Cursor::new(body, "response");
+        let mut c = Cursor::new(body, "response", Endian::Little);
         let alloc_hint = c.u32()?;
         let context_id = c.u16()?;
         let cancel_count = c.u8()?;
@@ -580,7 +654,7 @@ impl Fault {
     pub const BODY_LEN: usize = 16;
 
     pub fn decode(body: &[u8]) -> Result<Self, PduError> {
-        let mut c = Cursor::new(body, "fault");
+        let mut c = Cursor::new(body, "fault", Endian::Little);
         let fault = Fault {
             alloc_hint: c.u32()?,
             context_id: c.u16()?,

@@ -1,6 +1,7 @@
 //! Round trips of every PDU body this module encodes or decodes.
 
 use super::*;
+use crate::dcerpc::ndr::Endian;
 use proptest::prelude::*;
 
 fn syntax(seed: u8) -> SyntaxId {
@@ -158,6 +159,62 @@ fn response_and_fault_round_trip() {
     assert_eq!(Fault::decode(&body).unwrap(), fault);
 }
 
+/// `bind` as a big-endian client (Samba's `bigendian` option) sends it.
+fn bind_body_big_endian(bind: &Bind) -> Vec<u8> {
+    let syntax = |out: &mut Vec<u8>, s: &SyntaxId| {
+        let u = s.uuid;
+        out.extend_from_slice(&[u[3], u[2], u[1], u[0], u[5], u[4], u[7], u[6]]);
+        out.extend_from_slice(&u[8..]);
+        out.extend_from_slice(&s.version.to_be_bytes());
+    };
+    let mut out = Vec::new();
+    out.extend_from_slice(&bind.max_xmit_frag.to_be_bytes());
+    out.extend_from_slice(&bind.max_recv_frag.to_be_bytes());
+    out.extend_from_slice(&bind.assoc_group_id.to_be_bytes());
+    out.extend_from_slice(&[bind.contexts.len() as u8, 0, 0, 0]);
+    for ctx in &bind.contexts {
+        out.extend_from_slice(&ctx.context_id.to_be_bytes());
+        out.extend_from_slice(&[ctx.transfer_syntaxes.len() as u8, 0]);
+        syntax(&mut out, &ctx.abstract_syntax);
+        for ts in &ctx.transfer_syntaxes {
+            syntax(&mut out, ts);
+        }
+    }
+    out
+}
+
+#[test]
+fn big_endian_bind_and_request_read_as_little_endian_ones() {
+    let bind = Bind {
+        max_xmit_frag: 4280,
+        max_recv_frag: 2048,
+        assoc_group_id: 0x1234_5678,
+        contexts: vec![ContextElement {
+            context_id: 0x0102,
+            abstract_syntax: SyntaxId::LSARPC,
+            transfer_syntaxes: vec![SyntaxId::NDR20, SyntaxId::NDR64],
+        }],
+    };
+    let be = bind_body_big_endian(&bind);
+    assert_eq!(Bind::decode_in(&be, Endian::Big).unwrap(), bind);
+    assert_ne!(Bind::decode(&be).unwrap(), bind);
+
+    let mut body = Vec::new();
+    body.extend_from_slice(&0x0000_0040u32.to_be_bytes());
+    body.extend_from_slice(&7u16.to_be_bytes());
+    body.extend_from_slice(&44u16.to_be_bytes());
+    body.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
+    body.extend_from_slice(&[0xEE; 5]);
+    let req = Request::decode_in(&body, pfc::OBJECT_UUID, Endian::Big).unwrap();
+    assert_eq!((req.alloc_hint, req.context_id, req.opnum), (0x40, 7, 44));
+    // The object UUID comes back in little-endian wire order.
+    assert_eq!(
+        req.object,
+        Some([4, 3, 2, 1, 6, 5, 8, 7, 9, 10, 11, 12, 13, 14, 15, 16])
+    );
+    assert_eq!(req.stub, [0xEE; 5]);
+}
+
 #[test]
 fn split_fragment_strips_auth_trailer_and_padding() {
     let mut pdu = encode_pdu(ptype::REQUEST, 3, 1, &[0xAA; 12]);
@@ -177,16 +234,19 @@ fn split_fragment_strips_auth_trailer_and_padding() {
 }
 
 #[test]
-fn header_refuses_other_versions_and_big_endian() {
+fn header_refuses_other_versions_and_representations() {
     let mut pdu = encode_pdu(ptype::BIND, 3, 1, &[]);
     pdu[0] = 4;
     assert_eq!(CommonHeader::decode(&pdu), Err(PduError::Version(4, 0)));
     pdu[0] = 5;
-    pdu[4] = 0x00;
-    assert!(matches!(
-        CommonHeader::decode(&pdu),
-        Err(PduError::DataRepresentation(_))
-    ));
+    // EBCDIC characters, and an integer representation C706 does not name.
+    for drep0 in [0x11, 0x01, 0x20] {
+        pdu[4] = drep0;
+        assert!(matches!(
+            CommonHeader::decode(&pdu),
+            Err(PduError::DataRepresentation(_))
+        ));
+    }
     let pdu = encode_pdu(ptype::BIND, 3, 1, &[]);
     assert_eq!(
         CommonHeader::decode(&pdu[..15]),
@@ -203,11 +263,13 @@ proptest! {
         frag_length in any::<u16>(),
         auth_length in any::<u16>(),
         call_id in any::<u32>(),
+        big in any::<bool>(),
     ) {
         let header = CommonHeader {
             rpc_vers_minor: minor,
             ptype,
             pfc_flags: flags,
+            endian: if big { Endian::Big } else { Endian::Little },
             frag_length,
             auth_length,
             call_id,
@@ -221,6 +283,8 @@ proptest! {
     #[test]
     fn body_decoders_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200), flags in any::<u8>()) {
         let _ = Bind::decode(&bytes);
+        let _ = Bind::decode_in(&bytes, Endian::Big);
+        let _ = Request::decode_in(&bytes, flags, Endian::Big);
         let _ = BindAck::decode(&bytes);
         let _ = BindNak::decode(&bytes);
         let _ = Request::decode(&bytes, flags);

@@ -354,10 +354,11 @@ fn framing_errors() {
         .write(&request_pdu(1, 3, 0, 21, &stub), &backend)
         .unwrap();
     assert_eq!(read_pdus(&mut small)[0][2], ptype::RESPONSE);
-    let mut big_endian = smbclient_bind();
-    big_endian[4] = 0x00;
+    // Integers neither big- nor little-endian (C706 14.1 names no 0x2).
+    let mut unknown_drep = smbclient_bind();
+    unknown_drep[4] = 0x20;
     assert!(matches!(
-        ep.write(&big_endian, &backend),
+        ep.write(&unknown_drep, &backend),
         Err(PipeError::Pdu(PduError::DataRepresentation(_)))
     ));
     let mut response = request_pdu(1, 3, 0, 15, &[]);

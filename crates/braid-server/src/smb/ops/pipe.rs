@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use braid_smb_proto::auth::{AuthOutcome, NtlmServer};
 use braid_smb_proto::codec::FileId;
+use braid_smb_proto::dcerpc::auth::RpcAuthBackend;
 use braid_smb_proto::dcerpc::lsa::LsaBackend;
 use braid_smb_proto::dcerpc::{PipeBackend, PipeEndpoint, PipeError, SrvsvcBackend};
 use braid_smb_proto::messages::create::create_action;
@@ -18,10 +20,12 @@ use braid_smb_proto::messages::{
 };
 use braid_smb_proto::NtStatus;
 
+use crate::conn::Connection;
 use crate::lsa::LsaView;
 use crate::session::Session;
 use crate::smb::{OpResult, Reply, Request};
 use crate::srvsvc::SrvsvcView;
+use crate::state::{filetime, ServerState};
 
 /// FILE_ATTRIBUTE_NORMAL: what Windows reports for a pipe open.
 const ATTRIBUTE_NORMAL: u32 = 0x80;
@@ -149,6 +153,7 @@ fn find(req: &Request<'_>, id: FileId) -> Result<Arc<PipeOpen>, NtStatus> {
 struct CallerView<'a> {
     srvsvc: SrvsvcView<'a>,
     lsa: LsaView<'a>,
+    bind: BindAuth<'a>,
 }
 
 impl PipeBackend for CallerView<'_> {
@@ -157,6 +162,64 @@ impl PipeBackend for CallerView<'_> {
     }
     fn lsa(&self) -> &dyn LsaBackend {
         &self.lsa
+    }
+    fn rpc_auth(&self) -> Option<&dyn RpcAuthBackend> {
+        Some(&self.bind)
+    }
+}
+
+/// What an authenticated bind (MS-RPCE 3.3.1.5.2) is checked against: the
+/// users SESSION_SETUP authenticates, through the same logon throttle, and
+/// only the account the SMB session is logged on as (the calls run as it).
+struct BindAuth<'a> {
+    state: &'a ServerState,
+    conn: &'a Connection,
+    caller: &'a Session,
+    /// The throttle refused the last lookup: that failure is not counted.
+    throttled: std::cell::Cell<bool>,
+}
+
+impl RpcAuthBackend for BindAuth<'_> {
+    fn ntlm_server(&self) -> NtlmServer {
+        let config = &self.state.config;
+        NtlmServer::new(
+            rand::random(),
+            filetime(std::time::SystemTime::now()),
+            &config.netbios_name,
+            &config.netbios_name.to_lowercase(),
+            &config.domain,
+        )
+    }
+
+    fn nt_hash(&self, user: &str, _domain: &str) -> Option<[u8; 16]> {
+        let now = std::time::Instant::now();
+        let peer = self.conn.peer.ip();
+        let blocked = self.state.logon_throttle.blocked(peer, Some(user), now);
+        self.throttled.set(blocked);
+        if blocked {
+            return None;
+        }
+        self.state.users.current().nt_hash(user)
+    }
+
+    fn accepts(&self, outcome: &AuthOutcome) -> bool {
+        self.caller
+            .identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|i| !i.anonymous && !i.guest && i.user.eq_ignore_ascii_case(&outcome.user))
+    }
+
+    fn logon_failed(&self, user: &str) {
+        if self.throttled.get() {
+            return;
+        }
+        let now = std::time::Instant::now();
+        tracing::info!(conn = self.conn.id, peer = %self.conn.peer, "RPC bind: logon failure");
+        self.state
+            .logon_throttle
+            .failed(self.conn.peer.ip(), user, now);
     }
 }
 
@@ -181,9 +244,17 @@ fn feed(
             state,
             caller: session,
         },
+        bind: BindAuth {
+            state,
+            conn: req.conn,
+            caller: session,
+            throttled: Default::default(),
+        },
     };
     let mut endpoint = pipe.endpoint.lock().unwrap();
     endpoint.write(data, &backend).map_err(|e| match e {
+        // The association ended (a protocol or security failure), as
+        // Samba ends the pipe (dcesrv_fault_disconnect).
         PipeError::Disconnected => NtStatus::PIPE_DISCONNECTED,
         _ => NtStatus::INVALID_PARAMETER,
     })?;

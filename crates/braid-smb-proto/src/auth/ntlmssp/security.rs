@@ -112,12 +112,47 @@ impl NtlmSecurity {
         }
     }
 
-    /// Resets sequence numbers and RC4 state, as Windows and Samba do after
-    /// the SPNEGO mechListMIC exchange.
+    /// MS-NLMP 3.4.3 SEAL as GSS_WrapEx (3.4.6) applies it for DCE/RPC:
+    /// `pdu[data]` is encrypted in place, and the signature covers all of
+    /// `pdu` as it was before (3.4.6.1: with NTLMv2, every buffer is
+    /// signed, the ones sent in clear included). The RC4 handle encrypts
+    /// the data first and then the checksum, as 3.4.3's SEAL() orders them.
+    pub fn seal(&mut self, pdu: &mut [u8], data: std::ops::Range<usize>) -> [u8; 16] {
+        let seq = self.send_seq;
+        let full = hmac_md5(&self.send_sign, &[&seq.to_le_bytes(), pdu]);
+        self.send_seal.apply_keystream(&mut pdu[data]);
+        let mut checksum = [0u8; 8];
+        checksum.copy_from_slice(&full[..8]);
+        if self.flags & NEGOTIATE_KEY_EXCH != 0 {
+            self.send_seal.apply_keystream(&mut checksum);
+        }
+        self.send_seq = seq.wrapping_add(1);
+        let mut sig = [0u8; 16];
+        sig[..4].copy_from_slice(&1u32.to_le_bytes());
+        sig[4..12].copy_from_slice(&checksum);
+        sig[12..].copy_from_slice(&seq.to_le_bytes());
+        sig
+    }
+
+    /// MS-NLMP 3.4.3 UNSEAL: decrypts `pdu[data]` in place, then checks
+    /// `signature` over the whole of `pdu`, now in clear.
+    pub fn unseal(
+        &mut self,
+        pdu: &mut [u8],
+        data: std::ops::Range<usize>,
+        signature: &[u8],
+    ) -> Result<(), AuthError> {
+        self.recv_seal.apply_keystream(&mut pdu[data]);
+        self.verify(pdu, signature)
+    }
+
+    /// Restarts the RC4 handles, as Windows and Samba do after the SPNEGO
+    /// mechListMIC exchange. The sequence numbers go on: each side signed
+    /// and checked one MIC, so what follows (DCE/RPC calls) starts at 1
+    /// (Samba's gensec_may_reset_crypto with reset_full false once the MIC
+    /// was checked; pyspnego's reset_rc4_state).
     pub fn reset(&mut self) {
         self.send_seal = Rc4::<U16>::new(&self.send_seal_key.into());
         self.recv_seal = Rc4::<U16>::new(&self.recv_seal_key.into());
-        self.send_seq = 0;
-        self.recv_seq = 0;
     }
 }

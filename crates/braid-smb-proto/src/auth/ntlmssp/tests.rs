@@ -76,6 +76,30 @@ fn ms_nlmp_4_2_4_signature() {
 }
 
 #[test]
+fn ms_nlmp_4_2_4_seal_and_unseal() {
+    // 4.2.4.4 again, through seal(): the data comes out encrypted, the
+    // signature is the spec's, and the other side gets the plaintext back.
+    let flags = 0xe28a8233;
+    let mut client = NtlmSecurity::new(flags, &[0x55; 16], true).unwrap();
+    let mut msg = utf16le("Plaintext");
+    let len = msg.len();
+    let sig = client.seal(&mut msg, 0..len);
+    assert_eq!(msg, h("54e50165bf1936dc996020c1811b0f06fb5f"));
+    assert_eq!(sig.to_vec(), h("010000007fb38ec5c55d497600000000"));
+    let mut server = NtlmSecurity::new(flags, &[0x55; 16], false).unwrap();
+    server.unseal(&mut msg, 0..len, &sig).unwrap();
+    assert_eq!(msg, utf16le("Plaintext"));
+    // The next message uses sequence number 1; a replayed one fails.
+    let mut second = b"header|data".to_vec();
+    let sig = client.seal(&mut second, 7..11);
+    assert_eq!(&sig[12..], &1u32.to_le_bytes());
+    let mut replay = second.clone();
+    server.unseal(&mut second, 7..11, &sig).unwrap();
+    assert_eq!(second, b"header|data");
+    assert!(server.unseal(&mut replay, 7..11, &sig).is_err());
+}
+
+#[test]
 fn ms_nlmp_4_2_4_authenticate_verifies() {
     let auth = h(AUTHENTICATE_4_2_4);
     let msg = AuthenticateMessage::decode(&auth).unwrap();

@@ -4,7 +4,7 @@
 //! with a [`Resolver`], and answers ReferencedDomains, the translations,
 //! MappedCount and the status.
 
-use super::super::ndr::{NdrReader, NdrResult, NdrWriter};
+use super::super::ndr::{NdrReader, NdrResult, NdrWriter, Stub};
 use super::names::{split_rid, Principal, ReferencedDomains, Resolver};
 use super::wire::{
     is_valid_sid, read_handle, read_names, read_sid_enum_buffer, skip_translated_array,
@@ -119,8 +119,8 @@ struct NamesRequest {
     level: u16,
 }
 
-fn read_names_request(stub: &[u8], form: SidsForm) -> NdrResult<NamesRequest> {
-    let mut r = NdrReader::new(stub);
+fn read_names_request(stub: Stub<'_>, form: SidsForm) -> NdrResult<NamesRequest> {
+    let mut r = stub.reader();
     let handle = read_handle(&mut r)?;
     let count = r.u32()?;
     let names = read_names(&mut r, count)?;
@@ -142,7 +142,7 @@ fn read_names_request(stub: &[u8], form: SidsForm) -> NdrResult<NamesRequest> {
 // (opnum 58), 3.1.4.6 LsarLookupNames3 (opnum 68); the name forms and
 // rules of 3.1.4.5.
 pub fn lookup_names(
-    stub: &[u8],
+    stub: Stub<'_>,
     backend: &dyn LsaBackend,
     state: &LsaState,
     form: SidsForm,
@@ -218,8 +218,8 @@ struct SidsRequest {
     level: u16,
 }
 
-fn read_sids_request(stub: &[u8], form: NamesForm) -> NdrResult<SidsRequest> {
-    let mut r = NdrReader::new(stub);
+fn read_sids_request(stub: Stub<'_>, form: NamesForm) -> NdrResult<SidsRequest> {
+    let mut r = stub.reader();
     let handle = read_handle(&mut r)?;
     let sids = read_sid_enum_buffer(&mut r)?;
     skip_translated_array(
@@ -241,7 +241,7 @@ fn read_sids_request(stub: &[u8], form: NamesForm) -> NdrResult<SidsRequest> {
 // string form, of no domain, as Windows answers (smbtorture's
 // LookupSidsReply).
 pub fn lookup_sids(
-    stub: &[u8],
+    stub: Stub<'_>,
     backend: &dyn LsaBackend,
     state: &LsaState,
     form: NamesForm,

@@ -20,7 +20,7 @@ mod names;
 mod policy;
 mod wire;
 
-use super::ndr::NdrError;
+use super::ndr::{NdrError, Stub};
 use super::pdu::fault_status;
 use crate::fscc::security::Sid;
 use wire::PolicyHandle;
@@ -159,10 +159,20 @@ type CallResult = Result<Vec<u8>, CallError>;
 /// nca_op_rng_error for calls not served, RPC_X_BAD_STUB_DATA for stubs
 /// that do not decode, [`FAULT_CONTEXT_MISMATCH`] for a policy handle
 /// the pipe does not hold, ERROR_ACCESS_DENIED for the calls that need a
-/// Netlogon secure channel.
+/// Netlogon secure channel. A little-endian stub.
 pub fn handle_call(
     opnum: u16,
     stub: &[u8],
+    backend: &dyn LsaBackend,
+    state: &mut LsaState,
+) -> Result<Vec<u8>, u32> {
+    handle_stub(opnum, Stub::little_endian(stub), backend, state)
+}
+
+/// [`handle_call`] for a stub in the request's own representation.
+pub fn handle_stub(
+    opnum: u16,
+    stub: Stub<'_>,
     backend: &dyn LsaBackend,
     state: &mut LsaState,
 ) -> Result<Vec<u8>, u32> {

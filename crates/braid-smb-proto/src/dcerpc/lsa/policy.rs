@@ -2,7 +2,7 @@
 //! LsarOpenPolicy2, LsarClose, LsarQueryInformationPolicy/2 (MS-LSAD
 //! 3.1.4.4, 3.1.4.9.4) and LsarGetUserName (MS-LSAT 3.1.4.4).
 
-use super::super::ndr::{NdrReader, NdrResult, NdrWriter};
+use super::super::ndr::{NdrReader, NdrResult, NdrWriter, Stub};
 use super::names::Resolver;
 use super::wire::{
     read_handle, read_string_body, read_string_header, write_handle, write_sid, write_string_body,
@@ -62,8 +62,8 @@ fn read_open_request(r: &mut NdrReader<'_>, string_name: bool) -> NdrResult<Open
 // LsarOpenPolicy (opnum 6): SystemName is ignored; ObjectAttributes is
 // ignored except that RootDirectory MUST be NULL; a zero DesiredAccess is
 // refused. Any caller may look names up, so no access check follows.
-pub fn open_policy(stub: &[u8], state: &mut LsaState, string_name: bool) -> CallResult {
-    let request = read_open_request(&mut NdrReader::new(stub), string_name)?;
+pub fn open_policy(stub: Stub<'_>, state: &mut LsaState, string_name: bool) -> CallResult {
+    let request = read_open_request(&mut stub.reader(), string_name)?;
     let (handle, result) = if request.root_directory || request.desired_access == Some(0) {
         (NULL_HANDLE, status::INVALID_PARAMETER)
     } else {
@@ -80,8 +80,8 @@ pub fn open_policy(stub: &[u8], state: &mut LsaState, string_name: bool) -> Call
 
 // MS-LSAD 3.1.4.9.4 LsarClose (opnum 0): the handle is freed and handed
 // back zeroed.
-pub fn close(stub: &[u8], state: &mut LsaState) -> CallResult {
-    let handle = read_handle(&mut NdrReader::new(stub))?;
+pub fn close(stub: Stub<'_>, state: &mut LsaState) -> CallResult {
+    let handle = read_handle(&mut stub.reader())?;
     state.close(&handle)?;
     let mut w = NdrWriter::new();
     write_handle(&mut w, &NULL_HANDLE);
@@ -110,8 +110,8 @@ const SERVER_ROLE_PRIMARY: u32 = 3;
 // LsarQueryInformationPolicy (opnum 7), processed identically. A server
 // joined to no domain reports its account domain as the primary domain
 // with a null SID, and no DNS names.
-pub fn query_information(stub: &[u8], backend: &dyn LsaBackend, state: &LsaState) -> CallResult {
-    let mut r = NdrReader::new(stub);
+pub fn query_information(stub: Stub<'_>, backend: &dyn LsaBackend, state: &LsaState) -> CallResult {
+    let mut r = stub.reader();
     let handle = read_handle(&mut r)?;
     // POLICY_INFORMATION_CLASS: an enum without [v1_enum], 16 bits.
     let class = r.u16()?;
@@ -201,8 +201,8 @@ fn skip_string_pointer(r: &mut NdrReader<'_>) -> NdrResult<()> {
 
 // MS-LSAT 3.1.4.4 LsarGetUserName (opnum 45): the caller's name, and its
 // domain's name if DomainName was given (a null DomainName stays null).
-pub fn get_user_name(stub: &[u8], backend: &dyn LsaBackend) -> CallResult {
-    let mut r = NdrReader::new(stub);
+pub fn get_user_name(stub: Stub<'_>, backend: &dyn LsaBackend) -> CallResult {
+    let mut r = stub.reader();
     if r.unique_pointer()? {
         r.wstring()?; // SystemName, ignored
     }

@@ -14,9 +14,19 @@ pub type PolicyHandle = [u8; 20];
 /// hands back (C706: a closed context handle is all zeros).
 pub const NULL_HANDLE: PolicyHandle = [0; 20];
 
+/// The handle as this server wrote it (little-endian): a client that
+/// speaks big-endian NDR sends back the same values in its own byte order,
+/// so the attributes word and the UUID's first three fields are read as
+/// integers (C706 appendix N: a UUID is u32, u16, u16 and eight octets).
 pub fn read_handle(r: &mut NdrReader<'_>) -> NdrResult<PolicyHandle> {
     r.align(4)?;
-    r.fixed::<20>()
+    let mut handle = [0u8; 20];
+    handle[..4].copy_from_slice(&r.u32()?.to_le_bytes());
+    handle[4..8].copy_from_slice(&r.u32()?.to_le_bytes());
+    handle[8..10].copy_from_slice(&r.u16()?.to_le_bytes());
+    handle[10..12].copy_from_slice(&r.u16()?.to_le_bytes());
+    handle[12..].copy_from_slice(&r.fixed::<8>()?);
+    Ok(handle)
 }
 
 pub fn write_handle(w: &mut NdrWriter, handle: &PolicyHandle) {

@@ -121,6 +121,85 @@ fn open_policy2_request_decodes_and_answers_a_registered_handle() {
     assert_eq!(state.handles, [handle]);
 }
 
+/// A field of a stub written by hand, for turning it big-endian.
+#[derive(Clone, Copy)]
+enum F {
+    U16,
+    U32,
+    Raw(usize),
+}
+
+/// A context handle: attributes, then a UUID (u32, u16, u16, 8 octets).
+const HANDLE: [F; 5] = [F::U32, F::U32, F::U16, F::U16, F::Raw(8)];
+
+/// `le` as a big-endian client (Samba's `bigendian` binding option)
+/// marshals the same values: each integer byte-swapped, octets as they are.
+fn big_endian(le: &[u8], layout: &[F]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for f in layout {
+        let n = match f {
+            F::U16 => 2,
+            F::U32 => 4,
+            F::Raw(n) => *n,
+        };
+        let mut field = le[at..at + n].to_vec();
+        if !matches!(f, F::Raw(_)) {
+            field.reverse();
+        }
+        out.extend_from_slice(&field);
+        at += n;
+    }
+    assert_eq!(at, le.len(), "layout covers the stub");
+    out
+}
+
+fn call_big_endian(op: u16, stub: &[u8], state: &mut LsaState) -> Result<Vec<u8>, u32> {
+    use super::super::ndr::{Endian, Stub};
+    handle_stub(op, Stub::new(stub, Endian::Big), &TestBackend, state)
+}
+
+#[test]
+fn big_endian_requests_get_the_same_answers() {
+    use F::*;
+    let open = [
+        &[U32, U32, U32, U32, U16, U16][..],
+        &[U32, U32, U32, U32, U32, U32],
+        &[U32, U16, Raw(1), Raw(1), U32],
+    ]
+    .concat();
+    let mut state = LsaState::default();
+    let out = call_big_endian(
+        opnum::LSAR_OPEN_POLICY2,
+        &big_endian(OPEN_POLICY2, &open),
+        &mut state,
+    )
+    .unwrap();
+    assert_eq!(out[20..], [0, 0, 0, 0]);
+    // The handle comes back in the client's byte order; it is the one
+    // this server handed out, and closes.
+    let handle: [u8; 20] = out[..20].try_into().unwrap();
+    let close = big_endian(&handle_only_stub(&handle), &HANDLE);
+    assert_ne!(close, handle);
+    call_big_endian(opnum::LSAR_CLOSE, &close, &mut state).unwrap();
+    assert!(state.handles.is_empty());
+
+    let sids = [
+        &HANDLE[..],
+        &[U32, U32, U32, U32, U32, Raw(1), Raw(1), Raw(6), U32],
+        &[U32, U32, U16, Raw(2), U32],
+    ]
+    .concat();
+    let mut state = state_with_golden_handle();
+    let out = call_big_endian(
+        opnum::LSAR_LOOKUP_SIDS,
+        &big_endian(LOOKUP_SIDS_EVERYONE, &sids),
+        &mut state,
+    )
+    .unwrap();
+    assert_eq!(out, LOOKUP_SIDS_EVERYONE_REPLY);
+}
+
 /// lsa_QueryInfoPolicy level 5 for BRAIDHOST, S-1-5-21-1-2-3.
 #[rustfmt::skip]
 const ACCOUNT_DOMAIN_REPLY: &[u8] = &[

@@ -14,7 +14,7 @@ mod share;
 
 use std::time::{Duration, SystemTime};
 
-use super::ndr::{NdrError, NdrReader, NdrResult, NdrWriter};
+use super::ndr::{NdrError, NdrReader, NdrResult, NdrWriter, Stub};
 use super::pdu::fault_status;
 
 /// One share as srvsvc reports it.
@@ -174,8 +174,17 @@ pub const PLATFORM_ID_NT: u32 = 500;
 
 /// The answer stub of call `opnum`, or the fault status to send instead:
 /// nca_op_rng_error for calls not served, RPC_X_BAD_STUB_DATA (MS-ERREF
-/// 2.2) for stubs that do not decode.
+/// 2.2) for stubs that do not decode. A little-endian stub.
 pub fn handle_call(opnum: u16, stub: &[u8], backend: &dyn SrvsvcBackend) -> Result<Vec<u8>, u32> {
+    handle_stub(opnum, Stub::little_endian(stub), backend)
+}
+
+/// [`handle_call`] for a stub in the request's own representation.
+pub fn handle_stub(
+    opnum: u16,
+    stub: Stub<'_>,
+    backend: &dyn SrvsvcBackend,
+) -> Result<Vec<u8>, u32> {
     let answer = match opnum {
         opnum::NETR_CHAR_DEV_ENUM => server::char_dev_enum(stub, 0),
         opnum::NETR_CHAR_DEV_Q_ENUM => server::char_dev_enum(stub, 1),

@@ -47,8 +47,8 @@ fn server_info_fields(level: u32, info: &ServerInfo) -> Option<Vec<Field<'_>>> {
 }
 
 /// MS-SRVS 3.1.4.17 NetrServerGetInfo (opnum 21).
-pub(super) fn server_get_info(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn server_get_info(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let level = r.u32()?;
     let info = backend.server_info();
@@ -77,8 +77,8 @@ const CHAR_DEV_Q_LEVELS: Levels = &[
 /// MS-SRVS 3.1.4.1 NetrCharDevEnum (opnum 0) and 3.1.4.4 NetrCharDevQEnum
 /// (opnum 3, `queue` true): serial devices are not shared, so both answer
 /// ERROR_NOT_SUPPORTED, as Windows does.
-pub(super) fn char_dev_enum(stub: &[u8], queue: u32) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn char_dev_enum(stub: Stub<'_>, queue: u32) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let levels = if queue == 1 {
         optional_string(&mut r)?; // UserName
@@ -93,8 +93,8 @@ pub(super) fn char_dev_enum(stub: &[u8], queue: u32) -> NdrResult<Vec<u8>> {
 /// MS-SRVS 3.1.4.26 NetrServerDiskEnum (opnum 23): every disk share is
 /// reported as on drive C: (as level 2 of NetrShareGetInfo reports its
 /// path), so the answer is "C:" or nothing.
-pub(super) fn disk_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn disk_enum(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let level = r.u32()?;
     // DISK_ENUM_CONTAINER: the server MUST ignore what it holds, but it
@@ -201,8 +201,8 @@ fn transport_info(level: u32, t: &TransportEntry) -> Option<Vec<Field<'_>>> {
 
 /// MS-SRVS 3.1.4.23 NetrServerTransportEnum (opnum 26): the addresses
 /// the server listens on.
-pub(super) fn transport_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn transport_enum(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let req = read_enum_tail(&mut r, TRANSPORT_LEVELS)?;
     let transports = backend.transports();
@@ -221,8 +221,8 @@ const TICK_INTERVAL: u32 = 310;
 
 /// MS-SRVS 3.1.4.21 NetrRemoteTOD (opnum 28): the server's time of day in
 /// UTC (tod_timezone 0), `net time`'s source.
-pub(super) fn remote_tod(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn remote_tod(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let since_epoch = backend.now().duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since_epoch.as_secs();

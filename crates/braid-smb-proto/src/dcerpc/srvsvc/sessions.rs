@@ -71,8 +71,8 @@ fn unc_client(name: &str) -> String {
 
 /// MS-SRVS 3.1.4.5 NetrSessionEnum (opnum 12), optionally for one client
 /// computer and one user.
-pub(super) fn session_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn session_enum(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let client = optional_string(&mut r)?.filter(|c| !c.is_empty());
     let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
@@ -104,8 +104,8 @@ pub(super) fn session_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResul
 
 /// MS-SRVS 3.1.4.6 NetrSessionDel (opnum 13): end the sessions from one
 /// client computer, of one user, or both (Windows' "Close session").
-pub(super) fn session_del(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn session_del(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let client = optional_string(&mut r)?.filter(|c| !c.is_empty());
     let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
@@ -139,8 +139,8 @@ const CONNECTION_INFO_1: [Kind; 7] = [
 /// share, or from one client computer (a Qualifier starting with `\\`).
 /// CONNECTION_INFO_1's coni1_netname names the other side: the client for
 /// a share, the share for a client.
-pub(super) fn connection_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn connection_enum(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let qualifier = optional_string(&mut r)?.unwrap_or_default();
     let req = read_enum_tail(&mut r, CONNECTION_LEVELS)?;
@@ -195,8 +195,8 @@ const FILE_INFO_3: [Kind; 5] = [Kind::Dword, Kind::Dword, Kind::Dword, Kind::Str
 
 /// MS-SRVS 3.1.4.16 NetrFileEnum (opnum 9): open files, optionally under
 /// one path and of one user.
-pub(super) fn file_enum(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn file_enum(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let base_path = optional_string(&mut r)?.filter(|p| !p.is_empty());
     let user = optional_string(&mut r)?.filter(|u| !u.is_empty());
@@ -232,8 +232,8 @@ fn file_info(level: u32, f: &OpenFileEntry) -> Vec<Field<'_>> {
 }
 
 /// MS-SRVS 3.1.4.17 NetrFileGetInfo (opnum 10): one open file.
-pub(super) fn file_get_info(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn file_get_info(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let id = r.u32()?;
     let level = r.u32()?;
@@ -254,8 +254,8 @@ pub(super) fn file_get_info(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResu
 
 /// MS-SRVS 3.1.4.18 NetrFileClose (opnum 11): `net file ID /close`, the
 /// way to let go of a handle a vanished client left open.
-pub(super) fn file_close(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn file_close(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let id = r.u32()?;
     let status = if backend.caller_is_anonymous() {

@@ -97,11 +97,11 @@ fn share_info(level: u32, share: &ShareEntry) -> Option<Vec<Field<'_>>> {
 /// that persist, which leaves out the special ones (IPC$) as Samba does,
 /// and knows no level 501.
 pub(super) fn share_enum(
-    stub: &[u8],
+    stub: Stub<'_>,
     backend: &dyn SrvsvcBackend,
     all: bool,
 ) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let req = read_enum_tail(&mut r, SHARE_LEVELS)?;
     let answered: &[u32] = if all {
@@ -128,8 +128,8 @@ pub(super) fn share_enum(
 }
 
 /// MS-SRVS 3.1.4.10 NetrShareGetInfo (opnum 16).
-pub(super) fn share_get_info(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn share_get_info(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let net_name = r.wstring()?;
     let level = r.u32()?;
@@ -158,8 +158,8 @@ pub(super) fn share_get_info(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrRes
 
 /// MS-SRVS 3.1.4.15 NetrShareCheck (opnum 20): whether a device (a path
 /// as level 2 reports it) is shared, and as what.
-pub(super) fn share_check(stub: &[u8], backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
-    let mut r = NdrReader::new(stub);
+pub(super) fn share_check(stub: Stub<'_>, backend: &dyn SrvsvcBackend) -> NdrResult<Vec<u8>> {
+    let mut r = stub.reader();
     skip_server_name(&mut r)?;
     let device = r.wstring()?;
     let shares = backend.shares();
