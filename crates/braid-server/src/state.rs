@@ -135,6 +135,19 @@ pub struct ServerState {
 }
 
 impl ServerState {
+    /// The NTLM acceptor of one authentication (SESSION_SETUP, or an
+    /// authenticated RPC bind): a fresh server challenge, this server's
+    /// names, and the time its CHALLENGE carries.
+    pub fn ntlm_server(&self) -> braid_smb_proto::auth::NtlmServer {
+        braid_smb_proto::auth::NtlmServer::new(
+            rand::random(),
+            filetime(SystemTime::now()),
+            &self.config.netbios_name,
+            &self.config.netbios_name.to_lowercase(),
+            &self.config.domain,
+        )
+    }
+
     pub fn new(
         config: ServerConfig,
         users: LiveUsers,

@@ -25,7 +25,7 @@ use crate::lsa::LsaView;
 use crate::session::Session;
 use crate::smb::{OpResult, Reply, Request};
 use crate::srvsvc::SrvsvcView;
-use crate::state::{filetime, ServerState};
+use crate::state::ServerState;
 
 /// FILE_ATTRIBUTE_NORMAL: what Windows reports for a pipe open.
 const ATTRIBUTE_NORMAL: u32 = 0x80;
@@ -181,14 +181,7 @@ struct BindAuth<'a> {
 
 impl RpcAuthBackend for BindAuth<'_> {
     fn ntlm_server(&self) -> NtlmServer {
-        let config = &self.state.config;
-        NtlmServer::new(
-            rand::random(),
-            filetime(std::time::SystemTime::now()),
-            &config.netbios_name,
-            &config.netbios_name.to_lowercase(),
-            &config.domain,
-        )
+        self.state.ntlm_server()
     }
 
     fn nt_hash(&self, user: &str, _domain: &str) -> Option<[u8; 16]> {

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use braid_smb_proto::auth::{AuthOutcome, NtlmServer, SpnegoServer, SpnegoStep};
+use braid_smb_proto::auth::{AuthOutcome, SpnegoServer, SpnegoStep};
 use braid_smb_proto::codec::Message;
 use braid_smb_proto::crypto::{
     derive_channel_signing_key, derive_session_keys, NonceGenerator, PreauthHash, SigningAlgorithm,
@@ -18,7 +18,7 @@ use crate::session::{
     AuthExchange, Channel, EncryptionState, Identity, Session, SessionPhase, SigningState,
 };
 use crate::smb::{OpResult, Reply, Request};
-use crate::state::{filetime, ServerState};
+use crate::state::ServerState;
 
 pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let conn = req.conn;
@@ -94,13 +94,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let step = {
         let mut auth = session.auth.lock().unwrap();
         let ex = auth.get_or_insert_with(|| AuthExchange {
-            spnego: SpnegoServer::new(NtlmServer::new(
-                rand::random(),
-                filetime(std::time::SystemTime::now()),
-                &server.config.netbios_name,
-                &server.config.netbios_name.to_lowercase(),
-                &server.config.domain,
-            )),
+            spnego: SpnegoServer::new(server.ntlm_server()),
             preauth: conn.preauth.lock().unwrap().clone().unwrap_or_default(),
         });
         if neg.dialect == dialect::SMB311 {
@@ -418,15 +412,8 @@ const REQUEST_OUT_OF_SEQUENCE: NtStatus = NtStatus(0xC000_042A);
 
 fn new_exchange(req: &Request<'_>) -> AuthExchange {
     let conn = req.conn;
-    let config = &conn.server.config;
     AuthExchange {
-        spnego: SpnegoServer::new(NtlmServer::new(
-            rand::random(),
-            filetime(std::time::SystemTime::now()),
-            &config.netbios_name,
-            &config.netbios_name.to_lowercase(),
-            &config.domain,
-        )),
+        spnego: SpnegoServer::new(conn.server.ntlm_server()),
         // MS-SMB2 3.3.5.5.2: the binding exchange hashes from this
         // connection's NEGOTIATE (Connection.PreauthIntegrityHashValue).
         preauth: conn.preauth.lock().unwrap().clone().unwrap_or_default(),
