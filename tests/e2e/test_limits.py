@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import struct
 import time
 import urllib.request
 import uuid
@@ -75,10 +76,10 @@ def server(tmp_path_factory):
 
 
 class Client:
-    def __init__(self, port: int, password: str):
+    def __init__(self, port: int, password: str, user: str = "alice"):
         self.conn = Connection(uuid.uuid4(), "127.0.0.1", port)
         self.conn.connect(timeout=5)
-        self.session = Session(self.conn, "alice", password, require_encryption=False)
+        self.session = Session(self.conn, user, password, require_encryption=False)
         self.session.connect()
         self.tree = TreeConnect(self.session, r"\\127.0.0.1\share")
         self.tree.connect()
@@ -300,6 +301,86 @@ def test_failed_logons_are_limited_per_name_and_address(throttled):
     text = log.read_text()
     assert text.count("too many failed logons from this address") == 2, text[-3000:]
     assert "127.0.0.1" in text and password not in text and "nobody" not in text
+
+
+# DCE/RPC (C706 12.6): an NTLMSSP-authenticated bind of srvsvc on a pipe.
+SRVSVC_SYNTAX = uuid.UUID("4b324fc8-1670-01d3-1278-5a47bf6ee188").bytes_le + b"\x03\0\0\0"
+NDR20_SYNTAX = uuid.UUID("8a885d04-1ceb-11c9-9fe8-08002b104860").bytes_le + b"\x02\0\0\0"
+RPC_NTLMSSP, RPC_LEVEL_CONNECT = 10, 2
+PTYPE_REQUEST, PTYPE_RESPONSE, PTYPE_FAULT, PTYPE_BIND, PTYPE_BIND_ACK, PTYPE_AUTH3 = \
+    0, 2, 3, 11, 12, 16
+
+
+def rpc_pdu(ptype: int, call_id: int, body: bytes, token: bytes = b"") -> bytes:
+    """C706 12.6.3.1 common header; with a token, MS-RPCE 2.2.2.11
+    sec_trailer (NTLMSSP, CONNECT level, context 0) and the token after
+    `body` (4-byte aligned here)."""
+    assert len(body) % 4 == 0
+    if token:
+        body += struct.pack("<BBBBI", RPC_NTLMSSP, RPC_LEVEL_CONNECT, 0, 0, 0) + token
+    return struct.pack("<BBBB4sHHI", 5, 0, ptype, 3, b"\x10\0\0\0", 16 + len(body),
+                       len(token), call_id) + body
+
+
+def srvsvc_call_as(pipe: Open, user: str, password: str) -> int:
+    """Bind srvsvc authenticating as `user` (BIND, BIND_ACK, AUTH3), then
+    call NetrServerGetInfo level 101 (MS-SRVS 3.1.4.17, opnum 21). Returns
+    the call's answer: PTYPE_RESPONSE, or PTYPE_FAULT once the bind
+    failed."""
+    import spnego
+    ntlm = spnego.client(user, password, hostname="127.0.0.1", service="host",
+                         protocol="ntlm")
+    bind = struct.pack("<HHIB3x", 4280, 4280, 0, 1) + struct.pack("<HBx", 0, 1) \
+        + SRVSVC_SYNTAX + NDR20_SYNTAX
+    pipe.write(rpc_pdu(PTYPE_BIND, 1, bind, ntlm.step()), 0)
+    ack = pipe.read(0, 4280)
+    assert ack[2] == PTYPE_BIND_ACK, ack.hex()
+    auth_length = struct.unpack_from("<H", ack, 10)[0]
+    authenticate = ntlm.step(ack[len(ack) - auth_length:])
+    pipe.write(rpc_pdu(PTYPE_AUTH3, 2, b"\0" * 4, authenticate), 0)
+    stub = struct.pack("<II", 0, 101)  # server name NULL, level 101
+    request = struct.pack("<IHH", len(stub), 0, 21) + stub
+    pipe.write(rpc_pdu(PTYPE_REQUEST, 3, request), 0)
+    return pipe.read(0, 4280)[2]
+
+
+@pytest.fixture(scope="module")
+def rpc_throttled(tmp_path_factory):
+    yield from start(tmp_path_factory, "rpcbind-",
+                     f"logon_failures_per_minute = {FAILURES_PER_MINUTE}\n")
+
+
+def test_a_pipe_bind_cannot_try_another_users_password(rpc_throttled):
+    """A bind on a pipe is held to the SMB session's own account: from
+    bob's session, binds that name alice fail whatever password they
+    carry, and none of them is checked, so none counts as a failed logon
+    for alice (no more than `logon_failures_per_minute` guesses would
+    otherwise lock her out from this address). Bob's own bind works."""
+    port, password, _ = rpc_throttled
+    bob = Client(port, password + "-bob", user="bob")
+    try:
+        tree = TreeConnect(bob.session, r"\\127.0.0.1\IPC$")
+        tree.connect()
+
+        def pipe() -> Open:
+            p = Open(tree, "srvsvc")
+            p.create(ImpersonationLevel.Impersonation,
+                     FilePipePrinterAccessMask.FILE_READ_DATA
+                     | FilePipePrinterAccessMask.FILE_WRITE_DATA, 0,
+                     ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
+                     CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+            return p
+
+        for guess in [password] + ["wrong-" + secrets.token_hex(4)] * (FAILURES_PER_MINUTE + 1):
+            p = pipe()
+            assert srvsvc_call_as(p, "alice", guess) == PTYPE_FAULT
+            p.close()
+        p = pipe()
+        assert srvsvc_call_as(p, "bob", password + "-bob") == PTYPE_RESPONSE
+        p.close()
+    finally:
+        bob.close()
+    assert logon(port, password) == 0
 
 
 @pytest.fixture(scope="module")

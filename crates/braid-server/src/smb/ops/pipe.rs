@@ -175,8 +175,23 @@ struct BindAuth<'a> {
     state: &'a ServerState,
     conn: &'a Connection,
     caller: &'a Session,
-    /// The throttle refused the last lookup: that failure is not counted.
-    throttled: std::cell::Cell<bool>,
+    /// The last lookup was refused unchecked (the throttle held it, or it
+    /// named an account other than the session's): no password was tried,
+    /// so no failure is counted.
+    unchecked: std::cell::Cell<bool>,
+}
+
+impl BindAuth<'_> {
+    /// Whether `user` is the SMB session's own account (never an
+    /// anonymous or guest session's): the only one a bind may name.
+    fn is_session_user(&self, user: &str) -> bool {
+        self.caller
+            .identity
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|i| !i.anonymous && !i.guest && i.user.eq_ignore_ascii_case(user))
+    }
 }
 
 impl RpcAuthBackend for BindAuth<'_> {
@@ -184,11 +199,19 @@ impl RpcAuthBackend for BindAuth<'_> {
         self.state.ntlm_server()
     }
 
+    /// Another account's hash is never looked up: a bind that names one
+    /// fails before any password is checked, so a pipe cannot be used to
+    /// guess other users' passwords (and needs no `logon_failure_delay`:
+    /// the session's own user has already proved theirs).
     fn nt_hash(&self, user: &str, _domain: &str) -> Option<[u8; 16]> {
+        if !self.is_session_user(user) {
+            self.unchecked.set(true);
+            return None;
+        }
         let now = std::time::Instant::now();
         let peer = self.conn.peer.ip();
         let blocked = self.state.logon_throttle.blocked(peer, Some(user), now);
-        self.throttled.set(blocked);
+        self.unchecked.set(blocked);
         if blocked {
             return None;
         }
@@ -196,16 +219,11 @@ impl RpcAuthBackend for BindAuth<'_> {
     }
 
     fn accepts(&self, outcome: &AuthOutcome) -> bool {
-        self.caller
-            .identity
-            .lock()
-            .unwrap()
-            .as_ref()
-            .is_some_and(|i| !i.anonymous && !i.guest && i.user.eq_ignore_ascii_case(&outcome.user))
+        self.is_session_user(&outcome.user)
     }
 
     fn logon_failed(&self, user: &str) {
-        if self.throttled.get() {
+        if self.unchecked.get() {
             return;
         }
         let now = std::time::Instant::now();
@@ -241,7 +259,7 @@ fn feed(
             state,
             conn: req.conn,
             caller: session,
-            throttled: Default::default(),
+            unchecked: Default::default(),
         },
     };
     let mut endpoint = pipe.endpoint.lock().unwrap();
