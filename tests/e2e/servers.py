@@ -125,10 +125,36 @@ class Server:
                 pass
 
 
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def same_config(pid: int) -> list[int]:
+    """Processes outside pid's tree started with its private config file
+    (an absolute *.conf path on its command line), and their descendants:
+    smbd starts samba-dcerpcd for the named pipes, which leaves smbd's
+    process tree (it runs in a session of its own) with its rpcd_* workers."""
+    confs = [a for a in _cmdline(pid) if a.endswith(".conf") and os.path.isabs(a)]
+    if not confs:
+        return []
+    tree = set(process_tree(pid))
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in tree:
+            argv = _cmdline(int(entry))
+            if any(c in a for a in argv for c in confs):
+                found.extend(process_tree(int(entry)))
+    return found
+
+
 def stop_pid(pid: int, timeout: float = 10.0) -> None:
     """Stop a server started by start(): SIGTERM to it and its descendants
-    (smbd's per-connection children and helpers), SIGKILL after timeout."""
-    pids = process_tree(pid)
+    (smbd's per-connection children and helpers, and the RPC daemons it
+    started with the same config), SIGKILL after timeout."""
+    pids = process_tree(pid) + same_config(pid)
     # The main process first, so that it can shut its children down itself.
     for group in ([pid], pids):
         for p in group:
