@@ -130,6 +130,62 @@ def test_a_session_at_its_open_file_cap(server):
         other.close()
 
 
+PER_CLIENT = 30
+
+
+@pytest.fixture(scope="module")
+def per_client(tmp_path_factory):
+    yield from start(tmp_path_factory, "clientopens-",
+                     f"max_open_files = {MAX_OPEN_FILES}\n"
+                     f"max_open_files_per_client = {PER_CLIENT}\n")
+
+
+def test_one_clients_sessions_together_are_held_to_a_cap(per_client):
+    """`max_open_files_per_client`: a client's sessions, each under its own
+    cap, together hold at most this many opens, durable opens left behind
+    by a dropped connection included; a close makes room again."""
+    from smbprotocol.create_contexts import (CreateContextName,
+                                             SMB2CreateContextRequest,
+                                             SMB2CreateDurableHandleRequest)
+    from smbprotocol.open import RequestedOplockLevel
+
+    port, password, _ = per_client
+    first, second, third = (Client(port, password) for _ in range(3))
+    try:
+        held = [first.open(f"a{i}.txt") for i in range(MAX_OPEN_FILES)]
+        for i in range(PER_CLIENT - MAX_OPEN_FILES):
+            ctx = SMB2CreateContextRequest()
+            ctx["buffer_name"] = CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST
+            ctx["buffer_data"] = SMB2CreateDurableHandleRequest()
+            f = Open(second.tree, f"b{i}.txt")
+            f.create(ImpersonationLevel.Impersonation,
+                     FilePipePrinterAccessMask.FILE_READ_DATA
+                     | FilePipePrinterAccessMask.FILE_WRITE_DATA, 0,
+                     ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_OPEN_IF,
+                     CreateOptions.FILE_NON_DIRECTORY_FILE, create_contexts=[ctx],
+                     oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH)
+            assert f.oplock_level == RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
+        with pytest.raises(SMBResponseException) as e:
+            third.open("c.txt")
+        assert e.value.status == STATUS_TOO_MANY_OPENED_FILES
+
+        # The second session's connection is lost: its durable opens wait
+        # for a reconnect, and still count.
+        second.conn.transport.close()
+        time.sleep(0.5)
+        with pytest.raises(SMBResponseException) as e:
+            third.open("c.txt")
+        assert e.value.status == STATUS_TOO_MANY_OPENED_FILES
+
+        held.pop().close()
+        f = third.open("c.txt")
+        f.write(b"room again", 0)
+        assert f.read(0, 10) == b"room again"
+    finally:
+        first.close()
+        third.close()
+
+
 def notify_request(client: Client, directory: Open):
     """Send a CHANGE_NOTIFY on `directory`; return the request and the
     status of its first answer (STATUS_PENDING from the interim response,

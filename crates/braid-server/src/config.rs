@@ -162,6 +162,11 @@ pub struct ServerConfig {
     /// next CREATE gets STATUS_TOO_MANY_OPENED_FILES. Braid is one process,
     /// so this keeps one client from taking every file descriptor.
     pub max_open_files: usize,
+    /// Opens one client address may hold at once across all its sessions
+    /// and connections, durable opens left behind included
+    /// (`client_opens.rs`); the next CREATE gets
+    /// STATUS_TOO_MANY_OPENED_FILES.
+    pub max_open_files_per_client: usize,
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
@@ -217,6 +222,7 @@ impl Default for ServerConfig {
             admin_listen: Some(DEFAULT_ADMIN_LISTEN.parse().expect("static address")),
             admin_listen_is_default: true,
             max_open_files: 16384,
+            max_open_files_per_client: 65536,
             max_connections: 16384,
             max_async_requests: 512,
             logon_failures_per_minute: 30,

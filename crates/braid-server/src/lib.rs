@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod break_delivery;
+pub mod client_opens;
 pub mod config;
 pub mod conn;
 pub mod credits;

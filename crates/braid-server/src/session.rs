@@ -384,6 +384,9 @@ pub struct Open {
     /// create options and FileModeInformation sets. Reported only: the
     /// I/O path takes write-through from the create.
     pub mode: AtomicU32,
+    /// This open's place in its client address's count of opens, given
+    /// back when the open is closed.
+    pub client_slot: Mutex<Option<crate::client_opens::ClientOpenSlot>>,
 }
 
 /// Tree connects one session may hold at once; one more is
@@ -408,6 +411,7 @@ impl Open {
     pub fn mark_closed(&self) -> bool {
         let first = !self.closed.swap(true, Ordering::AcqRel);
         if first {
+            self.client_slot.lock().unwrap().take();
             if let Some(w) = self.notify_watch.lock().unwrap().as_ref() {
                 w.close();
             }

@@ -39,6 +39,9 @@ pub struct FileConfig {
     pub max_channels: Option<u32>,
     /// Opens one session may hold (default 16384).
     pub max_open_files: Option<u32>,
+    /// Opens one client address may hold across its sessions (default
+    /// half the open-file limit).
+    pub max_open_files_per_client: Option<u32>,
     /// TCP connections served at once (default 16384).
     pub max_connections: Option<u32>,
     /// Requests of one connection that may wait after an interim response

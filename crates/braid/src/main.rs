@@ -318,6 +318,15 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             );
         }
     }
+    cfg.max_open_files_per_client = default_max_open_files_per_client(nofile);
+    if let Some(m) = file.max_open_files_per_client {
+        if !(16..=1_000_000).contains(&m) {
+            return Err(format!(
+                "max_open_files_per_client = {m}: use a value from 16 to 1000000"
+            ));
+        }
+        cfg.max_open_files_per_client = m as usize;
+    }
     if let Some(m) = file.max_connections {
         if !(1..=1_000_000).contains(&m) {
             return Err(format!(
@@ -464,6 +473,13 @@ fn current_umask() -> u32 {
 fn default_max_open_files(nofile: Option<u64>) -> usize {
     let quarter = nofile.map_or(u64::MAX, |n| (n / 4).max(16));
     quarter.min(16384) as usize
+}
+
+/// `max_open_files_per_client` when the config does not set it: half the
+/// descriptors the process may have, so that no one client address, with
+/// however many sessions, can take them all.
+fn default_max_open_files_per_client(nofile: Option<u64>) -> usize {
+    nofile.map_or(1_000_000, |n| (n / 2).clamp(16, 1_000_000)) as usize
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
@@ -635,7 +651,16 @@ fn home_base(template: &std::path::Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::default_max_open_files;
+    use super::{default_max_open_files, default_max_open_files_per_client};
+
+    #[test]
+    fn one_client_may_hold_at_most_half_the_descriptors() {
+        assert_eq!(default_max_open_files_per_client(Some(1_048_576)), 524_288);
+        assert_eq!(default_max_open_files_per_client(Some(1024)), 512);
+        assert_eq!(default_max_open_files_per_client(Some(8)), 16);
+        assert_eq!(default_max_open_files_per_client(Some(u64::MAX)), 1_000_000);
+        assert_eq!(default_max_open_files_per_client(None), 1_000_000);
+    }
 
     #[test]
     fn max_open_files_leaves_descriptors_for_other_clients() {

@@ -107,6 +107,14 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if session.opens.len() >= req.conn.server.config.max_open_files {
         return Err(NtStatus::TOO_MANY_OPENED_FILES);
     }
+    // Nor may one client's sessions together (durable opens it left
+    // behind included) take them all.
+    let client_slot = req
+        .conn
+        .server
+        .client_opens
+        .take(req.conn.peer.ip())
+        .ok_or(NtStatus::TOO_MANY_OPENED_FILES)?;
     // `file:stream[:$DATA]` names a stream of the file; the file service
     // parses and validates it (MS-FSA 2.1.5.1).
     let name = r.name.clone();
@@ -357,6 +365,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         renamed: Default::default(),
         lock_sequences: std::sync::Mutex::new(crate::session::NO_LOCK_SEQUENCES),
         mode: open_mode(opts).into(),
+        client_slot: Mutex::new(Some(client_slot)),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
     // to the file; streams are not reported).

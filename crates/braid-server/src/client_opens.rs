@@ -1,0 +1,102 @@
+//! Opens held per client address (`max_open_files_per_client`).
+//!
+//! Braid serves every client from one process, so open files are file
+//! descriptors every client draws from. `max_open_files` bounds one
+//! session, but a client may set up many sessions (up to 1024 per
+//! connection), and a durable open it leaves behind keeps its descriptor
+//! after its session is gone. This bound is per client address, across
+//! its sessions and connections, and a slot is held until the open is
+//! closed (a durable open's until it is reclaimed and closed, or expires),
+//! wherever it was reconnected from.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+/// How many opens each client address holds.
+#[derive(Debug)]
+pub struct ClientOpens {
+    limit: usize,
+    held: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One open's place in its client's count, given back when dropped.
+#[derive(Debug)]
+pub struct ClientOpenSlot {
+    owner: Arc<ClientOpens>,
+    client: IpAddr,
+}
+
+impl ClientOpens {
+    pub fn new(limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            held: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A slot for one more open of `client`, or None when it already holds
+    /// the limit. An IPv4 client reached over an IPv6 socket counts as
+    /// the same client as over IPv4.
+    pub fn take(self: &Arc<Self>, client: IpAddr) -> Option<ClientOpenSlot> {
+        let client = client.to_canonical();
+        let mut held = self.held.lock().unwrap();
+        let n = held.entry(client).or_insert(0);
+        if *n >= self.limit {
+            return None;
+        }
+        *n += 1;
+        Some(ClientOpenSlot {
+            owner: self.clone(),
+            client,
+        })
+    }
+
+    /// Opens `client` holds now.
+    pub fn held_by(&self, client: IpAddr) -> usize {
+        let held = self.held.lock().unwrap();
+        held.get(&client.to_canonical()).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for ClientOpenSlot {
+    fn drop(&mut self) {
+        let mut held = self.owner.held.lock().unwrap();
+        if let Some(n) = held.get_mut(&self.client) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.client);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_client_is_held_to_the_limit_and_gets_slots_back() {
+        let opens = ClientOpens::new(2);
+        let a: IpAddr = "198.18.0.1".parse().unwrap();
+        let b: IpAddr = "198.18.0.2".parse().unwrap();
+        let first = opens.take(a).unwrap();
+        let _second = opens.take(a).unwrap();
+        assert!(opens.take(a).is_none());
+        // The same client over an IPv6 socket.
+        assert!(opens.take("::ffff:198.18.0.1".parse().unwrap()).is_none());
+        assert!(opens.take(b).is_some());
+        drop(first);
+        assert_eq!(opens.held_by(a), 1);
+        let _third = opens.take(a).unwrap();
+        assert_eq!(opens.held_by(a), 2);
+    }
+
+    #[test]
+    fn a_client_with_nothing_open_leaves_no_entry() {
+        let opens = ClientOpens::new(4);
+        let a: IpAddr = "2001:db8::1".parse().unwrap();
+        drop(opens.take(a).unwrap());
+        assert!(opens.held.lock().unwrap().is_empty());
+    }
+}
