@@ -314,6 +314,63 @@ def test_a_connection_beyond_the_cap_is_closed(server):
             c.close()
 
 
+PER_CLIENT_CONNECTIONS = 2
+
+
+@pytest.fixture(scope="module")
+def per_client_connections(tmp_path_factory):
+    yield from start(tmp_path_factory, "clientconns-",
+                     "max_connections = 8\n"
+                     f"max_connections_per_client = {PER_CLIENT_CONNECTIONS}\n")
+
+
+def accepted(port: int, source: str) -> bool:
+    """Whether a TCP connection from `source` stays open: one refused at
+    accept is closed at once (EOF or reset), one accepted waits, silent,
+    for its NEGOTIATE."""
+    import socket
+    s = socket.socket()
+    try:
+        s.bind((source, 0))
+        s.connect(("127.0.0.1", port))
+        s.settimeout(1.0)
+        try:
+            return s.recv(1) != b""
+        except socket.timeout:
+            return True
+        except ConnectionResetError:
+            return False
+    finally:
+        s.close()
+
+
+def test_one_client_address_is_held_to_its_connections(per_client_connections):
+    """`max_connections_per_client`: a third connection from 127.0.0.1 is
+    closed at accept while another address (127.0.0.2) is still served,
+    and once one of the two ends, 127.0.0.1 is served again."""
+    port, password, _ = per_client_connections
+    first, second = Client(port, password), Client(port, password)
+    try:
+        assert not accepted(port, "127.0.0.1")
+        assert accepted(port, "127.0.0.2")
+        second.close()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                # A refused connection fails the logon.
+                late = Client(port, password)
+                break
+            except Exception:
+                assert time.monotonic() < deadline, "the address stayed refused"
+                time.sleep(0.2)
+        f = late.open("served.txt")
+        f.write(b"served", 0)
+        assert f.read(0, 6) == b"served"
+        late.close()
+    finally:
+        first.close()
+
+
 FAILURES_PER_MINUTE = 3
 
 

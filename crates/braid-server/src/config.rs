@@ -164,12 +164,15 @@ pub struct ServerConfig {
     pub max_open_files: usize,
     /// Opens one client address may hold at once across all its sessions
     /// and connections, durable opens left behind included
-    /// (`client_opens.rs`); the next CREATE gets
+    /// (`per_client.rs`); the next CREATE gets
     /// STATUS_TOO_MANY_OPENED_FILES.
     pub max_open_files_per_client: usize,
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
+    /// TCP connections one client address may have at once; one beyond
+    /// is closed as soon as it is accepted (`per_client.rs`).
+    pub max_connections_per_client: usize,
     /// Requests of one connection that may wait answered STATUS_PENDING
     /// at once (change notifications, blocking locks, opens waiting on a
     /// break): an interim response gives the request's credit back, so
@@ -224,6 +227,7 @@ impl Default for ServerConfig {
             max_open_files: 16384,
             max_open_files_per_client: 65536,
             max_connections: 16384,
+            max_connections_per_client: 4096,
             max_async_requests: 512,
             logon_failures_per_minute: 30,
             min_dialect: braid_smb_proto::messages::negotiate::dialect::SMB202,

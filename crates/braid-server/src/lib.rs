@@ -3,7 +3,6 @@
 
 pub mod admin;
 pub mod break_delivery;
-pub mod client_opens;
 pub mod config;
 pub mod conn;
 pub mod credits;
@@ -19,6 +18,7 @@ pub mod metrics;
 pub mod notify;
 pub mod oplock;
 pub mod order;
+pub mod per_client;
 pub mod server;
 pub mod session;
 pub mod sharded;

@@ -79,6 +79,7 @@ impl Server {
             tasks.push(tokio::spawn(async move {
                 let mut refused = RefusalLog::default();
                 let mut hosts_refused = RefusalLog::default();
+                let mut refused_client = RefusalLog::default();
                 loop {
                     match l.accept().await {
                         Ok((stream, peer)) => {
@@ -98,7 +99,21 @@ impl Server {
                                 refused.note(peer, "max_connections reached");
                                 continue;
                             }
-                            tokio::spawn(serve_connection(state.clone(), stream));
+                            // Held while the connection is served.
+                            let Some(slot) = state.client_connections.take(peer.ip()) else {
+                                drop(stream);
+                                state
+                                    .metrics
+                                    .connections_refused
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                refused_client.note(peer, "max_connections_per_client reached");
+                                continue;
+                            };
+                            let state = state.clone();
+                            tokio::spawn(async move {
+                                serve_connection(state, stream).await;
+                                drop(slot);
+                            });
                         }
                         Err(e) => {
                             warn!("accept failed: {e}");

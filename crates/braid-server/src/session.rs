@@ -386,7 +386,7 @@ pub struct Open {
     pub mode: AtomicU32,
     /// This open's place in its client address's count of opens, given
     /// back when the open is closed.
-    pub client_slot: Mutex<Option<crate::client_opens::ClientOpenSlot>>,
+    pub client_slot: Mutex<Option<crate::per_client::PerClientSlot>>,
 }
 
 /// Tree connects one session may hold at once; one more is

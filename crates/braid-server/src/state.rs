@@ -126,7 +126,9 @@ pub struct ServerState {
     /// Failed logons per client address (`logon_throttle.rs`).
     pub logon_throttle: crate::logon_throttle::LogonThrottle,
     /// Opens held per client address (`max_open_files_per_client`).
-    pub client_opens: Arc<crate::client_opens::ClientOpens>,
+    pub client_opens: Arc<crate::per_client::PerClient>,
+    /// Connections per client address (`max_connections_per_client`).
+    pub client_connections: Arc<crate::per_client::PerClient>,
     /// Each user's own share (`homes.rs`), when configured.
     pub homes: Option<crate::homes::HomeShares>,
     next_session_id: AtomicU64,
@@ -166,10 +168,13 @@ impl ServerState {
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         let logon_throttle =
             crate::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
-        let client_opens = crate::client_opens::ClientOpens::new(config.max_open_files_per_client);
+        let client_opens = crate::per_client::PerClient::new(config.max_open_files_per_client);
+        let client_connections =
+            crate::per_client::PerClient::new(config.max_connections_per_client);
         Ok(ServerState {
             config,
             client_opens,
+            client_connections,
             users,
             files,
             shares,

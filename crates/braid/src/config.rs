@@ -44,6 +44,9 @@ pub struct FileConfig {
     pub max_open_files_per_client: Option<u32>,
     /// TCP connections served at once (default 16384).
     pub max_connections: Option<u32>,
+    /// TCP connections one client address may have (default a quarter of
+    /// max_connections).
+    pub max_connections_per_client: Option<u32>,
     /// Requests of one connection that may wait after an interim response
     /// (default 512).
     pub max_async_requests: Option<u32>,

@@ -335,6 +335,15 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         }
         cfg.max_connections = m as usize;
     }
+    cfg.max_connections_per_client = default_max_connections_per_client(cfg.max_connections);
+    if let Some(m) = file.max_connections_per_client {
+        if !(1..=1_000_000).contains(&m) {
+            return Err(format!(
+                "max_connections_per_client = {m}: use a value from 1 to 1000000"
+            ));
+        }
+        cfg.max_connections_per_client = m as usize;
+    }
     if let Some(m) = file.max_async_requests {
         if !(1..=65_535).contains(&m) {
             return Err(format!(
@@ -480,6 +489,14 @@ fn default_max_open_files(nofile: Option<u64>) -> usize {
 /// however many sessions, can take them all.
 fn default_max_open_files_per_client(nofile: Option<u64>) -> usize {
     nofile.map_or(1_000_000, |n| (n / 2).clamp(16, 1_000_000)) as usize
+}
+
+/// `max_connections_per_client` when the config does not set it: a quarter
+/// of the server's connections, so that no one client address takes them
+/// all, but never fewer than 64 (a multichannel client opens up to 32 per
+/// session), or than `max_connections` when that is less.
+fn default_max_connections_per_client(max_connections: usize) -> usize {
+    (max_connections / 4).max(max_connections.min(64))
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
@@ -651,7 +668,18 @@ fn home_base(template: &std::path::Path) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
-    use super::{default_max_open_files, default_max_open_files_per_client};
+    use super::{
+        default_max_connections_per_client, default_max_open_files,
+        default_max_open_files_per_client,
+    };
+
+    #[test]
+    fn one_client_may_have_a_quarter_of_the_connections() {
+        assert_eq!(default_max_connections_per_client(16384), 4096);
+        assert_eq!(default_max_connections_per_client(1000), 250);
+        assert_eq!(default_max_connections_per_client(100), 64);
+        assert_eq!(default_max_connections_per_client(4), 4);
+    }
 
     #[test]
     fn one_client_may_hold_at_most_half_the_descriptors() {

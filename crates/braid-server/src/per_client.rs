@@ -1,33 +1,37 @@
-//! Opens held per client address (`max_open_files_per_client`).
+//! Counts per client address: the opens (`max_open_files_per_client`) and
+//! the connections (`max_connections_per_client`) each client holds.
 //!
-//! Braid serves every client from one process, so open files are file
-//! descriptors every client draws from. `max_open_files` bounds one
-//! session, but a client may set up many sessions (up to 1024 per
-//! connection), and a durable open it leaves behind keeps its descriptor
-//! after its session is gone. This bound is per client address, across
-//! its sessions and connections, and a slot is held until the open is
-//! closed (a durable open's until it is reclaimed and closed, or expires),
-//! wherever it was reconnected from.
+//! Braid serves every client from one process, so open files and
+//! connections are file descriptors every client draws from.
+//! `max_open_files` bounds one session, but a client may set up many
+//! sessions (up to 1024 per connection), and a durable open it leaves
+//! behind keeps its descriptor after its session is gone; and
+//! `max_connections` bounds the server, not a client. These bounds are per
+//! client address, across its sessions and connections. An open's slot is
+//! held until the open is closed (a durable open's until it is reclaimed
+//! and closed, or expires), wherever it was reconnected from; a
+//! connection's until it ends.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-/// How many opens each client address holds.
+/// How many of one thing (opens, connections) each client address holds.
 #[derive(Debug)]
-pub struct ClientOpens {
+pub struct PerClient {
     limit: usize,
     held: Mutex<HashMap<IpAddr, usize>>,
 }
 
-/// One open's place in its client's count, given back when dropped.
+/// One open's (or connection's) place in its client's count, given back
+/// when dropped.
 #[derive(Debug)]
-pub struct ClientOpenSlot {
-    owner: Arc<ClientOpens>,
+pub struct PerClientSlot {
+    owner: Arc<PerClient>,
     client: IpAddr,
 }
 
-impl ClientOpens {
+impl PerClient {
     pub fn new(limit: usize) -> Arc<Self> {
         Arc::new(Self {
             limit,
@@ -35,10 +39,10 @@ impl ClientOpens {
         })
     }
 
-    /// A slot for one more open of `client`, or None when it already holds
+    /// A slot for one more of `client`'s, or None when it already holds
     /// the limit. An IPv4 client reached over an IPv6 socket counts as
     /// the same client as over IPv4.
-    pub fn take(self: &Arc<Self>, client: IpAddr) -> Option<ClientOpenSlot> {
+    pub fn take(self: &Arc<Self>, client: IpAddr) -> Option<PerClientSlot> {
         let client = client.to_canonical();
         let mut held = self.held.lock().unwrap();
         let n = held.entry(client).or_insert(0);
@@ -46,20 +50,20 @@ impl ClientOpens {
             return None;
         }
         *n += 1;
-        Some(ClientOpenSlot {
+        Some(PerClientSlot {
             owner: self.clone(),
             client,
         })
     }
 
-    /// Opens `client` holds now.
+    /// How many `client` holds now.
     pub fn held_by(&self, client: IpAddr) -> usize {
         let held = self.held.lock().unwrap();
         held.get(&client.to_canonical()).copied().unwrap_or(0)
     }
 }
 
-impl Drop for ClientOpenSlot {
+impl Drop for PerClientSlot {
     fn drop(&mut self) {
         let mut held = self.owner.held.lock().unwrap();
         if let Some(n) = held.get_mut(&self.client) {
@@ -77,7 +81,7 @@ mod tests {
 
     #[test]
     fn each_client_is_held_to_the_limit_and_gets_slots_back() {
-        let opens = ClientOpens::new(2);
+        let opens = PerClient::new(2);
         let a: IpAddr = "198.18.0.1".parse().unwrap();
         let b: IpAddr = "198.18.0.2".parse().unwrap();
         let first = opens.take(a).unwrap();
@@ -94,7 +98,7 @@ mod tests {
 
     #[test]
     fn a_client_with_nothing_open_leaves_no_entry() {
-        let opens = ClientOpens::new(4);
+        let opens = PerClient::new(4);
         let a: IpAddr = "2001:db8::1".parse().unwrap();
         drop(opens.take(a).unwrap());
         assert!(opens.held.lock().unwrap().is_empty());
