@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -273,3 +274,46 @@ def test_opens_show_a_durable_open_waiting_for_its_client(server_process, smb_se
         assert row.startswith("-  ") and row.rstrip().endswith("waiting"), table
     finally:
         client.close()
+
+
+def test_a_configured_token_is_required(tmp_path):
+    """`admin_token_file`: without `Authorization: Bearer <token>` every
+    endpoint is 401 and shows nothing; with it, the API and `braid status
+    --admin-token-file` work. A token file other users may read is
+    refused at startup with one line naming the key."""
+    token = os.urandom(24).hex()
+    token_file = tmp_path / "admin-token"
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o644)
+    admin = f"127.0.0.1:{servers.free_port()}"
+    share = tmp_path / "share"
+    share.mkdir()
+    config = (f'admin_listen = "{admin}"\nadmin_token_file = "{token_file}"\n'
+              f'[[share]]\nname = "share"\npath = "{share}"\n')
+    refused = servers.config_error(tmp_path, config)
+    assert "admin_token_file" in refused and "chmod 600" in refused, refused
+    assert token not in refused
+    token_file.chmod(0o600)
+
+    proc, _ = servers.start_braid_with_config(tmp_path, config, {"alice": "pw-alice"})
+    try:
+        for path in ("/metrics", "/api/v1/sessions", "/api/v1/shares", "/api/v1/opens"):
+            for headers in ({}, {"Authorization": "Bearer " + "0" * 48}):
+                req = urllib.request.Request(f"http://{admin}{path}", headers=headers)
+                with pytest.raises(urllib.error.HTTPError) as e:
+                    urllib.request.urlopen(req, timeout=10)
+                assert e.value.code == 401
+                assert e.value.headers["WWW-Authenticate"].startswith("Bearer")
+            req = urllib.request.Request(f"http://{admin}{path}",
+                                         headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.status == 200
+        status = [str(servers.BRAID_BIN), "status", "--admin", admin, "--json"]
+        r = subprocess.run(status, capture_output=True, text=True, timeout=30)
+        assert r.returncode != 0 and "401" in r.stderr, r.stderr
+        r = subprocess.run(status + ["--admin-token-file", str(token_file)],
+                           capture_output=True, text=True, timeout=30, check=True)
+        assert json.loads(r.stdout) == {"sessions": []}
+    finally:
+        servers.stop_pid(proc.pid)
+    assert token not in (tmp_path / "braid.log").read_text()

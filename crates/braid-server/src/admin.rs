@@ -1,6 +1,7 @@
 //! The admin HTTP API (docs/ADMIN.md): the live view of sessions, channels
-//! and shares, and Prometheus metrics. Read-only, no authentication: it
-//! listens on loopback unless configured otherwise (`admin_listen`).
+//! and shares, and Prometheus metrics. Read-only; it listens on loopback
+//! unless configured otherwise (`admin_listen`), and asks for a bearer
+//! token when one is configured (`admin_token_file`, `admin_auth.rs`).
 //!
 //! - `GET /api/v1/sessions`: sessions and their channels;
 //! - `GET /api/v1/shares`: shares with open counts and traffic so far;
@@ -41,20 +42,31 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
 }
 
 pub fn router(state: Arc<ServerState>) -> Router {
-    Router::new()
+    let token = state.config.admin_token.clone();
+    let router = Router::new()
         .route("/api/v1/sessions", get(get_sessions))
         .route("/api/v1/shares", get(get_shares))
         .route("/api/v1/opens", get(get_opens))
         .route("/metrics", get(get_metrics))
-        .with_state(state)
+        .with_state(state);
+    match token {
+        Some(token) => router.layer(axum::middleware::from_fn_with_state(
+            token,
+            crate::admin_auth::require_token,
+        )),
+        None => router,
+    }
 }
 
 /// Serve the admin API on an already bound listener until the task ends.
 pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
     let addr = listener.local_addr().ok();
     if let Some(a) = addr {
-        if !a.ip().is_loopback() {
-            warn!("admin API on {a} is reachable from the network and has no authentication");
+        if !a.ip().is_loopback() && state.config.admin_token.is_none() {
+            warn!(
+                "admin API on {a} is reachable from the network and has no authentication; \
+                 set admin_token_file"
+            );
         }
         info!("admin API on http://{a}/ (api/v1/sessions, api/v1/shares, api/v1/opens, metrics)");
     }
@@ -654,6 +666,51 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// The raw HTTP/1.1 response to a GET of `path` with `headers`.
+    async fn raw_get(addr: SocketAddr, path: &str, headers: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn a_configured_token_is_required() {
+        let dir = tempdir("token");
+        let mut st = state(&dir);
+        let token = "f".repeat(40);
+        st.config.admin_token = Some(Arc::new(
+            crate::admin_auth::AdminToken::new(&token).unwrap(),
+        ));
+        let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(serve(Arc::new(st), listener));
+        for path in [
+            "/metrics",
+            "/api/v1/sessions",
+            "/api/v1/shares",
+            "/api/v1/opens",
+        ] {
+            let r = raw_get(addr, path, "").await;
+            assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+            assert!(r.to_lowercase().contains("www-authenticate: bearer"), "{r}");
+            assert!(!r.contains("Data"), "{r}");
+            let r = raw_get(addr, path, "Authorization: Bearer wrong\r\n").await;
+            assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+            let r = raw_get(addr, path, &format!("Authorization: Bearer {token}\r\n")).await;
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        }
+        task.abort();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[tokio::test]
     async fn http_endpoints() {
         let dir = tempdir("http");
@@ -661,18 +718,7 @@ mod tests {
         let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(serve(st.clone(), listener));
-        let get = |path: &'static str| async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(
-                format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
-            )
-            .await
-            .unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).await.unwrap();
-            out
-        };
+        let get = |path: &'static str| raw_get(addr, path, "");
         let r = get("/metrics").await;
         assert!(r.starts_with("HTTP/1.1 200"), "{r}");
         assert!(r.contains("text/plain; version=0.0.4"), "{r}");

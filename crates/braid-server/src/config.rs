@@ -158,6 +158,8 @@ pub struct ServerConfig {
     /// The admin address is the built-in default rather than configured:
     /// if it cannot be bound the server runs without the admin API.
     pub admin_listen_is_default: bool,
+    /// The admin API requires this bearer token (`admin_token_file`).
+    pub admin_token: Option<std::sync::Arc<crate::admin_auth::AdminToken>>,
     /// Opens one session may hold at once (Samba's `max open files`); the
     /// next CREATE gets STATUS_TOO_MANY_OPENED_FILES. Braid is one process,
     /// so this keeps one client from taking every file descriptor.
@@ -224,6 +226,7 @@ impl Default for ServerConfig {
             interfaces: Vec::new(),
             admin_listen: Some(DEFAULT_ADMIN_LISTEN.parse().expect("static address")),
             admin_listen_is_default: true,
+            admin_token: None,
             max_open_files: 16384,
             max_open_files_per_client: 65536,
             max_connections: 16384,

@@ -31,6 +31,8 @@ pub struct FileConfig {
     pub ciphers: Option<Vec<String>>,
     /// Admin HTTP API address (default "127.0.0.1:9445"); "off" or "" disables it.
     pub admin_listen: Option<String>,
+    /// A 0600 file holding the bearer token the admin API then requires.
+    pub admin_token_file: Option<PathBuf>,
     /// Offer SMB3 multichannel (default true).
     pub multichannel: Option<bool>,
     /// Grant SMB 2.1+ leases (default true).

@@ -48,6 +48,9 @@ enum Cmd {
         /// The open files (and who holds them) instead of the sessions.
         #[arg(long)]
         opens: bool,
+        /// The file holding the admin API's token (its admin_token_file).
+        #[arg(long)]
+        admin_token_file: Option<PathBuf>,
     },
     /// Load generator: run a profile against any SMB server, list
     /// profiles, compare targets/settings into an HTML report.
@@ -91,6 +94,9 @@ struct ServeArgs {
     /// Admin HTTP API address (default 127.0.0.1:9445), or "off".
     #[arg(long)]
     admin_listen: Option<String>,
+    /// A file (mode 0600) holding the bearer token the admin API requires.
+    #[arg(long)]
+    admin_token_file: Option<PathBuf>,
     /// Log filter, e.g. info, debug, braid_server=trace.
     #[arg(long, default_value = "info")]
     log: String,
@@ -122,7 +128,12 @@ fn main() -> ExitCode {
     let result = match cli.cmd {
         Cmd::Serve(args) => serve(args),
         Cmd::User { cmd } => user(cmd),
-        Cmd::Status { admin, json, opens } => status::run(&admin, json, opens),
+        Cmd::Status {
+            admin,
+            json,
+            opens,
+            admin_token_file,
+        } => status::run(&admin, json, opens, admin_token_file.as_deref()),
         Cmd::Bench(args) => bench_cli::bench(*args),
         Cmd::Lab(args) => bench_cli::lab_cmd(args),
         Cmd::Vfs { cmd } => vfs_cli::run(cmd),
@@ -384,6 +395,14 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
     if let Some(a) = admin {
         cfg.admin_listen = config::parse_admin_listen(a)?;
         cfg.admin_listen_is_default = false;
+    }
+    if let Some(p) = args
+        .admin_token_file
+        .as_ref()
+        .or(file.admin_token_file.as_ref())
+    {
+        let token = braid_server::admin_auth::AdminToken::from_file(p)?;
+        cfg.admin_token = Some(std::sync::Arc::new(token));
     }
 
     let users_file = args.users_file.clone().or(file.users_file);

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// Fetch `path` from the admin API at `addr` with a plain HTTP/1.1 GET;
-/// returns the body of a 200 response.
-pub fn http_get(addr: &str, path: &str) -> Result<String, String> {
+/// Fetch `path` from the admin API at `addr` with a plain HTTP/1.1 GET,
+/// with `token` as its bearer token; returns the body of a 200 response.
+pub fn http_get(addr: &str, path: &str, token: Option<&str>) -> Result<String, String> {
     let sock: SocketAddr = addr
         .to_socket_addrs()
         .map_err(|e| format!("--admin {addr}: {e}"))?
@@ -22,8 +22,11 @@ pub fn http_get(addr: &str, path: &str) -> Result<String, String> {
         )
     })?;
     let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     let req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n{authorization}Connection: close\r\n\r\n"
     );
     s.write_all(req.as_bytes())
         .map_err(|e| format!("admin API at {addr}: {e}"))?;
@@ -97,13 +100,25 @@ fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// `opens`: the open files (`/api/v1/opens`) instead of the sessions.
-pub fn run(admin: &str, json: bool, opens: bool) -> Result<(), String> {
+pub fn run(
+    admin: &str,
+    json: bool,
+    opens: bool,
+    token_file: Option<&std::path::Path>,
+) -> Result<(), String> {
     let path = if opens {
         "/api/v1/opens"
     } else {
         "/api/v1/sessions"
     };
-    let body = http_get(admin, path)?;
+    let token = match token_file {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .map_err(|e| format!("--admin-token-file {}: {e}", p.display()))?,
+        ),
+        None => None,
+    };
+    let body = http_get(admin, path, token.as_deref().map(str::trim))?;
     if json {
         println!("{}", body.trim_end());
         return Ok(());
