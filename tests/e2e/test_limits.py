@@ -149,7 +149,7 @@ def test_one_clients_sessions_together_are_held_to_a_cap(per_client):
                                              SMB2CreateDurableHandleRequest)
     from smbprotocol.open import RequestedOplockLevel
 
-    port, password, _ = per_client
+    port, password, log = per_client
     first, second, third = (Client(port, password) for _ in range(3))
     try:
         held = [first.open(f"a{i}.txt") for i in range(MAX_OPEN_FILES)]
@@ -184,6 +184,8 @@ def test_one_clients_sessions_together_are_held_to_a_cap(per_client):
     finally:
         first.close()
         third.close()
+    # Two refusals, one warning (they are logged at most every 10 s).
+    assert log.read_text().count("client at its max_open_files_per_client limit") == 1
 
 
 def notify_request(client: Client, directory: Open):
@@ -348,7 +350,7 @@ def test_one_client_address_is_held_to_its_connections(per_client_connections):
     """`max_connections_per_client`: a third connection from 127.0.0.1 is
     closed at accept while another address (127.0.0.2) is still served,
     and once one of the two ends, 127.0.0.1 is served again."""
-    port, password, _ = per_client_connections
+    port, password, log = per_client_connections
     first, second = Client(port, password), Client(port, password)
     try:
         assert not accepted(port, "127.0.0.1")
@@ -369,6 +371,7 @@ def test_one_client_address_is_held_to_its_connections(per_client_connections):
         late.close()
     finally:
         first.close()
+    assert "client at its max_connections_per_client limit" in log.read_text()
 
 
 FAILURES_PER_MINUTE = 3

@@ -15,12 +15,24 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// How many of one thing (opens, connections) each client address holds.
 #[derive(Debug)]
 pub struct PerClient {
+    /// The config key that sets `limit`, for the log.
+    key: &'static str,
     limit: usize,
     held: Mutex<HashMap<IpAddr, usize>>,
+    refusals: Mutex<Refusals>,
+}
+
+/// Refusals since the last warning, logged at most every 10 s so that a
+/// client hammering at its limit does not flood the log.
+#[derive(Debug, Default)]
+struct Refusals {
+    since_warning: u64,
+    warned_at: Option<Instant>,
 }
 
 /// One open's (or connection's) place in its client's count, given back
@@ -32,10 +44,12 @@ pub struct PerClientSlot {
 }
 
 impl PerClient {
-    pub fn new(limit: usize) -> Arc<Self> {
+    pub fn new(key: &'static str, limit: usize) -> Arc<Self> {
         Arc::new(Self {
+            key,
             limit,
             held: Mutex::new(HashMap::new()),
+            refusals: Mutex::default(),
         })
     }
 
@@ -47,6 +61,8 @@ impl PerClient {
         let mut held = self.held.lock().unwrap();
         let n = held.entry(client).or_insert(0);
         if *n >= self.limit {
+            drop(held);
+            self.refused(client);
             return None;
         }
         *n += 1;
@@ -54,6 +70,24 @@ impl PerClient {
             owner: self.clone(),
             client,
         })
+    }
+
+    fn refused(&self, client: IpAddr) {
+        let mut r = self.refusals.lock().unwrap();
+        r.since_warning += 1;
+        if r.warned_at
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(10))
+        {
+            return;
+        }
+        tracing::warn!(
+            %client,
+            limit = self.limit,
+            refused = r.since_warning,
+            "client at its {} limit: refused", self.key
+        );
+        r.since_warning = 0;
+        r.warned_at = Some(Instant::now());
     }
 
     /// How many `client` holds now.
@@ -81,7 +115,7 @@ mod tests {
 
     #[test]
     fn each_client_is_held_to_the_limit_and_gets_slots_back() {
-        let opens = PerClient::new(2);
+        let opens = PerClient::new("test", 2);
         let a: IpAddr = "198.18.0.1".parse().unwrap();
         let b: IpAddr = "198.18.0.2".parse().unwrap();
         let first = opens.take(a).unwrap();
@@ -98,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_client_with_nothing_open_leaves_no_entry() {
-        let opens = PerClient::new(4);
+        let opens = PerClient::new("test", 4);
         let a: IpAddr = "2001:db8::1".parse().unwrap();
         drop(opens.take(a).unwrap());
         assert!(opens.held.lock().unwrap().is_empty());

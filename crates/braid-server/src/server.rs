@@ -79,7 +79,6 @@ impl Server {
             tasks.push(tokio::spawn(async move {
                 let mut refused = RefusalLog::default();
                 let mut hosts_refused = RefusalLog::default();
-                let mut refused_client = RefusalLog::default();
                 loop {
                     match l.accept().await {
                         Ok((stream, peer)) => {
@@ -99,14 +98,14 @@ impl Server {
                                 refused.note(peer, "max_connections reached");
                                 continue;
                             }
-                            // Held while the connection is served.
+                            // Held while the connection is served (a
+                            // refusal is logged by `take`).
                             let Some(slot) = state.client_connections.take(peer.ip()) else {
                                 drop(stream);
                                 state
                                     .metrics
                                     .connections_refused
                                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                refused_client.note(peer, "max_connections_per_client reached");
                                 continue;
                             };
                             let state = state.clone();

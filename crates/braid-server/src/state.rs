@@ -168,9 +168,14 @@ impl ServerState {
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         let logon_throttle =
             crate::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
-        let client_opens = crate::per_client::PerClient::new(config.max_open_files_per_client);
-        let client_connections =
-            crate::per_client::PerClient::new(config.max_connections_per_client);
+        let client_opens = crate::per_client::PerClient::new(
+            "max_open_files_per_client",
+            config.max_open_files_per_client,
+        );
+        let client_connections = crate::per_client::PerClient::new(
+            "max_connections_per_client",
+            config.max_connections_per_client,
+        );
         Ok(ServerState {
             config,
             client_opens,
