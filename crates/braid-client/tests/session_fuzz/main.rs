@@ -20,8 +20,10 @@
 mod breaks;
 #[path = "../common/mod.rs"]
 mod common;
+mod pipes;
 mod races;
 mod requests;
+mod rpc;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -304,8 +306,8 @@ async fn hostile_requests_in_a_signed_session() {
     let t = session_with(&srv, ClientConfig::default()).await.1;
     fixture(&t).await;
     // Two clients at once on the same files: opens, renames, locks and
-    // deletes of one race those of the other.
-    let (a, b) = tokio::join!(
+    // deletes of one race those of the other; a third on IPC$'s pipes.
+    let (a, b, p) = tokio::join!(
         run(&srv, "A", seed, iters / 2),
         run(
             &srv,
@@ -313,6 +315,7 @@ async fn hostile_requests_in_a_signed_session() {
             seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
             iters - iters / 2
         ),
+        pipes::run(&srv, seed ^ 0x5049_5045, iters / 10),
     );
     let mut statuses = a.statuses;
     for (k, v) in b.statuses {
@@ -330,6 +333,10 @@ async fn hostile_requests_in_a_signed_session() {
         a.tree_churns + b.tree_churns
     );
     eprintln!("time by command (A) {:?}", a.spent);
+    eprintln!(
+        "pipes: statuses {:x?}; {} bind_acks, {} responses, {} READs went async, other PDUs {:?}; READs ended {:?}",
+        p.statuses, p.bind_acks, p.responses, p.went_async, p.other_pdus, p.endings
+    );
 
     let log = std::fs::read_to_string(srv.workdir.join("braid.log")).unwrap_or_default();
     assert!(
@@ -338,6 +345,15 @@ async fn hostile_requests_in_a_signed_session() {
         srv.log_tail()
     );
     assert_eq!(drops, 0, "seed {seed}: requests lost their connection");
+    assert!(
+        p.findings.is_empty(),
+        "seed {seed}: pipes: {:#?}",
+        p.findings
+    );
+    // The pipe client did reach the endpoints.
+    if iters >= 1000 {
+        assert!(p.bind_acks > 0 && p.responses > 0 && p.went_async > 0);
+    }
     assert_eq!(
         entries(&outside),
         outside_before,
@@ -355,6 +371,7 @@ async fn hostile_requests_in_a_signed_session() {
     let back = f.read(0, data.len() as u32).await.expect("read after");
     assert_eq!(back, data, "seed {seed}: bytes read back differ");
     f.close().await.unwrap();
+    pipes::still_served(&srv).await;
     // Once the clients are gone, nothing they left behind (a break owed
     // by a dropped connection, a lock, a durable open) holds up a look at
     // the fixture's files: each answers with a status at once.
