@@ -570,9 +570,10 @@ pub async fn run(srv: &common::Server, seed: u64, iters: usize) -> PipeOutcome {
             70..=79 => c.compound().await,
             80..=89 => c.close_one().await,
             90 => c.many().await,
-            91..=93 => {
+            91..=92 => {
                 let _ = c.open(false).await;
             }
+            93 => c.read_disconnected().await,
             94 => {
                 // A second IPC$ tree, or one fewer.
                 if c.ipc.len() < 2 {

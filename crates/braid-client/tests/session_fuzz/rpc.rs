@@ -453,3 +453,27 @@ pub fn split(mut data: &[u8]) -> Vec<(u8, &[u8])> {
     }
     out
 }
+
+/// An ALTER_CONTEXT that offers context 0, bound to the pipe's interface
+/// by [`plain_bind`], with mgmt instead: a protocol error that ends the
+/// association (MS-RPCE 3.3.1.5.1; a fault, then the pipe is disconnected).
+pub fn redefining_alter() -> Vec<u8> {
+    let mut body = Vec::new();
+    Bind {
+        max_xmit_frag: 4280,
+        max_recv_frag: 4280,
+        assoc_group_id: 0,
+        contexts: vec![ContextElement {
+            context_id: 0,
+            abstract_syntax: SyntaxId::MGMT,
+            transfer_syntaxes: vec![SyntaxId::NDR20],
+        }],
+    }
+    .encode(&mut body);
+    encode_pdu(
+        ptype::ALTER_CONTEXT,
+        pfc::FIRST_FRAG | pfc::LAST_FRAG,
+        2,
+        &body,
+    )
+}

@@ -13,7 +13,7 @@ use braid_smb_proto::Command;
 use rand::Rng;
 use tokio::task::JoinHandle;
 
-use super::{close_req, ipc_unc, read_req, write_req, PipeClient};
+use super::{close_req, ipc_unc, read_req, transceive_req, write_req, PipeClient};
 use crate::rpc;
 
 /// How long an ended READ may take to be answered.
@@ -22,7 +22,13 @@ const PATIENCE: Duration = Duration::from_secs(5);
 /// Whether a status may end a READ that was ended by `how`: the answer
 /// (which may have come first), or the ending's own status.
 fn expected(how: &str, status: NtStatus) -> bool {
-    if [NtStatus::SUCCESS, NtStatus::BUFFER_OVERFLOW].contains(&status) {
+    // An answer, or (a pipe whose association is over) none ever.
+    let at_once = [
+        NtStatus::SUCCESS,
+        NtStatus::BUFFER_OVERFLOW,
+        NtStatus::PIPE_DISCONNECTED,
+    ];
+    if at_once.contains(&status) {
         return true;
     }
     let allowed: &[NtStatus] = match how {
@@ -225,6 +231,49 @@ impl PipeClient<'_> {
             }
             _ => {}
         }
+    }
+
+    /// A READ of a pipe whose association a protocol error ended, once
+    /// the fault is read: nothing can ever be answered on it, so the READ
+    /// must not wait (the WRITE that would feed it is refused
+    /// STATUS_PIPE_DISCONNECTED).
+    pub(super) async fn read_disconnected(&mut self) {
+        let Some(i) = self.open(true).await else {
+            return;
+        };
+        let (id, tree, lsa) = (self.pipes[i].id, self.pipes[i].tree, self.pipes[i].lsa);
+        for pdu in [rpc::plain_bind(lsa), rpc::redefining_alter()] {
+            let body = transceive_req(id, &pdu, 4280);
+            let Some(r) = self.send(tree, Command::Ioctl, &body, 4280).await else {
+                return;
+            };
+            if r.status() != NtStatus::SUCCESS {
+                return;
+            }
+        }
+        let t = self.ipc[tree].clone();
+        let body = read_req(id, 4280);
+        let task = tokio::spawn(async move { t.raw(Command::Read, &body, 4280).await });
+        let ending = match tokio::time::timeout(PATIENCE, task).await {
+            Ok(Ok(Ok(r))) => {
+                if r.status() != NtStatus::PIPE_DISCONNECTED {
+                    let what = format!("a READ of a disconnected pipe got {:?}", r.status());
+                    self.finding(what);
+                }
+                format!("disconnected: {:?}", r.status())
+            }
+            Ok(Ok(Err(e))) => {
+                self.finding(format!("a READ of a disconnected pipe: {e}"));
+                format!("disconnected: {e}")
+            }
+            Ok(Err(e)) => panic!("READ task: {e}"),
+            Err(_) => {
+                self.finding("a READ of a disconnected pipe waited".to_string());
+                self.cancel_all(true);
+                "disconnected: waited".to_string()
+            }
+        };
+        *self.out.endings.entry(ending).or_default() += 1;
     }
 
     /// Close a pipe; sometimes one already closed.
