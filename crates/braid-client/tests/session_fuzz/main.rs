@@ -10,9 +10,16 @@
 //! and then lose one of their two channels between requests and bind
 //! another; now and then the tree is disconnected under the client's
 //! opens and a new one connected, and half of the sessions end with a
-//! LOGOFF. Whatever Braid answers, it must not panic, must not
+//! LOGOFF. Beside the two file clients, a third works the named pipes on
+//! IPC$ (pipes.rs): srvsvc and lsarpc opened (past the 64 a session may
+//! hold), DCE/RPC PDUs from rpc.rs (binds, alter_contexts, authenticated
+//! binds carried to AUTH3, requests of real opnums, often damaged or cut
+//! in fragments) by WRITE, FSCTL_PIPE_TRANSCEIVE and compounds, and READs
+//! left waiting on empty pipes, ended by CANCEL, an answer, CLOSE,
+//! TREE_DISCONNECT, LOGOFF or a lost connection: every one must end, as
+//! its ending says. Whatever Braid answers, it must not panic, must not
 //! write outside the share, and must still serve a fresh session that
-//! reads back what it wrote.
+//! reads back what it wrote, and whose srvsvc pipe lists the share.
 //!
 //! `BRAID_SESSION_FUZZ_ITERS` (default 3000) and `BRAID_SESSION_FUZZ_SEED`
 //! choose the run; a failure prints the seed to replay it.
