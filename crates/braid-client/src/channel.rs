@@ -29,6 +29,22 @@ impl std::fmt::Debug for Channel {
     }
 }
 
+impl Channel {
+    /// The requests in flight on this channel (MessageId, and AsyncId once
+    /// an interim response came), for [`Channel::cancel`].
+    pub fn in_flight(&self) -> Vec<(u64, Option<u64>)> {
+        self.conn.t.in_flight()
+    }
+
+    /// SMB2 CANCEL (MS-SMB2 3.2.4.24) of a request in flight on this
+    /// channel, by AsyncId when given, else by MessageId; signed or sealed
+    /// as the session's requests are. The cancelled request's own final
+    /// response tells how it ended.
+    pub fn cancel(&self, message_id: u64, async_id: Option<u64>) -> Result<()> {
+        self.conn.t.cancel(message_id, async_id, &self.sec)
+    }
+}
+
 /// Live channels of a session. Dead channels are dropped when seen; the
 /// set keeps working as long as one channel lives.
 #[derive(Default)]

@@ -135,6 +135,8 @@ struct Pending {
     /// Key the response's signature will be checked with: the reader
     /// checks it in place, while the frame is still mutable.
     sign: Option<(SigningAlgorithm, [u8; 16])>,
+    /// The AsyncId of the interim response, once one came.
+    async_id: Option<u64>,
 }
 
 #[derive(Default)]
@@ -327,6 +329,7 @@ impl Transport {
                     tx,
                     charge,
                     sign: if req.verify { sign } else { None },
+                    async_id: None,
                 },
             );
         }
@@ -415,6 +418,7 @@ impl Transport {
                         tx,
                         charge: 1,
                         sign: verify,
+                        async_id: None,
                     },
                 );
             }
@@ -455,6 +459,64 @@ impl Transport {
         Ok(out)
     }
 
+    /// The requests awaiting their final response: MessageId, and the
+    /// AsyncId once an interim response gave one.
+    pub fn in_flight(&self) -> Vec<(u64, Option<u64>)> {
+        lock(&self.table)
+            .pending
+            .iter()
+            .map(|(mid, p)| (*mid, p.async_id))
+            .collect()
+    }
+
+    /// Send an SMB2 CANCEL (MS-SMB2 2.2.30, 3.2.4.24) for the request sent
+    /// with `message_id`: by its AsyncId (SMB2_FLAGS_ASYNC_COMMAND) when
+    /// given, else by MessageId. It takes no credit and gets no response
+    /// of its own; the cancelled request's final response ends it. Signed
+    /// or sealed as `sec` says.
+    pub fn cancel(&self, message_id: u64, async_id: Option<u64>, sec: &Security) -> Result<()> {
+        let h = Header {
+            credit_charge: 0,
+            status: 0,
+            command: Command::Cancel as u16,
+            credits: 0,
+            flags: if async_id.is_some() {
+                flags::ASYNC_COMMAND
+            } else {
+                0
+            },
+            next_command: 0,
+            message_id,
+            process_id: 0xFEFF,
+            tree_id: 0,
+            async_id: async_id.unwrap_or(0),
+            session_id: sec.session_id,
+            signature: [0; 16],
+        };
+        let mut msg = Vec::with_capacity(HEADER_LEN + 4);
+        h.encode(&mut msg);
+        msg.extend_from_slice(&[4, 0, 0, 0]);
+        let frame = if let Some(e) = &sec.encrypt {
+            let mut frame = frame_len(TRANSFORM_HEADER_LEN + msg.len())?.to_vec();
+            frame.resize(4 + TRANSFORM_HEADER_LEN, 0);
+            frame.extend_from_slice(&msg);
+            let nonce = e.nonces.next_nonce();
+            encrypt_frame_in_place(e.cipher, &e.key, &nonce, sec.session_id, &mut frame[4..])?;
+            frame
+        } else {
+            if let Some((algo, key)) = sec.sign {
+                sign_in_place(algo, &key, &mut msg)?;
+            }
+            let mut frame = frame_len(msg.len())?.to_vec();
+            frame.extend_from_slice(&msg);
+            frame
+        };
+        if lock(&self.table).dead.is_some() || self.tx.send(vec![Bytes::from(frame)]).is_err() {
+            return Err(Error::ConnectionLost("connection is gone".into()));
+        }
+        Ok(())
+    }
+
     /// The key a pending request wants its response verified with.
     fn verify_key(&self, mid: u64) -> Option<(SigningAlgorithm, [u8; 16])> {
         lock(&self.table).pending.get(&mid).and_then(|p| p.sign)
@@ -472,7 +534,11 @@ impl Transport {
             return;
         }
         // MS-SMB2 3.2.5.1.5: an interim response; the final one follows.
+        // Its AsyncId is kept for a CANCEL (3.2.4.24).
         if h.is_async() && NtStatus(h.status) == NtStatus::PENDING {
+            if let Some(p) = lock(&self.table).pending.get_mut(&h.message_id) {
+                p.async_id = Some(h.async_id);
+            }
             return;
         }
         let p = lock(&self.table).pending.remove(&h.message_id);

@@ -10,9 +10,16 @@
 //! and then lose one of their two channels between requests and bind
 //! another; now and then the tree is disconnected under the client's
 //! opens and a new one connected, and half of the sessions end with a
-//! LOGOFF. Whatever Braid answers, it must not panic, must not
+//! LOGOFF. Beside the two file clients, a third works the named pipes on
+//! IPC$ (pipes.rs): srvsvc and lsarpc opened (past the 64 a session may
+//! hold), DCE/RPC PDUs from rpc.rs (binds, alter_contexts, authenticated
+//! binds carried to AUTH3, requests of real opnums, often damaged or cut
+//! in fragments) by WRITE, FSCTL_PIPE_TRANSCEIVE and compounds, and READs
+//! left waiting on empty pipes, ended by CANCEL, an answer, CLOSE,
+//! TREE_DISCONNECT, LOGOFF or a lost connection: every one must end, as
+//! its ending says. Whatever Braid answers, it must not panic, must not
 //! write outside the share, and must still serve a fresh session that
-//! reads back what it wrote.
+//! reads back what it wrote, and whose srvsvc pipe lists the share.
 //!
 //! `BRAID_SESSION_FUZZ_ITERS` (default 3000) and `BRAID_SESSION_FUZZ_SEED`
 //! choose the run; a failure prints the seed to replay it.
@@ -20,8 +27,10 @@
 mod breaks;
 #[path = "../common/mod.rs"]
 mod common;
+mod pipes;
 mod races;
 mod requests;
+mod rpc;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -304,8 +313,8 @@ async fn hostile_requests_in_a_signed_session() {
     let t = session_with(&srv, ClientConfig::default()).await.1;
     fixture(&t).await;
     // Two clients at once on the same files: opens, renames, locks and
-    // deletes of one race those of the other.
-    let (a, b) = tokio::join!(
+    // deletes of one race those of the other; a third on IPC$'s pipes.
+    let (a, b, p) = tokio::join!(
         run(&srv, "A", seed, iters / 2),
         run(
             &srv,
@@ -313,6 +322,7 @@ async fn hostile_requests_in_a_signed_session() {
             seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
             iters - iters / 2
         ),
+        pipes::run(&srv, seed ^ 0x5049_5045, iters / 10),
     );
     let mut statuses = a.statuses;
     for (k, v) in b.statuses {
@@ -330,6 +340,10 @@ async fn hostile_requests_in_a_signed_session() {
         a.tree_churns + b.tree_churns
     );
     eprintln!("time by command (A) {:?}", a.spent);
+    eprintln!(
+        "pipes: statuses {:x?}; {} bind_acks, {} responses, {} READs went async, other PDUs {:?}; READs ended {:?}",
+        p.statuses, p.bind_acks, p.responses, p.went_async, p.other_pdus, p.endings
+    );
 
     let log = std::fs::read_to_string(srv.workdir.join("braid.log")).unwrap_or_default();
     assert!(
@@ -338,6 +352,15 @@ async fn hostile_requests_in_a_signed_session() {
         srv.log_tail()
     );
     assert_eq!(drops, 0, "seed {seed}: requests lost their connection");
+    assert!(
+        p.findings.is_empty(),
+        "seed {seed}: pipes: {:#?}",
+        p.findings
+    );
+    // The pipe client did reach the endpoints.
+    if iters >= 1000 {
+        assert!(p.bind_acks > 0 && p.responses > 0 && p.went_async > 0);
+    }
     assert_eq!(
         entries(&outside),
         outside_before,
@@ -355,6 +378,7 @@ async fn hostile_requests_in_a_signed_session() {
     let back = f.read(0, data.len() as u32).await.expect("read after");
     assert_eq!(back, data, "seed {seed}: bytes read back differ");
     f.close().await.unwrap();
+    pipes::still_served(&srv).await;
     // Once the clients are gone, nothing they left behind (a break owed
     // by a dropped connection, a lock, a durable open) holds up a look at
     // the fixture's files: each answers with a status at once.

@@ -231,3 +231,73 @@ fn close_request(file_id: [u8; 16]) -> Vec<u8> {
     b.extend(file_id);
     b
 }
+
+/// A pipe whose association a protocol error ended (MS-RPCE 3.3.1.5.1)
+/// will never answer again: READs waiting on it when it ends, beyond the
+/// ones that take its last answers, and READs after, end
+/// STATUS_PIPE_DISCONNECTED instead of waiting until the client cancels
+/// them (the pipe fuzzer's READs waited; seed 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_a_disconnected_pipe_does_not_wait() {
+    use crate::pipes::{create_pipe, ipc_unc, read_req, write_req};
+    let Some(srv) = common::start_braid() else {
+        return;
+    };
+    let (s, _) = session_with(&srv, patient()).await;
+    let t = s.tree_connect(&ipc_unc()).await.expect("IPC$");
+    let r = t
+        .raw(Command::Create, &create_pipe("srvsvc"), 4096)
+        .await
+        .expect("open srvsvc");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let id: [u8; 16] = r.msg[HDR + 64..HDR + 80].try_into().unwrap();
+    // Three READs wait on the empty pipe.
+    let reads: Vec<_> = (0..3)
+        .map(|_| {
+            let t = t.clone();
+            tokio::spawn(async move { t.raw(Command::Read, &read_req(id, 4280), 4280).await })
+        })
+        .collect();
+    let chan = s.channels().list()[0].clone();
+    for _ in 0..200 {
+        if chan.in_flight().iter().filter(|f| f.1.is_some()).count() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A bind, and an alter_context that redefines its context 0: a
+    // bind_ack, a fault, and the association is over.
+    let mut pdus = crate::rpc::plain_bind(false);
+    pdus.extend(crate::rpc::redefining_alter());
+    let r = t
+        .raw(Command::Write, &write_req(id, &pdus), 0)
+        .await
+        .expect("write");
+    assert_eq!(r.status(), NtStatus::SUCCESS);
+    let mut statuses = Vec::new();
+    for read in reads {
+        let r = tokio::time::timeout(Duration::from_secs(5), read)
+            .await
+            .expect("every READ ends")
+            .unwrap()
+            .expect("READ answered");
+        statuses.push(r.status());
+    }
+    statuses.sort_by_key(|s| s.0);
+    assert_eq!(
+        statuses,
+        [
+            NtStatus::SUCCESS,
+            NtStatus::SUCCESS,
+            NtStatus::PIPE_DISCONNECTED
+        ]
+    );
+    let r = tokio::time::timeout(
+        Duration::from_secs(5),
+        t.raw(Command::Read, &read_req(id, 4280), 4280),
+    )
+    .await
+    .expect("a later READ does not wait")
+    .expect("READ answered");
+    assert_eq!(r.status(), NtStatus::PIPE_DISCONNECTED);
+}

@@ -256,6 +256,13 @@ impl PipeEndpoint {
         !self.output.is_empty()
     }
 
+    /// Whether a protocol or security failure ended the association
+    /// (MS-RPCE 3.3.1.5.1): no PDU is taken any more, so once what was
+    /// answered is read, nothing more will ever be.
+    pub fn is_disconnected(&self) -> bool {
+        self.disconnected || self.security.terminated()
+    }
+
     fn consume(&mut self, mut data: &[u8], backend: &dyn PipeBackend) -> Result<(), PipeError> {
         while !data.is_empty() {
             if self.input.len() < COMMON_HEADER_LEN {

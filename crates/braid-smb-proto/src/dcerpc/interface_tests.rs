@@ -231,6 +231,7 @@ fn redefining_a_context_ends_the_association() {
     let (kind, body) = answer(&mut ep);
     assert_eq!(kind, ptype::ALTER_CONTEXT_RESP);
     assert_eq!(results(&body), vec![(context_result::ACCEPTANCE, 0)]);
+    assert!(!ep.is_disconnected());
     // Context 0 as dssetup: a protocol error, and the pipe takes nothing more.
     ep.write(
         &alter_pdu(3, vec![context(0, SyntaxId::DSSETUP)]),
@@ -244,4 +245,6 @@ fn redefining_a_context_ends_the_association() {
         Err(PipeError::Disconnected)
     );
     assert!(!ep.has_output());
+    // What tells the SMB server not to let a READ wait on the pipe.
+    assert!(ep.is_disconnected());
 }

@@ -263,14 +263,20 @@ fn feed(
         },
     };
     let mut endpoint = pipe.endpoint.lock().unwrap();
-    endpoint.write(data, &backend).map_err(|e| match e {
+    let written = endpoint.write(data, &backend);
+    if written.is_err() && endpoint.is_disconnected() {
+        pipe.output_ready.notify_waiters();
+    }
+    written.map_err(|e| match e {
         // The association ended (a protocol or security failure), as
         // Samba ends the pipe (dcesrv_fault_disconnect).
         PipeError::Disconnected => NtStatus::PIPE_DISCONNECTED,
         _ => NtStatus::INVALID_PARAMETER,
     })?;
     let answer = answer_max.map(|max| drain(&mut endpoint, max));
-    if endpoint.has_output() {
+    // READs waiting wake for the answer, or to find the association
+    // ended (they then end STATUS_PIPE_DISCONNECTED).
+    if endpoint.has_output() || endpoint.is_disconnected() {
         pipe.output_ready.notify_waiters();
     }
     Ok(answer)
@@ -301,7 +307,8 @@ pub fn write(req: &Request<'_>, file_id: FileId, data: &[u8]) -> OpResult {
 /// MS-SMB2 3.3.5.12: a READ of a pipe takes its pending answer. On an
 /// empty pipe it waits, as a blocking-mode pipe's read does on Windows
 /// (MS-FSCC 2.3.49): for an answer, for the pipe's end (CLOSE,
-/// TREE_DISCONNECT or LOGOFF: STATUS_PIPE_BROKEN) or for a CANCEL. Inside
+/// TREE_DISCONNECT or LOGOFF: STATUS_PIPE_BROKEN), for the association's
+/// end (STATUS_PIPE_DISCONNECTED) or for a CANCEL. Inside
 /// a compound, where only the last request may wait, it answers
 /// STATUS_PIPE_EMPTY at once.
 pub async fn read(req: &mut Request<'_>, file_id: FileId, length: u32) -> OpResult {
@@ -323,6 +330,15 @@ pub async fn read(req: &mut Request<'_>, file_id: FileId, length: u32) -> OpResu
                         ..Default::default()
                     },
                 ));
+            }
+            // MS-RPCE 3.3.1.5.1: a protocol or security failure ended the
+            // association and its fault has been read: nothing will ever
+            // be answered, so a READ must not wait for it (it would until
+            // the client cancels). STATUS_PIPE_DISCONNECTED, as a WRITE
+            // to the pipe gets, and as a read of a pipe whose server end
+            // disconnected ends on Windows.
+            if endpoint.is_disconnected() {
+                return Err(NtStatus::PIPE_DISCONNECTED);
             }
         }
         if waiting.is_none() {
