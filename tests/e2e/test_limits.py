@@ -283,6 +283,26 @@ def test_tree_connects_are_capped_per_session(server):
         c.close()
 
 
+def served_again(port: int, password: str) -> Client:
+    """A client once the server serves one again (within 10 s of a
+    connection ending: the server must first see it end); asserts that it
+    writes and reads back."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            # A connection closed at accept fails the NEGOTIATE.
+            late = Client(port, password)
+            break
+        except Exception:
+            assert time.monotonic() < deadline, "no connection served after one ended"
+            time.sleep(0.2)
+    f = late.open("late.txt")
+    f.write(b"served", 0)
+    assert f.read(0, 6) == b"served"
+    f.close()
+    return late
+
+
 def test_a_connection_beyond_the_cap_is_closed(server):
     port, password, _ = server
     clients = []
@@ -299,18 +319,7 @@ def test_a_connection_beyond_the_cap_is_closed(server):
             Client(port, password)
 
         clients.pop().close()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                late = Client(port, password)
-                break
-            except Exception:
-                assert time.monotonic() < deadline, "no connection served after one ended"
-                time.sleep(0.2)
-        f = late.open("late.txt")
-        f.write(b"served", 0)
-        assert f.read(0, 6) == b"served"
-        clients.append(late)
+        clients.append(served_again(port, password))
     finally:
         for c in clients:
             c.close()
@@ -356,19 +365,7 @@ def test_one_client_address_is_held_to_its_connections(per_client_connections):
         assert not accepted(port, "127.0.0.1")
         assert accepted(port, "127.0.0.2")
         second.close()
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                # A refused connection fails the logon.
-                late = Client(port, password)
-                break
-            except Exception:
-                assert time.monotonic() < deadline, "the address stayed refused"
-                time.sleep(0.2)
-        f = late.open("served.txt")
-        f.write(b"served", 0)
-        assert f.read(0, 6) == b"served"
-        late.close()
+        served_again(port, password).close()
     finally:
         first.close()
     assert "client at its max_connections_per_client limit" in log.read_text()
