@@ -84,13 +84,15 @@ class Client:
         self.tree = TreeConnect(self.session, r"\\127.0.0.1\share")
         self.tree.connect()
 
-    def open(self, name: str) -> Open:
-        f = Open(self.tree, name)
+    def open(self, name: str, tree: TreeConnect | None = None,
+             disposition: int = CreateDisposition.FILE_OPEN_IF) -> Open:
+        """A file (or, on an IPC$ `tree`, a pipe) open for reading and writing."""
+        f = Open(tree or self.tree, name)
         f.create(ImpersonationLevel.Impersonation,
                  FilePipePrinterAccessMask.FILE_READ_DATA
                  | FilePipePrinterAccessMask.FILE_WRITE_DATA, 0,
                  ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
-                 CreateDisposition.FILE_OPEN_IF, CreateOptions.FILE_NON_DIRECTORY_FILE)
+                 disposition, CreateOptions.FILE_NON_DIRECTORY_FILE)
         return f
 
     def open_dir(self, name: str) -> Open:
@@ -476,13 +478,7 @@ def test_a_pipe_bind_cannot_try_another_users_password(rpc_throttled):
         tree.connect()
 
         def pipe() -> Open:
-            p = Open(tree, "srvsvc")
-            p.create(ImpersonationLevel.Impersonation,
-                     FilePipePrinterAccessMask.FILE_READ_DATA
-                     | FilePipePrinterAccessMask.FILE_WRITE_DATA, 0,
-                     ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE,
-                     CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
-            return p
+            return bob.open("srvsvc", tree, CreateDisposition.FILE_OPEN)
 
         for guess in [password] + ["wrong-" + secrets.token_hex(4)] * (FAILURES_PER_MINUTE + 1):
             p = pipe()
