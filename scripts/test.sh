@@ -5,7 +5,7 @@
 #
 # On a Debian 12 machine, as root, it installs what is missing (Samba's smbd
 # and VFS modules, smbclient and smbtorture; iptables, with which smbtorture
-# takes channels down; Python's smbprotocol and pytest), then runs:
+# takes channels down, and iproute2; Python's smbprotocol and pytest), then runs:
 #   1. cargo fmt --check, cargo clippy -D warnings, cargo test --workspace
 #   2. cargo build --release -p braid
 #   3. the end-to-end suites (tests/e2e, pytest) against target/release/braid
@@ -69,7 +69,7 @@ check() {
 install_dependencies() {
     local missing=() cmd pkg
     for pair in smbd:samba smbpasswd:samba smbclient:smbclient smbtorture:samba-testsuite \
-                python3:python3 useradd:passwd timeout:coreutils iptables:iptables; do
+                python3:python3 useradd:passwd timeout:coreutils iptables:iptables ip:iproute2; do
         cmd=${pair%%:*} pkg=${pair#*:}
         command -v "$cmd" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$cmd" >/dev/null 2>&1 \
             || missing+=("$pkg")
