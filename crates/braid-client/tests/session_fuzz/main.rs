@@ -344,6 +344,10 @@ async fn hostile_requests_in_a_signed_session() {
         "pipes: statuses {:x?}; {} bind_acks, {} responses, {} READs went async, other PDUs {:?}; READs ended {:?}",
         p.statuses, p.bind_acks, p.responses, p.went_async, p.other_pdus, p.endings
     );
+    eprintln!(
+        "pipes: {} signed or sealed requests, {} answers verified",
+        p.secured_requests, p.verified
+    );
 
     let log = std::fs::read_to_string(srv.workdir.join("braid.log")).unwrap_or_default();
     assert!(

@@ -23,7 +23,10 @@ use crate::common::ops::session_with;
 use crate::requests::HDR;
 use crate::rpc;
 
+mod positive;
 mod waits;
+
+pub use positive::still_served;
 
 /// MS-FSCC 2.3.49 FSCTL_PIPE_TRANSCEIVE.
 const TRANSCEIVE: u32 = 0x0011_C017;
@@ -39,8 +42,12 @@ struct Pipe {
     call_id: u32,
     /// Policy handles LsarOpenPolicy2 gave.
     handles: Vec<[u8; 20]>,
-    /// An authenticated bind's client half, waiting for the server's leg.
-    auth: Option<rpc::Auth>,
+    /// An authenticated bind's client half, waiting for the server's leg
+    /// (or, with SPNEGO, for its last token).
+    auth: Option<rpc::PendingAuth>,
+    /// The per-message security of a context the client believes
+    /// established: requests are signed or sealed with it.
+    sec: Option<rpc::Secured>,
 }
 
 /// What the pipe client saw.
@@ -51,6 +58,10 @@ pub struct PipeOutcome {
     pub endings: BTreeMap<String, usize>,
     pub bind_acks: usize,
     pub responses: usize,
+    /// Signed or sealed requests written, and answers that verified with
+    /// the client's session security.
+    pub secured_requests: usize,
+    pub verified: usize,
     /// READs seen to go async.
     pub went_async: usize,
     /// Other PDUs read back, by type (faults, bind_naks).
@@ -302,6 +313,7 @@ impl<'a> PipeClient<'a> {
             call_id: 1,
             handles: Vec::new(),
             auth: None,
+            sec: None,
         });
         Some(self.pipes.len() - 1)
     }
@@ -310,6 +322,13 @@ impl<'a> PipeClient<'a> {
     async fn pick(&mut self) -> Option<usize> {
         if self.pipes.is_empty() || self.rng.gen_bool(0.1) {
             return self.open(true).await;
+        }
+        // Pipes with signing or sealing are few: they get a share of their own.
+        let secured: Vec<usize> = (0..self.pipes.len())
+            .filter(|&i| self.pipes[i].sec.is_some())
+            .collect();
+        if !secured.is_empty() && self.rng.gen_bool(0.4) {
+            return Some(secured[self.rng.gen_range(0..secured.len())]);
         }
         Some(self.rng.gen_range(0..self.pipes.len()))
     }
@@ -337,7 +356,7 @@ impl<'a> PipeClient<'a> {
         };
         let roll = rng.gen_range(0..100);
         let mut pdus = if !p.bound && roll < 60 || roll < 8 {
-            if rng.gen_bool(0.2) {
+            if rng.gen_bool(0.35) {
                 let (pdu, auth) = rpc::auth_bind(rng, p.lsa, p.bound, p.call_id, user, &password);
                 p.auth = auth;
                 vec![pdu]
@@ -359,7 +378,13 @@ impl<'a> PipeClient<'a> {
             let handle = (!p.handles.is_empty() && rng.gen_bool(0.8))
                 .then(|| p.handles[rng.gen_range(0..p.handles.len())]);
             let (ctx, opnum, stub) = rpc::call(rng, p.lsa, handle);
-            rpc::request(rng, ctx, opnum, &stub, p.call_id)
+            match p.sec.as_mut() {
+                Some(sec) if rng.gen_bool(0.9) => {
+                    self.out.secured_requests += 1;
+                    rpc::secured_request(rng, sec, ctx, opnum, &stub, p.call_id)
+                }
+                _ => rpc::request(rng, ctx, opnum, &stub, p.call_id),
+            }
         };
         for pdu in pdus.iter_mut() {
             if rng.gen_bool(0.3) {
@@ -380,17 +405,40 @@ impl<'a> PipeClient<'a> {
                 12 | 15 => {
                     self.out.bind_acks += 1;
                     p.bound = true;
-                    if let (Some(token), Some(auth)) = (rpc::answer_token(pdu), p.auth.as_mut()) {
-                        let call_id = p.call_id;
-                        next = Some(rpc::next_leg(&mut self.rng, auth, token, p.lsa, call_id));
-                        p.auth = None;
+                    let token = rpc::answer_token(pdu);
+                    match (token, p.auth.take()) {
+                        (Some(token), Some(auth)) if auth.awaits_final() => {
+                            p.sec = rpc::finish(auth, token)
+                        }
+                        (Some(token), Some(auth)) => {
+                            let call_id = p.call_id;
+                            let (leg, after) =
+                                rpc::next_leg(&mut self.rng, auth, token, p.lsa, call_id);
+                            match after {
+                                rpc::AfterLeg::Nothing => {}
+                                rpc::AfterLeg::Secured(sec) => p.sec = Some(*sec),
+                                rpc::AfterLeg::Final(auth) => p.auth = Some(auth),
+                            }
+                            next = Some(leg);
+                        }
+                        _ => {}
                     }
                 }
                 2 => {
                     self.out.responses += 1;
+                    let stub = match p.sec.as_mut() {
+                        Some(sec) => match rpc::open_response(sec, pdu) {
+                            Some(stub) => {
+                                self.out.verified += 1;
+                                stub
+                            }
+                            None => continue,
+                        },
+                        None => pdu.get(24..).unwrap_or_default().to_vec(),
+                    };
                     // A policy handle is 20 bytes, then the NTSTATUS 0.
-                    if p.lsa && pdu.len() == 48 && pdu[44..48] == [0; 4] && p.handles.len() < 8 {
-                        p.handles.push(pdu[24..44].try_into().unwrap());
+                    if p.lsa && stub.len() == 24 && stub[20..24] == [0; 4] && p.handles.len() < 8 {
+                        p.handles.push(stub[..20].try_into().unwrap());
                     }
                 }
                 kind => *self.out.other_pdus.entry(kind).or_default() += 1,
@@ -600,60 +648,4 @@ pub async fn run(srv: &common::Server, seed: u64, iters: usize) -> PipeOutcome {
         let _ = c.s.logoff().await;
     }
     c.out
-}
-
-/// After the fuzzing, a fresh session's pipes still work: srvsvc binds
-/// (bind_ack) and NetrShareEnum lists the share; lsarpc binds and
-/// LsarOpenPolicy2 gives a handle.
-pub async fn still_served(srv: &common::Server) {
-    let (s, _) = session_with(srv, config(false)).await;
-    let t = s.tree_connect(&ipc_unc()).await.expect("IPC$");
-    for (name, lsa) in [("srvsvc", false), ("lsarpc", true)] {
-        let r = t
-            .raw(Command::Create, &create_pipe(name), 4096)
-            .await
-            .expect("open a pipe");
-        assert_eq!(r.status(), NtStatus::SUCCESS, "open {name}");
-        let id: [u8; 16] = r.msg[HDR + 64..HDR + 80].try_into().unwrap();
-        let ask = |pdu: Vec<u8>| {
-            let t = t.clone();
-            async move {
-                let r = t
-                    .raw(Command::Ioctl, &transceive_req(id, &pdu, 65536), 65536)
-                    .await
-                    .expect("transceive");
-                assert_eq!(r.status(), NtStatus::SUCCESS, "{name}: transceive");
-                payload(Command::Ioctl, &r).to_vec()
-            }
-        };
-        let ack = ask(rpc::plain_bind(lsa)).await;
-        assert_eq!(ack.get(2), Some(&12), "{name}: a bind_ack");
-        let mut rng = StdRng::seed_from_u64(0);
-        let (opnum, stub) = if lsa {
-            (44, [0u32, 24, 0, 0, 0, 0, 0, 0x0200_0000])
-        } else {
-            (15, [0u32, 1, 1, 0x2_0000, 0, 0, u32::MAX, 0])
-        };
-        let stub: Vec<u8> = stub.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut pdus = rpc::request(&mut rng, 0, opnum, &stub, 2);
-        while pdus.len() != 1 {
-            pdus = rpc::request(&mut rng, 0, opnum, &stub, 2);
-        }
-        let answer = ask(pdus.remove(0)).await;
-        assert_eq!(answer.get(2), Some(&2), "{name}: a response");
-        if lsa {
-            assert_eq!(answer.len(), 48, "LsarOpenPolicy2: a handle");
-            assert_eq!(answer[44..48], [0; 4], "LsarOpenPolicy2: STATUS_SUCCESS");
-        } else {
-            let share: Vec<u8> = common::SHARE
-                .encode_utf16()
-                .flat_map(u16::to_le_bytes)
-                .collect();
-            assert!(
-                answer.windows(share.len()).any(|w| w == share),
-                "NetrShareEnum lists the share"
-            );
-        }
-    }
-    let _ = s.logoff().await;
 }

@@ -4,9 +4,9 @@
 //! requests of real operations (after `fuzz/src/dcerpc.rs`), each built
 //! from its structure and then, often, damaged.
 
-use braid_smb_proto::auth::{ClientEntropy, ClientStep, NtlmClient, SpnegoClient};
+use braid_smb_proto::auth::{ClientEntropy, ClientStep, NtlmClient, NtlmSecurity, SpnegoClient};
 use braid_smb_proto::dcerpc::auth::{
-    auth_level, auth_type, encode_pdu_with_auth, OutAuth, SecTrailer,
+    auth_level, auth_type, encode_pdu_with_auth, OutAuth, SecTrailer, SIGNATURE_LEN,
 };
 use braid_smb_proto::dcerpc::pdu::{encode_pdu, pfc, ptype, Bind, ContextElement, SyntaxId};
 use rand::rngs::StdRng;
@@ -30,6 +30,49 @@ impl Auth {
             },
         }
     }
+}
+
+/// An authenticated bind's client half and the verifier trailer it sent:
+/// the server holds every later leg, and every signed request, to the
+/// bind's type, level and context id.
+pub struct PendingAuth {
+    auth: Auth,
+    trailer: SecTrailer,
+    /// SPNEGO sent its last leg; the server's answer completes it.
+    awaits_final: bool,
+}
+
+impl PendingAuth {
+    pub fn awaits_final(&self) -> bool {
+        self.awaits_final
+    }
+}
+
+/// An association the client believes established at PKT or above: its
+/// requests are signed (sealed at PKT_PRIVACY) with NTLM session security
+/// and their answers checked with it (MS-RPCE 2.2.2.11, MS-NLMP 3.4).
+pub struct Secured {
+    security: NtlmSecurity,
+    trailer: SecTrailer,
+}
+
+/// What an authentication leg left to do.
+pub enum AfterLeg {
+    /// The leg was damaged, or gives no per-message security.
+    Nothing,
+    /// NTLMSSP is complete with this leg.
+    Secured(Box<Secured>),
+    /// SPNEGO waits for the server's last token (its mechListMIC).
+    Final(PendingAuth),
+}
+
+fn signs(trailer: &SecTrailer) -> bool {
+    [
+        auth_level::PKT,
+        auth_level::PKT_INTEGRITY,
+        auth_level::PKT_PRIVACY,
+    ]
+    .contains(&trailer.auth_level)
 }
 
 /// Little-endian u32s, the shape of most NDR stubs here.
@@ -139,6 +182,46 @@ pub fn bind(rng: &mut StdRng, lsa: bool, alter: bool, call_id: u32) -> Vec<u8> {
 /// The plain BIND the positive checks use: the pipe's interface, mgmt and
 /// dssetup on contexts 0, 1 and 2, NDR 2.0, 4280-byte fragments.
 pub fn plain_bind(lsa: bool) -> Vec<u8> {
+    let body = plain_bind_body(lsa);
+    encode_pdu(ptype::BIND, pfc::FIRST_FRAG | pfc::LAST_FRAG, 1, &body)
+}
+
+/// [`plain_bind`] authenticated: NTLMSSP or SPNEGO as `user` at `level`,
+/// asking for header signing as Windows does.
+pub fn plain_auth_bind(
+    lsa: bool,
+    kind: u8,
+    level: u8,
+    user: &str,
+    password: &str,
+) -> (Vec<u8>, PendingAuth) {
+    let ntlm = NtlmClient::new(user, "", password);
+    let (token, auth) = if kind == auth_type::SPNEGO {
+        let mut s = SpnegoClient::new(ntlm, ClientEntropy::random(0x01d9_0000_0000_0000));
+        (s.initial_token(), Auth::Spnego(Box::new(s)))
+    } else {
+        let mut n = ntlm;
+        (n.negotiate(), Auth::Ntlm(n))
+    };
+    let trailer = SecTrailer {
+        auth_type: kind,
+        auth_level: level,
+        auth_pad_length: 0,
+        auth_reserved: 0,
+        auth_context_id: 1,
+    };
+    let out = OutAuth { trailer, token };
+    let flags = pfc::FIRST_FRAG | pfc::LAST_FRAG | 0x04;
+    let pdu = encode_pdu_with_auth(ptype::BIND, flags, 1, &plain_bind_body(lsa), Some(&out));
+    let pending = PendingAuth {
+        auth,
+        trailer,
+        awaits_final: false,
+    };
+    (pdu, pending)
+}
+
+fn plain_bind_body(lsa: bool) -> Vec<u8> {
     let own = if lsa {
         SyntaxId::LSARPC
     } else {
@@ -160,13 +243,16 @@ pub fn plain_bind(lsa: bool) -> Vec<u8> {
             .collect(),
     }
     .encode(&mut body);
-    encode_pdu(ptype::BIND, pfc::FIRST_FRAG | pfc::LAST_FRAG, 1, &body)
+    body
 }
 
 fn trailer(rng: &mut StdRng, auth: u8) -> SecTrailer {
     let levels = [
         auth_level::CONNECT,
+        auth_level::PKT,
         auth_level::PKT_INTEGRITY,
+        auth_level::PKT_INTEGRITY,
+        auth_level::PKT_PRIVACY,
         auth_level::PKT_PRIVACY,
         auth_level::NONE,
         rng.gen(),
@@ -191,7 +277,7 @@ pub fn auth_bind(
     call_id: u32,
     user: &str,
     password: &str,
-) -> (Vec<u8>, Option<Auth>) {
+) -> (Vec<u8>, Option<PendingAuth>) {
     let body = bind_body(rng, lsa);
     let (user, password) = match rng.gen_range(0..6) {
         0 => ("nobody", password),
@@ -228,7 +314,12 @@ pub fn auth_bind(
     };
     let flags = pfc::FIRST_FRAG | pfc::LAST_FRAG | (rng.gen_bool(0.5) as u8 * 0x04);
     let pdu = encode_pdu_with_auth(kind_pdu, flags, call_id, &body, Some(&out));
-    (pdu, state)
+    let pending = state.map(|auth| PendingAuth {
+        auth,
+        trailer: out.trailer,
+        awaits_final: false,
+    });
+    (pdu, pending)
 }
 
 /// The token of an answer's verifier (bind_ack, alter_context_resp):
@@ -244,37 +335,211 @@ pub fn answer_token(pdu: &[u8]) -> Option<&[u8]> {
 
 /// The next leg after an authenticated bind was answered with `token`:
 /// AUTH3 (NTLMSSP's third leg), or an ALTER_CONTEXT carrying it (how
-/// SPNEGO goes on); sometimes the token garbled.
+/// SPNEGO goes on); sometimes the token garbled or the trailer not the
+/// bind's. Also what the leg, sent as it was built, leaves to do.
 pub fn next_leg(
     rng: &mut StdRng,
-    state: &mut Auth,
+    mut state: PendingAuth,
     token: &[u8],
     lsa: bool,
     call_id: u32,
-) -> Vec<u8> {
-    let mut next = state.step(token).unwrap_or_default();
-    if next.is_empty() || rng.gen_bool(0.15) {
+) -> (Vec<u8>, AfterLeg) {
+    let mut next = state.auth.step(token).unwrap_or_default();
+    let mut intact = !next.is_empty();
+    if next.is_empty() || rng.gen_bool(0.1) {
         let n = rng.gen_range(1..300);
         next = (0..n).map(|_| rng.gen()).collect();
-    } else if rng.gen_bool(0.15) {
+        intact = false;
+    } else if rng.gen_bool(0.1) {
         let at = rng.gen_range(0..next.len());
         next[at] ^= 0x40;
+        intact = false;
     }
-    let kind = match state {
-        Auth::Ntlm(_) => auth_type::NTLMSSP,
-        Auth::Spnego(_) => auth_type::SPNEGO,
+    let kind = state.trailer.auth_type;
+    let trailer = if rng.gen_bool(0.9) {
+        state.trailer
+    } else {
+        trailer(rng, kind)
     };
-    let out = OutAuth {
-        trailer: trailer(rng, kind),
-        token: next,
-    };
+    intact &= trailer == state.trailer;
+    // SPNEGO completes only by ALTER_CONTEXT, NTLMSSP by either.
+    let auth3 = rng.gen_bool(if kind == auth_type::SPNEGO { 0.2 } else { 0.6 });
+    let body = bind_body(rng, lsa);
+    leg(state, next, trailer, auth3, &body, call_id, intact)
+}
+
+/// The next leg as a client does it: AUTH3 for NTLMSSP, an ALTER_CONTEXT
+/// offering `lsa`'s usual contexts for SPNEGO, under the bind's trailer.
+pub fn faithful_leg(
+    mut state: PendingAuth,
+    token: &[u8],
+    lsa: bool,
+    call_id: u32,
+) -> (Vec<u8>, AfterLeg) {
+    let next = state.auth.step(token).unwrap_or_default();
+    let auth3 = matches!(state.auth, Auth::Ntlm(_));
+    let trailer = state.trailer;
+    let intact = !next.is_empty();
+    leg(
+        state,
+        next,
+        trailer,
+        auth3,
+        &plain_bind_body(lsa),
+        call_id,
+        intact,
+    )
+}
+
+/// A leg's PDU; with an `intact` token under the bind's trailer at a
+/// signing level, the security it completes (NTLMSSP) or the state that
+/// waits for the server's last token (SPNEGO by ALTER_CONTEXT; an AUTH3
+/// is never answered).
+fn leg(
+    state: PendingAuth,
+    token: Vec<u8>,
+    trailer: SecTrailer,
+    auth3: bool,
+    alter_body: &[u8],
+    call_id: u32,
+    intact: bool,
+) -> (Vec<u8>, AfterLeg) {
+    let out = OutAuth { trailer, token };
     let flags = pfc::FIRST_FRAG | pfc::LAST_FRAG;
-    if rng.gen_bool(0.6) {
+    let pdu = if auth3 {
         encode_pdu_with_auth(ptype::AUTH3, flags, call_id, &[0; 4], Some(&out))
     } else {
-        let body = bind_body(rng, lsa);
-        encode_pdu_with_auth(ptype::ALTER_CONTEXT, flags, call_id, &body, Some(&out))
+        encode_pdu_with_auth(ptype::ALTER_CONTEXT, flags, call_id, alter_body, Some(&out))
+    };
+    let after = match state.auth {
+        _ if !intact || !signs(&trailer) => AfterLeg::Nothing,
+        Auth::Ntlm(ref n) => n.session_security().map_or(AfterLeg::Nothing, |security| {
+            AfterLeg::Secured(Box::new(Secured { security, trailer }))
+        }),
+        Auth::Spnego(_) if auth3 => AfterLeg::Nothing,
+        Auth::Spnego(_) => AfterLeg::Final(PendingAuth {
+            awaits_final: true,
+            ..state
+        }),
+    };
+    (pdu, after)
+}
+
+/// SPNEGO's last leg: the server's final token (its mechListMIC) checked,
+/// the session security the context gives.
+pub fn finish(mut state: PendingAuth, token: &[u8]) -> Option<Secured> {
+    let Auth::Spnego(s) = &mut state.auth else {
+        return None;
+    };
+    if s.step(token).ok()? != ClientStep::Done {
+        return None;
     }
+    let security = s.take_session_security().ok()?;
+    Some(Secured {
+        security,
+        trailer: state.trailer,
+    })
+}
+
+/// A REQUEST fragment signed (sealed at PKT_PRIVACY) as MS-RPCE 2.2.2.11
+/// lays it out: the stub padded to 16 bytes from its start, the
+/// sec_trailer, then the 16-byte NTLM signature over everything before it.
+fn secured_fragment(
+    sec: &mut Secured,
+    flags: u8,
+    call_id: u32,
+    head: &[u8],
+    stub: &[u8],
+) -> Vec<u8> {
+    let mut pdu = vec![5, 0, ptype::REQUEST, flags, 0x10, 0, 0, 0, 0, 0, 0, 0];
+    pdu.extend(call_id.to_le_bytes());
+    pdu.extend_from_slice(head);
+    pdu.extend_from_slice(stub);
+    let pad = (16 - stub.len() % 16) % 16;
+    pdu.resize(pdu.len() + pad, 0);
+    let trailer_at = pdu.len();
+    SecTrailer {
+        auth_pad_length: pad as u8,
+        ..sec.trailer
+    }
+    .encode(&mut pdu);
+    let signed_end = pdu.len();
+    pdu.resize(signed_end + SIGNATURE_LEN, 0);
+    let frag_len = pdu.len() as u16;
+    pdu[8..10].copy_from_slice(&frag_len.to_le_bytes());
+    pdu[10..12].copy_from_slice(&(SIGNATURE_LEN as u16).to_le_bytes());
+    let sig = if sec.trailer.auth_level == auth_level::PKT_PRIVACY {
+        sec.security.seal(&mut pdu[..signed_end], 24..trailer_at)
+    } else {
+        sec.security.sign(&pdu[..signed_end])
+    };
+    pdu[signed_end..].copy_from_slice(&sig);
+    pdu
+}
+
+/// A REQUEST on an association with per-message security: one fragment,
+/// or the stub cut in several, each signed (or sealed) on its own.
+pub fn secured_request(
+    rng: &mut StdRng,
+    sec: &mut Secured,
+    ctx: u16,
+    opnum: u16,
+    stub: &[u8],
+    call_id: u32,
+) -> Vec<Vec<u8>> {
+    let pieces = if rng.gen_bool(0.8) || stub.len() < 2 {
+        1
+    } else {
+        rng.gen_range(2..4)
+    };
+    let chunks: Vec<&[u8]> = if stub.is_empty() {
+        vec![&[][..]]
+    } else {
+        stub.chunks(stub.len().div_ceil(pieces)).collect()
+    };
+    let mut head = (stub.len() as u32).to_le_bytes().to_vec();
+    head.extend(ctx.to_le_bytes());
+    head.extend(opnum.to_le_bytes());
+    let n = chunks.len();
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let first = if i == 0 { pfc::FIRST_FRAG } else { 0 };
+            let last = if i + 1 == n { pfc::LAST_FRAG } else { 0 };
+            secured_fragment(sec, first | last, call_id, &head, chunk)
+        })
+        .collect()
+}
+
+/// A RESPONSE of a secured association checked (and at PKT_PRIVACY
+/// decrypted) with its session security: the stub, or None when the
+/// verifier is missing or wrong.
+pub fn open_response(sec: &mut Secured, pdu: &[u8]) -> Option<Vec<u8>> {
+    let auth_len = u16::from_le_bytes(pdu.get(10..12)?.try_into().ok()?) as usize;
+    if auth_len != SIGNATURE_LEN || pdu.len() < 24 + 8 + SIGNATURE_LEN {
+        return None;
+    }
+    let sig_at = pdu.len() - SIGNATURE_LEN;
+    let trailer_at = sig_at - 8;
+    let trailer = SecTrailer::decode(
+        &pdu[trailer_at..sig_at],
+        braid_smb_proto::dcerpc::ndr::Endian::Little,
+    )
+    .ok()?;
+    let stub_end = trailer_at.checked_sub(usize::from(trailer.auth_pad_length))?;
+    if stub_end < 24 || trailer.auth_level != sec.trailer.auth_level {
+        return None;
+    }
+    let mut signed = pdu[..sig_at].to_vec();
+    let checked = if sec.trailer.auth_level == auth_level::PKT_PRIVACY {
+        sec.security
+            .unseal(&mut signed, 24..trailer_at, &pdu[sig_at..])
+    } else {
+        sec.security.verify(&signed, &pdu[sig_at..])
+    };
+    checked.ok()?;
+    Some(signed[24..stub_end].to_vec())
 }
 
 /// A call's context, opnum and stub: real operations of the pipe's
