@@ -133,20 +133,7 @@ fn transfer_syntaxes(rng: &mut StdRng) -> Vec<SyntaxId> {
 /// contexts, with fragment sizes from tiny to the u16 limit.
 fn bind_body(rng: &mut StdRng, lsa: bool) -> Vec<u8> {
     let contexts = if rng.gen_bool(0.7) {
-        let own = if lsa {
-            SyntaxId::LSARPC
-        } else {
-            SyntaxId::SRVSVC
-        };
-        [own, SyntaxId::MGMT, SyntaxId::DSSETUP]
-            .into_iter()
-            .enumerate()
-            .map(|(id, abstract_syntax)| ContextElement {
-                context_id: id as u16,
-                abstract_syntax,
-                transfer_syntaxes: vec![SyntaxId::NDR20],
-            })
-            .collect()
+        usual_contexts(lsa)
     } else {
         (0..rng.gen_range(0..6))
             .map(|i| ContextElement {
@@ -222,28 +209,34 @@ pub fn plain_auth_bind(
 }
 
 fn plain_bind_body(lsa: bool) -> Vec<u8> {
-    let own = if lsa {
-        SyntaxId::LSARPC
-    } else {
-        SyntaxId::SRVSVC
-    };
     let mut body = Vec::new();
     Bind {
         max_xmit_frag: 4280,
         max_recv_frag: 4280,
         assoc_group_id: 0,
-        contexts: [own, SyntaxId::MGMT, SyntaxId::DSSETUP]
-            .into_iter()
-            .enumerate()
-            .map(|(id, abstract_syntax)| ContextElement {
-                context_id: id as u16,
-                abstract_syntax,
-                transfer_syntaxes: vec![SyntaxId::NDR20],
-            })
-            .collect(),
+        contexts: usual_contexts(lsa),
     }
     .encode(&mut body);
     body
+}
+
+/// The pipe's interface on context 0, mgmt on 1 and dssetup on 2, NDR 2.0
+/// (as the fuzz targets bind).
+fn usual_contexts(lsa: bool) -> Vec<ContextElement> {
+    let own = if lsa {
+        SyntaxId::LSARPC
+    } else {
+        SyntaxId::SRVSVC
+    };
+    [own, SyntaxId::MGMT, SyntaxId::DSSETUP]
+        .into_iter()
+        .enumerate()
+        .map(|(id, abstract_syntax)| ContextElement {
+            context_id: id as u16,
+            abstract_syntax,
+            transfer_syntaxes: vec![SyntaxId::NDR20],
+        })
+        .collect()
 }
 
 fn trailer(rng: &mut StdRng, auth: u8) -> SecTrailer {
