@@ -1,24 +1,22 @@
-//! Open handles: positioned I/O, metadata, delete-on-close, locks (renames
-//! in `handle_rename.rs`, directory listings in `handle_dir.rs`).
+//! Open handles: positioned I/O, metadata, delete-on-close (byte-range
+//! locks in `handle_lock.rs`, renames in `handle_rename.rs`, directory
+//! listings in `handle_dir.rs`).
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Notify;
-
 use crate::clock::Clock;
 use crate::direct::DirectWriter;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::info;
-use crate::locks::{Holder, IoKind};
 use crate::open_table::{FileKey, Node, NodeTable};
 use crate::path;
 use crate::service_create::preallocate;
 use crate::share::ShareRef;
 use crate::sys;
-use crate::types::{access as acc, attr, BasicTimes, FileInfo, LockOwner};
+use crate::types::{access as acc, attr, BasicTimes, FileInfo};
 use crate::uring::RingSlot;
 
 /// How long after the first write through an open its LastWriteTime
@@ -239,13 +237,6 @@ impl OpenHandle {
             self.0.share.0.check_writable()?;
         }
         Ok(())
-    }
-
-    fn holder(&self, owner: LockOwner) -> Holder {
-        Holder {
-            open_id: self.0.id,
-            owner,
-        }
     }
 
     /// Unique id of this open within the service.
@@ -679,106 +670,6 @@ impl OpenHandle {
             }
         }
         Ok(())
-    }
-
-    /// Byte-range lock (MS-FSA 2.1.5.8), failing immediately with
-    /// LockNotGranted on conflict. To wait, retry after
-    /// [`OpenHandle::lock_changed`] fires.
-    pub fn lock(&self, offset: u64, len: u64, exclusive: bool, owner: LockOwner) -> FsResult<()> {
-        self.live()?;
-        if self.0.is_dir {
-            return Err(FsError::InvalidParameter);
-        }
-        let h = self.holder(owner);
-        let mut s = self.0.node.lock();
-        s.locks.lock(offset, len, exclusive, h)?;
-        if let Err(e) = self.sync_posix_lock(&s.locks, offset, len) {
-            // Held outside Braid (or the kernel refused): take it back.
-            let _ = s.locks.unlock(offset, len, h);
-            let _ = self.sync_posix_lock(&s.locks, offset, len);
-            return Err(match e {
-                libc::EAGAIN | libc::EACCES => FsError::LockNotGranted,
-                e => FsError::from_errno(e),
-            });
-        }
-        Ok(())
-    }
-
-    /// Make the kernel lock of this open over a range match its entries in
-    /// the lock table (`posix_lock.rs`); a named stream has no bytes of its
-    /// own in the file, so it has none.
-    fn sync_posix_lock(
-        &self,
-        table: &crate::locks::LockTable,
-        offset: u64,
-        len: u64,
-    ) -> Result<(), i32> {
-        if self.0.stream.is_some() || !self.0.share.0.posix_locking() {
-            return Ok(());
-        }
-        let own: Vec<_> = table
-            .locks()
-            .iter()
-            .filter(|l| l.holder.open_id == self.0.id)
-            .copied()
-            .collect();
-        crate::posix_lock::sync(self.fd(), &own, &self.0.netatalk_marks(), offset, len)
-    }
-
-    /// On a share with Netatalk locking, refuse this new open when an AFP
-    /// open conflicts with it, else take its Netatalk locks
-    /// (`netatalk_lock.rs`). Called once, before the open is handed out.
-    pub(crate) fn netatalk_check(&self) -> FsResult<()> {
-        if self.0.is_dir || self.0.stream.is_some() || !self.0.share.netatalk_locking() {
-            return Ok(());
-        }
-        crate::netatalk_lock::check_and_mark(self.fd(), self.0.access, self.0.share_access)
-    }
-
-    /// Byte-range unlock (MS-FSA 2.1.5.9): the exact range, same open and owner.
-    pub fn unlock(&self, offset: u64, len: u64, owner: LockOwner) -> FsResult<()> {
-        self.live()?;
-        if self.0.is_dir {
-            return Err(FsError::InvalidParameter);
-        }
-        let h = self.holder(owner);
-        {
-            let mut s = self.0.node.lock();
-            s.locks.unlock(offset, len, h)?;
-            // Only releases or downgrades: cannot meet a conflict.
-            let _ = self.sync_posix_lock(&s.locks, offset, len);
-        }
-        self.0.node.notify.notify_waiters();
-        Ok(())
-    }
-
-    /// MS-FSA 2.1.4.10 for I/O: would reading/writing this range conflict
-    /// with a byte-range lock? Err(LockConflict) if so.
-    pub fn check_io_lock(
-        &self,
-        offset: u64,
-        len: u64,
-        is_write: bool,
-        owner: LockOwner,
-    ) -> FsResult<()> {
-        self.live()?;
-        let s = self.0.node.lock();
-        if s.locks.is_empty() {
-            return Ok(());
-        }
-        let kind = if is_write {
-            IoKind::Write
-        } else {
-            IoKind::Read
-        };
-        s.locks.check_io(offset, len, kind, self.holder(owner))
-    }
-
-    /// Notified (`notify_waiters`) whenever locks of this file are released
-    /// (unlock or close) or an open of it closes. Create the `notified()`
-    /// future *before* retrying the lock to avoid missing a wake-up.
-    pub fn lock_changed(&self) -> Arc<Notify> {
-        self.0.node.notify.clone()
     }
 
     /// Close the open (MS-FSA 2.1.5.4): releases its locks and share mode,

@@ -22,6 +22,7 @@ mod ea;
 pub mod error;
 mod handle;
 mod handle_dir;
+mod handle_lock;
 mod handle_rename;
 mod info;
 pub mod locks;
