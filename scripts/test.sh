@@ -5,7 +5,9 @@
 #
 # On a Debian 12 machine, as root, it installs what is missing (Samba's smbd
 # and VFS modules, smbclient and smbtorture; iptables, with which smbtorture
-# takes channels down, and iproute2; Python's smbprotocol and pytest), then runs:
+# takes channels down, and iproute2; qemu and a static busybox, with which the
+# Linux kernel's SMB3 client runs in a VM, and Debian's kernel package,
+# unpacked; Python's smbprotocol and pytest), then runs:
 #   1. cargo fmt --check, cargo clippy -D warnings, cargo test --workspace
 #   2. cargo build --release -p braid
 #   3. the end-to-end suites (tests/e2e, pytest) against target/release/braid
@@ -88,6 +90,12 @@ install_dependencies() {
     if ! /usr/bin/python3 -c 'import samba.dcerpc.srvsvc' >/dev/null 2>&1; then
         missing+=(python3-samba)
     fi
+    # tests/e2e/test_kernel_client.py boots Debian's kernel (its SMB3 client,
+    # cifs.ko) under qemu with a static busybox as its userland.
+    command -v qemu-system-x86_64 >/dev/null 2>&1 || missing+=(qemu-system-x86)
+    if ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
+        missing+=(busybox-static)
+    fi
     if [ ${#missing[@]} -gt 0 ]; then
         say "installing Debian packages: ${missing[*]}"
         if [ "$(id -u)" -ne 0 ]; then
@@ -98,6 +106,9 @@ install_dependencies() {
             || return 1
     fi
     export PATH=$PATH:/usr/sbin:/sbin
+
+    # The kernel package itself is only unpacked (target/kernel-client/).
+    python3 tests/e2e/kernel_vm.py prepare || return 1
 
     if ! python3 -c 'import smbprotocol, smbclient, pytest' 2>/dev/null; then
         say "installing Python packages: smbprotocol pytest"

@@ -1,0 +1,271 @@
+"""The Linux kernel's SMB3 client (cifs.ko, Debian's kernel in a VM: kernel_vm.py).
+
+One boot mounts the share that requires encryption with
+`multichannel,max_channels=4,seal`: the client learns Braid's four
+configured interfaces from FSCTL_QUERY_NETWORK_INTERFACE_INFO and binds a
+channel to each of the other three; what it writes reads back the same
+after its page cache is dropped. The test then checks the session in the
+admin API (one session, 4 channels, encrypted), cuts one channel's TCP
+connection at the server (ss -K): the client binds a new channel in its
+place, on the same session, and writes and reads a second file. The same boot mounts a share
+that does not require encryption, signed only, and does metadata work on
+it (mkdir, 200 creates, renames, a listing, removal). Last it mounts the
+encrypted share without `seal`: Braid's tree connect answer tells the
+client the share wants encryption (SMB2_SHAREFLAG_ENCRYPT_DATA), and the
+client encrypts on that tree by itself (Braid would refuse anything else:
+test_encrypted_share.py). Braid only: the config is Braid's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import kernel_vm
+import servers
+
+pytestmark = [
+    pytest.mark.skipif(os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
+                       reason="Braid's config format (interfaces, encrypt per share)"),
+    pytest.mark.skipif(kernel_vm.missing_tools() is not None,
+                       reason=str(kernel_vm.missing_tools())),
+]
+
+ADDRESSES = ["198.18.0.1", "198.18.0.11", "198.18.0.12", "198.18.0.13"]
+ADMIN = "127.0.0.1:9445"
+MIB = 16
+VM_TIMEOUT = 420
+GO_PORT = 7777
+
+GUEST = r"""
+say() {{ echo "@@ $*"; }}
+opts="username=braid,password={password},port=4445,vers=3.1.1"
+srv=//{server}
+
+mount -t cifs $srv/secret /mnt -o $opts,multichannel,max_channels=4,seal || {{ say mount-failed; exit 1; }}
+dd if=/dev/urandom of=/tmp/a bs=1M count={mib} 2>/dev/null
+cp /tmp/a /mnt/first.bin && sync
+echo 3 > /proc/sys/vm/drop_caches
+say md5 source $(md5sum < /tmp/a)
+say md5 first $(md5sum < /mnt/first.bin)
+say channels $(grep -c "Channel: " /proc/fs/cifs/DebugData)
+say ready
+# The go-ahead comes over a plain TCP connection: a file the host drops
+# into the share would stay unseen, since the client caches the listing
+# under its directory lease and changes made outside Braid break none.
+nc -l -p {go_port} < /dev/null > /dev/null || {{ say no-go; exit 1; }}
+cp /tmp/a /mnt/second.bin && sync
+echo 3 > /proc/sys/vm/drop_caches
+say md5 second $(md5sum < /mnt/second.bin)
+say debugdata-start
+cat /proc/fs/cifs/DebugData
+say debugdata-end
+umount /mnt || say umount-failed
+
+mount -t cifs $srv/plain /mnt -o $opts || {{ say plain-mount-failed; exit 1; }}
+mkdir /mnt/tree
+i=0
+while [ $i -lt 200 ]; do echo "file $i" > /mnt/tree/f$i; i=$((i+1)); done
+i=0
+while [ $i -lt 200 ]; do mv /mnt/tree/f$i /mnt/tree/g$i; i=$((i+2)); done
+say signed $(grep -c "Dialect 0x311 signed" /proc/fs/cifs/DebugData)
+say listed $(ls /mnt/tree | wc -l) $(ls /mnt/tree | grep -c '^g')
+say content $(cat /mnt/tree/g10)
+rm -r /mnt/tree
+say removed $(ls /mnt | grep -c tree)
+umount /mnt || say umount-failed
+
+# Without `seal`: the tree connect answers SMB2_SHAREFLAG_ENCRYPT_DATA and
+# the client encrypts what it sends on that tree (Braid refuses anything
+# else there: test_encrypted_share.py shows smbclient refused).
+mount -t cifs $srv/secret /mnt -o $opts || {{ say unsealed-mount-failed; exit 1; }}
+say share-encrypted $(grep -A1 'secret Mounts' /proc/fs/cifs/DebugData | grep -c Encrypted)
+cp /tmp/a /mnt/third.bin && sync
+echo 3 > /proc/sys/vm/drop_caches
+say md5 third $(md5sum < /mnt/third.bin)
+umount /mnt || say umount-failed
+"""
+
+
+def ns_get(ns: kernel_vm.NetNs, path: str) -> dict:
+    """GET the admin API inside the namespace (it listens on its loopback)."""
+    out = ns.run(["python3", "-c",
+                  "import sys, urllib.request; "
+                  "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())",
+                  f"http://{ADMIN}{path}"], timeout=30)
+    return json.loads(out.stdout)
+
+
+def wait_for_admin(ns: kernel_vm.NetNs, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + servers.START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"braid exited {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            ns_get(ns, "/api/v1/sessions")
+            return
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired, ValueError):
+            time.sleep(0.2)
+    raise RuntimeError("braid's admin API did not come up in the namespace")
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return kernel_vm.prepare()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """Braid in a namespace of its own, serving `secret` (encrypt = true)
+    and `plain` with four interfaces; yields (ns, password, share dirs)."""
+    password = "Pw-" + secrets.token_hex(8)
+    secret = tmp_path / "secret"
+    plain = tmp_path / "plain"
+    for d in (secret, plain):
+        d.mkdir()
+    config = tmp_path / "braid.toml"
+    text = f'listen = ["0.0.0.0:4445"]\nadmin_listen = "{ADMIN}"\n'
+    text += f'[[share]]\nname = "secret"\npath = "{secret}"\nencrypt = true\n'
+    text += f'[[share]]\nname = "plain"\npath = "{plain}"\n'
+    for i, a in enumerate(ADDRESSES, 1):
+        text += f'[[interface]]\naddress = "{a}"\nif_index = {i}\nspeed_mbps = 10000\n'
+    config.write_text(text)
+    ns = kernel_vm.NetNs(ADDRESSES)
+    log = tmp_path / "braid.log"
+    proc = None
+    try:
+        proc = servers._spawn(ns.argv([str(servers.BRAID_BIN), "serve", "--config", str(config),
+                                       "--user", f"braid:{password}"]), log, tmp_path)
+        wait_for_admin(ns, proc, log)
+        yield ns, password, secret, plain
+        assert proc.poll() is None, f"braid died:\n{log.read_text()[-3000:]}"
+    finally:
+        if proc is not None:
+            servers.stop_pid(proc.pid)
+        ns.close()
+
+
+class Console:
+    """The VM's console, read line by line as it comes."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.lines: list[str] = []
+        self.marks: queue.Queue[str] = queue.Queue()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            line = line.rstrip("\r\n")
+            self.lines.append(line)
+            if line.startswith("@@ "):
+                self.marks.put(line[3:])
+
+    def wait_for(self, mark: str, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                got = self.marks.get(timeout=max(left, 0.01))
+            except queue.Empty:
+                raise AssertionError(f"no '{mark}' from the VM in {timeout}s:\n" + self.text())
+            if got.split()[0] == mark:
+                return got
+            if got.split()[0] in ("mount-failed", "no-go", "guest-done"):
+                raise AssertionError(f"VM said '{got}' before '{mark}':\n" + self.text())
+
+    def finish(self, timeout: float) -> None:
+        self.proc.wait(timeout)
+        self.thread.join(10)
+
+    def text(self) -> str:
+        return "\n".join(self.lines[-80:])
+
+    def marked(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for line in self.lines:
+            if line.startswith("@@ "):
+                words = line[3:].split()
+                key = " ".join(words[:2]) if words[0] == "md5" else words[0]
+                out[key] = words[1:] if words[0] != "md5" else words[2:]
+        return out
+
+
+def test_kernel_client_multichannel_sealed(kernel, lab, tmp_path):
+    ns, password, secret, plain = lab
+    script = GUEST.format(password=password, server=ADDRESSES[0], mib=MIB, go_port=GO_PORT)
+    initrd = kernel_vm.build_initrd(kernel, script, tmp_path / "initrd.gz")
+    vm = kernel_vm.boot(kernel, initrd, ns, VM_TIMEOUT)
+    console = Console(vm)
+    try:
+        console.wait_for("ready", VM_TIMEOUT)
+        sessions = ns_get(ns, "/api/v1/sessions")["sessions"]
+        assert len(sessions) == 1, sessions
+        s = sessions[0]
+        assert s["user"] == "braid" and s["dialect"] == "3.1.1"
+        # The share asks for encryption (not the whole session: EncryptData stays off).
+        assert s["encryption"] == s["cipher"] and s["cipher"].startswith("AES-"), s
+        assert s["current_channels"] == 4, s
+        assert {c["local_address"].rsplit(":", 1)[0] for c in s["channels"]} == set(ADDRESSES)
+
+        # Cut one bound channel (not the first) at the server.
+        victim = next(c for c in s["channels"]
+                      if not c["local_address"].startswith(ADDRESSES[0] + ":"))
+        local_ip, local_port = victim["local_address"].rsplit(":", 1)
+        peer_ip, peer_port = victim["remote_address"].rsplit(":", 1)
+        ns.run(["ss", "-K", "-tn", "src", local_ip, "dst", peer_ip,
+                "sport", "=", f":{local_port}", "dport", "=", f":{peer_port}"])
+        # The client sees the reset and binds a new channel to the same
+        # address at once (MS-SMB2 3.2.4.1.7): the session and its other
+        # channels stay, the cut connection is gone.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            left = ns_get(ns, "/api/v1/sessions")["sessions"]
+            ids = [c["connection_id"] for c in left[0]["channels"]] if left else []
+            if victim["connection_id"] not in ids and len(ids) == 4:
+                break
+            time.sleep(0.1)
+        assert [x["id"] for x in left] == [s["id"]], left
+        assert victim["connection_id"] not in ids, left
+        assert left[0]["current_channels"] == 4, left
+        rebound = [c for c in left[0]["channels"]
+                   if c["connection_id"] not in {x["connection_id"] for x in s["channels"]}]
+        assert [c["local_address"] for c in rebound] == [victim["local_address"]], left
+        ns.run(["python3", "-c", "import socket, sys, time\n"
+                "for _ in range(100):\n"
+                "    try:\n"
+                "        socket.create_connection((sys.argv[1], int(sys.argv[2])), 5).close(); break\n"
+                "    except OSError: time.sleep(0.1)\n"
+                "else: sys.exit(1)",
+                kernel_vm.GUEST_ADDRESS, str(GO_PORT)], timeout=60)
+
+        console.finish(VM_TIMEOUT)
+    finally:
+        if vm.poll() is None:
+            servers.stop_pid(vm.pid)
+    marks = console.marked()
+    output = console.text()
+    assert marks.get("guest-done") == ["0"], output
+    assert marks["md5 first"] == marks["md5 source"], output
+    assert marks["md5 second"] == marks["md5 source"], output
+    assert marks["channels"] == ["3"], output  # "Channel: N" lines: the 3 bound ones
+    assert (secret / "first.bin").stat().st_size == MIB << 20
+    assert (secret / "second.bin").read_bytes() == (secret / "first.bin").read_bytes()
+    assert marks["listed"] == ["200", "100"], output
+    assert marks["content"] == ["file", "10"], output
+    assert marks["removed"] == ["0"], output
+    assert not (plain / "tree").exists()
+    assert marks["signed"] != ["0"], output
+    assert marks["share-encrypted"] == ["1"], output
+    assert marks["md5 third"] == marks["md5 source"], output
+    assert "umount-failed" not in marks, output
