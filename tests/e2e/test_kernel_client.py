@@ -13,7 +13,13 @@ it (mkdir, 200 creates, renames, a listing, removal). Last it mounts the
 encrypted share without `seal`: Braid's tree connect answer tells the
 client the share wants encryption (SMB2_SHAREFLAG_ENCRYPT_DATA), and the
 client encrypts on that tree by itself (Braid would refuse anything else:
-test_encrypted_share.py). Braid only: the config is Braid's.
+test_encrypted_share.py).
+
+A second boot holds one mount per dialect and cipher while the test looks
+at the sessions: 3.0 and 3.0.2 sealed (AES-128-CCM, AES-128-CMAC), 2.1
+signed (HMAC-SHA256) on the plain share and refused on the encrypted one,
+3.1.1 with only AES-256-GCM offered; each reads back what it wrote.
+Braid only: the config is Braid's.
 """
 
 from __future__ import annotations
@@ -45,10 +51,19 @@ MIB = 16
 VM_TIMEOUT = 420
 GO_PORT = 7777
 
-GUEST = r"""
+# Every guest script starts with this. The go-ahead comes over a plain
+# TCP connection: a file the host drops into the share would stay unseen,
+# since the client caches the listing under its directory lease and
+# changes made outside Braid break none.
+PRELUDE = r"""
 say() {{ echo "@@ $*"; }}
-opts="username=braid,password={password},port=4445,vers=3.1.1"
+ready_then_wait() {{ say ready; nc -l -p {go_port} < /dev/null > /dev/null || {{ say no-go; exit 1; }}; }}
+opts="username=braid,password={password},port=4445"
 srv=//{server}
+"""
+
+MULTICHANNEL = PRELUDE + r"""
+opts=$opts,vers=3.1.1
 
 mount -t cifs $srv/secret /mnt -o $opts,multichannel,max_channels=4,seal || {{ say mount-failed; exit 1; }}
 dd if=/dev/urandom of=/tmp/a bs=1M count={mib} 2>/dev/null
@@ -57,11 +72,7 @@ echo 3 > /proc/sys/vm/drop_caches
 say md5 source $(md5sum < /tmp/a)
 say md5 first $(md5sum < /mnt/first.bin)
 say channels $(grep -c "Channel: " /proc/fs/cifs/DebugData)
-say ready
-# The go-ahead comes over a plain TCP connection: a file the host drops
-# into the share would stay unseen, since the client caches the listing
-# under its directory lease and changes made outside Braid break none.
-nc -l -p {go_port} < /dev/null > /dev/null || {{ say no-go; exit 1; }}
+ready_then_wait
 cp /tmp/a /mnt/second.bin && sync
 echo 3 > /proc/sys/vm/drop_caches
 say md5 second $(md5sum < /mnt/second.bin)
@@ -94,6 +105,34 @@ say md5 third $(md5sum < /mnt/third.bin)
 umount /mnt || say umount-failed
 """
 
+
+# One mount per dialect and cipher, all held while the host looks at the
+# sessions. SMB 2.1 cannot encrypt: the encrypted share refuses it.
+DIALECTS = PRELUDE + r"""
+dd if=/dev/urandom of=/tmp/a bs=1M count={mib} 2>/dev/null
+say md5 source $(md5sum < /tmp/a)
+check() {{
+    cp /tmp/a /$1/$1.bin && sync && echo 3 > /proc/sys/vm/drop_caches
+    say md5 $1 $(md5sum < /$1/$1.bin)
+}}
+mkdir /v30 /v302 /v21 /gcm256
+mount -t cifs $srv/secret /v30 -o $opts,vers=3.0,seal && check v30 || say mount-failed v30
+mount -t cifs $srv/secret /v302 -o $opts,vers=3.02,seal && check v302 || say mount-failed v302
+mount -t cifs $srv/plain /v21 -o $opts,vers=2.1 && check v21 || say mount-failed v21
+if mount -t cifs $srv/secret /mnt -o $opts,vers=2.1 2>/dev/null; then
+    say secret-over-2.1 allowed; umount /mnt
+else
+    say secret-over-2.1 refused
+fi
+# AES-256-GCM only (the client offers nothing else), and the client's
+# SMB2_SIGNING_CAPABILITIES context on the 3.1.1 negotiate (Linux 6.1
+# offers AES-CMAC alone there).
+echo 1 > /sys/module/cifs/parameters/require_gcm_256
+echo 1 > /sys/module/cifs/parameters/enable_negotiate_signing
+mount -t cifs $srv/secret /gcm256 -o $opts,vers=3.1.1,seal && check gcm256 || say mount-failed gcm256
+ready_then_wait
+for m in /v30 /v302 /v21 /gcm256; do umount $m || say umount-failed $m; done
+"""
 
 def ns_get(ns: kernel_vm.NetNs, path: str) -> dict:
     """GET the admin API inside the namespace (it listens on its loopback)."""
@@ -201,14 +240,34 @@ class Console:
         return out
 
 
-def test_kernel_client_multichannel_sealed(kernel, lab, tmp_path):
-    ns, password, secret, plain = lab
-    script = GUEST.format(password=password, server=ADDRESSES[0], mib=MIB, go_port=GO_PORT)
+def run_guest(kernel, ns, script: str, password: str, tmp_path: Path, at_ready) -> Console:
+    """Boot the VM with `script` (after PRELUDE's definitions); when it
+    says ready, call at_ready() and let it go on; return its console."""
+    script = script.format(password=password, server=ADDRESSES[0], mib=MIB, go_port=GO_PORT)
     initrd = kernel_vm.build_initrd(kernel, script, tmp_path / "initrd.gz")
     vm = kernel_vm.boot(kernel, initrd, ns, VM_TIMEOUT)
     console = Console(vm)
     try:
         console.wait_for("ready", VM_TIMEOUT)
+        at_ready()
+        ns.run(["python3", "-c", "import socket, sys, time\n"
+                "for _ in range(100):\n"
+                "    try:\n"
+                "        socket.create_connection((sys.argv[1], int(sys.argv[2])), 5).close(); break\n"
+                "    except OSError: time.sleep(0.1)\n"
+                "else: sys.exit(1)",
+                kernel_vm.GUEST_ADDRESS, str(GO_PORT)], timeout=60)
+        console.finish(VM_TIMEOUT)
+    finally:
+        if vm.poll() is None:
+            servers.stop_pid(vm.pid)
+    return console
+
+
+def test_kernel_client_multichannel_sealed(kernel, lab, tmp_path):
+    ns, password, secret, plain = lab
+
+    def at_ready():
         sessions = ns_get(ns, "/api/v1/sessions")["sessions"]
         assert len(sessions) == 1, sessions
         s = sessions[0]
@@ -241,18 +300,8 @@ def test_kernel_client_multichannel_sealed(kernel, lab, tmp_path):
         rebound = [c for c in left[0]["channels"]
                    if c["connection_id"] not in {x["connection_id"] for x in s["channels"]}]
         assert [c["local_address"] for c in rebound] == [victim["local_address"]], left
-        ns.run(["python3", "-c", "import socket, sys, time\n"
-                "for _ in range(100):\n"
-                "    try:\n"
-                "        socket.create_connection((sys.argv[1], int(sys.argv[2])), 5).close(); break\n"
-                "    except OSError: time.sleep(0.1)\n"
-                "else: sys.exit(1)",
-                kernel_vm.GUEST_ADDRESS, str(GO_PORT)], timeout=60)
 
-        console.finish(VM_TIMEOUT)
-    finally:
-        if vm.poll() is None:
-            servers.stop_pid(vm.pid)
+    console = run_guest(kernel, ns, MULTICHANNEL, password, tmp_path, at_ready)
     marks = console.marked()
     output = console.text()
     assert marks.get("guest-done") == ["0"], output
@@ -269,3 +318,35 @@ def test_kernel_client_multichannel_sealed(kernel, lab, tmp_path):
     assert marks["share-encrypted"] == ["1"], output
     assert marks["md5 third"] == marks["md5 source"], output
     assert "umount-failed" not in marks, output
+
+
+def test_kernel_client_dialects_and_ciphers(kernel, lab, tmp_path):
+    ns, password, secret, plain = lab
+    seen = {}
+
+    def at_ready():
+        for x in ns_get(ns, "/api/v1/sessions")["sessions"]:
+            seen[x["dialect"]] = seen.get(x["dialect"], []) + [x]
+
+    console = run_guest(kernel, ns, DIALECTS, password, tmp_path, at_ready)
+    marks = console.marked()
+    output = console.text()
+    assert marks.get("guest-done") == ["0"], output
+    for m in ("v30", "v302", "v21", "gcm256"):
+        assert marks.get(f"md5 {m}") == marks["md5 source"], (m, output)
+    assert marks["secret-over-2.1"] == ["refused"], output
+    assert "mount-failed" not in marks and "umount-failed" not in marks, output
+    assert (secret / "gcm256.bin").read_bytes() == (plain / "v21.bin").read_bytes()
+
+    def one(dialect):
+        assert len(seen.get(dialect, [])) == 1, (dialect, seen)
+        return seen[dialect][0]
+
+    # MS-SMB2 3.3.5.4: 3.0 and 3.0.2 encrypt with AES-128-CCM, sign with AES-128-CMAC.
+    for d in ("3.0", "3.0.2"):
+        s = one(d)
+        assert (s["encryption"], s["signing"]) == ("AES-128-CCM", "AES-128-CMAC"), s
+    s = one("2.1")
+    assert (s["encryption"], s["signing"]) == (None, "HMAC-SHA256"), s
+    s = one("3.1.1")
+    assert (s["encryption"], s["signing"]) == ("AES-256-GCM", "AES-128-CMAC"), s
