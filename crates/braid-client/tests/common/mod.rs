@@ -217,6 +217,46 @@ pub fn have_smbd() -> bool {
         .is_ok()
 }
 
+/// The Unix account Samba maps USER to, created once. Tests of one binary
+/// run on parallel threads: on a fresh machine two `useradd`s at once
+/// race for /etc/passwd's lock, and the loser's share was left owned by
+/// root (mkdir ACCESS_DENIED), so creation is serialised and checked.
+fn ensure_share_owner() {
+    static CREATED: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+    let mut created = CREATED.lock().unwrap_or_else(|e| e.into_inner());
+    if *created {
+        return;
+    }
+    let exists = || {
+        Command::new("id")
+            .arg(USER)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    for _ in 0..50 {
+        if exists() {
+            *created = true;
+            return;
+        }
+        let _ = Command::new("useradd")
+            .args([
+                "--system",
+                "--no-create-home",
+                "--shell",
+                "/usr/sbin/nologin",
+                USER,
+            ])
+            .status();
+        if !exists() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+    panic!("could not create the Unix user {USER} for Samba's share");
+}
+
 /// Samba with four loopback interfaces for multichannel. `None` (and a
 /// message) if smbd is not installed.
 pub fn start_samba(extra_global: &str) -> Option<Server> {
@@ -238,28 +278,18 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
     ] {
         std::fs::create_dir_all(w.join(sub)).unwrap();
     }
-    if Command::new("id")
-        .arg(USER)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        let _ = Command::new("useradd")
-            .args([
-                "--system",
-                "--no-create-home",
-                "--shell",
-                "/usr/sbin/nologin",
-                USER,
-            ])
-            .status();
+    // As root (CI), smbd serves the share as USER's Unix account.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        ensure_share_owner();
+        let owned = Command::new("chown")
+            .arg(format!("{USER}:"))
+            .arg(&share)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(owned, "chown {USER}: {} failed", share.display());
     }
-    let _ = Command::new("chown")
-        .arg(format!("{USER}:"))
-        .arg(&share)
-        .status();
     // Let the share owner traverse down to the share (tempdirs may be 0700).
     let mut p = share.clone();
     while let Some(parent) = p.parent().map(Path::to_path_buf) {
