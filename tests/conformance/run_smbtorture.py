@@ -105,6 +105,7 @@ IPTABLES = ["--option=torture:use_iptables=yes"]
 BLOCKING_TESTS = (
     "smb2.multichannel.oplocks.test2",
     "smb2.multichannel.oplocks.test3_specification",
+    "smb2.multichannel.leases.test2",
     "smb2.multichannel.leases.test4",
     "smb2.oplock.batch22b",
     "smb2.replay.dhv2-pending3n-vs-oplock-sane",

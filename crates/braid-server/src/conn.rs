@@ -313,8 +313,19 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
                         if acks.check(wr.as_ref()) == AckCheck::TimedOut {
                             // No acknowledgment for several retransmission
                             // timeouts: the channel is dead (Samba drops it
-                            // too).
-                            warn!(conn = conn_id, "peer stopped acknowledging; closing the channel");
+                            // too). Closed with a reset, not a FIN: the FIN
+                            // would wait behind the unacknowledged frame
+                            // and never be sent, while a reset reaches a
+                            // peer that still receives, which then fails
+                            // what it has pending there and moves to its
+                            // other channels (smbtorture
+                            // smb2.multichannel.leases.test2 counts that
+                            // failure), and the socket does not linger in
+                            // FIN-WAIT-1 holding the unsent queue.
+                            warn!(conn = conn_id, "peer stopped acknowledging; resetting the channel");
+                            if let Err(e) = wr.as_ref().set_zero_linger() {
+                                debug!(conn = conn_id, error = %e, "SO_LINGER");
+                            }
                             break;
                         }
                         continue;
