@@ -23,11 +23,18 @@ A second boot holds one mount per dialect and cipher while the test looks
 at the sessions: 3.0 and 3.0.2 sealed (AES-128-CCM, AES-128-CMAC), 2.1
 signed (HMAC-SHA256) on the plain share and refused on the encrypted one,
 3.1.1 with only AES-256-GCM offered; each reads back what it wrote.
+
+A third boot holds a file open while the test cuts its connection: the
+client sets up a new session and, when it next writes through the file,
+takes the same open back with its durable handle (the admin API shows
+one open, on the new session, where a fresh open would leave the old one
+waiting beside it); what it wrote before and after reads back the same.
 Braid only: the config is Braid's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -158,6 +165,28 @@ mount -t cifs $srv/secret /gcm256 -o $opts,vers=3.1.1,seal && check gcm256 || sa
 ready_then_wait
 for m in /v30 /v302 /v21 /gcm256; do umount $m || say umount-failed $m; done
 """
+
+# A file held open while its connection is lost: the client reconnects,
+# on a new session, and takes the open back with its durable handle
+# (SMB2_CREATE_DURABLE_HANDLE_RECONNECT_V2) before it writes through it.
+DURABLE = PRELUDE + r"""
+dd if=/dev/urandom of=/tmp/a bs=1M count={mib} 2>/dev/null
+half=$(({mib} / 2))
+say md5 source $(md5sum < /tmp/a)
+mount -t cifs $srv/plain /mnt -o $opts,vers=3.1.1 || {{ say mount-failed; exit 1; }}
+exec 3>/mnt/held.bin
+dd if=/tmp/a bs=1M count=$half >&3 2>/tmp/e || say write-failed first $(cat /tmp/e)
+sync
+ready_then_wait
+dd if=/tmp/a bs=1M skip=$half count=$half >&3 2>/tmp/e || say write-failed second $(cat /tmp/e)
+sync
+ready_then_wait
+exec 3>&- || say close-failed
+echo 3 > /proc/sys/vm/drop_caches
+say md5 held $(md5sum < /mnt/held.bin)
+umount /mnt || say umount-failed
+"""
+
 
 def ns_get(ns: kernel_vm.NetNs, path: str) -> dict:
     """GET the admin API inside the namespace (it listens on its loopback)."""
@@ -405,3 +434,46 @@ def test_kernel_client_dialects_and_ciphers(kernel, lab, tmp_path):
     assert (s["encryption"], s["signing"]) == (None, "HMAC-SHA256"), s
     s = one("3.1.1")
     assert (s["encryption"], s["signing"]) == ("AES-256-GCM", "AES-128-CMAC"), s
+
+
+def test_kernel_client_durable_reconnect(kernel, lab, tmp_path):
+    ns, password, secret, plain = lab
+    first = {}
+
+    def held():
+        return [o for o in ns_get(ns, "/api/v1/opens")["opens"] if o["path"] == "held.bin"]
+
+    def at_open(console):
+        opens = held()
+        assert len(opens) == 1 and opens[0]["durable"] and not opens[0]["disconnected"], opens
+        first.update(opens[0])
+        ns.run(["ss", "-K", "-tn", "sport", "=", ":4445"])
+        # The server keeps the open for its client to reconnect.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            opens = held()
+            if len(opens) == 1 and opens[0]["disconnected"]:
+                break
+            time.sleep(0.1)
+        assert len(opens) == 1 and opens[0]["disconnected"] and opens[0]["session_id"] is None, opens
+        # The client sets up a new session at once; the open waits until
+        # the client uses its handle.
+
+    def after_reconnect(console):
+        # One open, taken back by the new session: a fresh open would have
+        # left the old one waiting, disconnected, beside it.
+        opens = held()
+        assert len(opens) == 1, opens
+        assert not opens[0]["disconnected"] and opens[0]["durable"], opens
+        assert opens[0]["session_id"] not in (None, first["session_id"]), (first, opens)
+        assert opens[0]["access"] == first["access"], (first, opens)
+
+    console = run_guest(kernel, ns, DURABLE, password, tmp_path,
+                        [("ready", at_open), ("ready", after_reconnect)])
+    marks = console.marked()
+    output = console.text()
+    assert marks.get("guest-done") == ["0"], output
+    assert not [m for m in marks if m.endswith("-failed")], output
+    assert marks["md5 held"] == marks["md5 source"], output
+    assert (plain / "held.bin").stat().st_size == MIB << 20
+    assert hashlib.md5((plain / "held.bin").read_bytes()).hexdigest() == marks["md5 source"][0]
