@@ -121,7 +121,7 @@ async fn authenticate(
             } else if resp.header.is_signed() {
                 // MS-SMB2 3.2.5.1.3: non-final binding responses are signed
                 // with Session.SigningKey.
-                check_signature(bind.and_then(|b| b.sign), &resp)?;
+                check_signature(bind.and_then(|b| b.sign), None, &resp)?;
             }
             let ssr: SessionSetupResponse = resp.decode()?;
             match spnego.step(&ssr.security_buffer)? {
@@ -186,7 +186,7 @@ impl Session {
         if !anonymous
             && (a.final_resp.header.is_signed() || (sign && neg.dialect == dialect::SMB311))
         {
-            check_signature(Some((algo, keys.signing_key)), &a.final_resp)?;
+            check_signature(Some((algo, keys.signing_key)), None, &a.final_resp)?;
         }
         let cipher = neg.cipher.filter(|_| neg.is_smb3() && !anonymous);
         let (encryptor, decryptor) = match cipher {
@@ -308,7 +308,7 @@ impl Session {
             Some(a.preauth.value()).filter(|_| self.dialect == dialect::SMB311),
         )?;
         // The final binding response is signed with Channel.SigningKey.
-        check_signature(Some((self.algo, channel_key)), &a.final_resp)?;
+        check_signature(Some((self.algo, channel_key)), None, &a.final_resp)?;
         if let Some(d) = &self.decryptor {
             conn.t.add_decryptor(self.id, d.clone());
         }

@@ -277,6 +277,9 @@ impl Transport {
         // unless signing/encryption needs the message contiguous.
         let enc = sec.and_then(|s| s.encrypt.clone());
         let sign = sec.and_then(|s| s.sign);
+        // The signature sent, which a server echoes on errors it cannot
+        // sign (check_signature).
+        let mut sent_signature = None;
         let parts: Vec<Bytes> = if let Some(e) = enc {
             // MS-SMB2 3.2.4.1.8 / 3.1.4.3: encrypted messages are not signed.
             // The payload is copied once, into a pooled frame buffer, and
@@ -303,6 +306,7 @@ impl Transport {
             frame.extend_from_slice(&req.body);
             frame.extend_from_slice(&req.payload);
             sign_in_place(algo, &key, &mut frame[4..])?;
+            sent_signature = Some(signature_of(&frame[4..]));
             if let Some(p) = req.preauth.as_deref_mut() {
                 p.update(&frame[4..]);
             }
@@ -349,7 +353,7 @@ impl Transport {
             }
         };
         if req.verify {
-            check_signature(sign, &resp)?;
+            check_signature(sign, sent_signature, &resp)?;
         }
         Ok(resp)
     }
@@ -400,8 +404,10 @@ impl Transport {
             };
             h.write(&mut msg);
             msg.resize(len, 0);
+            let mut sent_signature = None;
             if let (Some((algo, key)), None) = (sign, &enc) {
                 sign_in_place(algo, &key, &mut msg)?;
+                sent_signature = Some(signature_of(&msg));
             }
             chain.extend_from_slice(&msg);
             let (tx, rx) = oneshot::channel();
@@ -425,7 +431,12 @@ impl Transport {
                     },
                 );
             }
-            waits.push((rx, req.verify.then_some(sign).flatten(), mid));
+            waits.push((
+                rx,
+                req.verify.then_some(sign).flatten(),
+                sent_signature,
+                mid,
+            ));
         }
         let frame = match &enc {
             Some(e) => {
@@ -448,9 +459,9 @@ impl Transport {
             self.fail("writer stopped");
         }
         let mut out = Vec::with_capacity(n);
-        for (rx, sign, mid) in waits {
+        for (rx, sign, sent, mid) in waits {
             out.push(match tokio::time::timeout(self.timeout, rx).await {
-                Ok(Ok(Ok(r))) => check_signature(sign, &r).map(|_| r),
+                Ok(Ok(Ok(r))) => check_signature(sign, sent, &r).map(|_| r),
                 Ok(Ok(Err(e))) => Err(e),
                 Ok(Err(_)) => Err(Error::ConnectionLost("reader stopped".into())),
                 Err(_) => {
@@ -555,9 +566,19 @@ impl Transport {
     }
 }
 
+/// The Signature field of a signed SMB2 message (MS-SMB2 2.2.1).
+fn signature_of(msg: &[u8]) -> [u8; 16] {
+    msg[48..64].try_into().expect("a whole SMB2 header")
+}
+
 /// MS-SMB2 3.2.5.1.3: skip for encrypted responses and interim ones;
 /// otherwise a signing session's responses must carry a valid signature.
-pub fn check_signature(sign: Option<(SigningAlgorithm, [u8; 16])>, r: &Response) -> Result<()> {
+/// `sent` is the signature of the request, if it was signed.
+pub fn check_signature(
+    sign: Option<(SigningAlgorithm, [u8; 16])>,
+    sent: Option<[u8; 16]>,
+    r: &Response,
+) -> Result<()> {
     let Some((algo, key)) = sign else {
         return Ok(());
     };
@@ -565,9 +586,28 @@ pub fn check_signature(sign: Option<(SigningAlgorithm, [u8; 16])>, r: &Response)
         return Ok(());
     }
     let status = r.status();
+    // A server fails some requests before it has a key to sign with: a
+    // related request whose chain lost its session (INVALID_PARAMETER), a
+    // tree or file gone. Samba and Braid echo the request's signature
+    // then, or leave zeros; Samba's client (smbXcli_base.c) reports the
+    // status for these three.
+    if matches!(
+        status,
+        NtStatus::INVALID_PARAMETER | NtStatus::NETWORK_NAME_DELETED | NtStatus::FILE_CLOSED
+    ) && (r.header.signature == [0; 16] || Some(r.header.signature) == sent)
+    {
+        return Ok(());
+    }
+    // The session is gone on the server, and its key with it: Samba (and
+    // Braid) answer a signed request with SMB2_FLAGS_SIGNED and the
+    // request's own signature echoed, Windows leaves it unsigned. Either
+    // way there is nothing to verify (Samba's client skips the check too).
+    if status == NtStatus::USER_SESSION_DELETED {
+        return Ok(());
+    }
     if !r.header.is_signed() {
-        // Samba and Windows leave these unsigned: the session is gone.
-        if status == NtStatus::USER_SESSION_DELETED || status == NtStatus::NETWORK_SESSION_EXPIRED {
+        // Left unsigned by Samba and Windows.
+        if status == NtStatus::NETWORK_SESSION_EXPIRED {
             return Ok(());
         }
         return Err(Error::BadSignature(
@@ -641,5 +681,85 @@ pub(crate) fn flags_with(base: u32, replay: bool) -> u32 {
         base | flags::REPLAY_OPERATION
     } else {
         base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A response of `status` that claims a signature it does not have.
+    fn forged(status: NtStatus, signed: bool) -> Response {
+        let header = Header {
+            status: status.0,
+            command: Command::Create as u16,
+            flags: flags::SERVER_TO_REDIR | if signed { flags::SIGNED } else { 0 },
+            signature: [0x5A; 16],
+            ..Default::default()
+        };
+        let mut msg = Vec::new();
+        header.encode(&mut msg);
+        msg.extend([9, 0, 0, 0, 0, 0, 0, 0, 0]);
+        Response {
+            header,
+            msg: Bytes::from(msg),
+            encrypted: false,
+            signature_ok: None,
+        }
+    }
+
+    // MS-SMB2 3.3.5.2.4: a request naming a session the server no longer
+    // has fails with USER_SESSION_DELETED, which no key can sign. Samba and
+    // Braid echo the request's SIGNED flag and signature, Windows sends it
+    // unsigned: both reach the caller as that status.
+    #[test]
+    fn a_deleted_session_is_reported_signed_or_not() {
+        let key = Some((SigningAlgorithm::AesGmac, [7; 16]));
+        for signed in [true, false] {
+            let r = forged(NtStatus::USER_SESSION_DELETED, signed);
+            assert!(check_signature(key, None, &r).is_ok(), "signed {signed}");
+        }
+        // Anything else with a bad or missing signature is refused.
+        for status in [NtStatus::SUCCESS, NtStatus::ACCESS_DENIED] {
+            for signed in [true, false] {
+                let r = forged(status, signed);
+                assert!(
+                    matches!(check_signature(key, None, &r), Err(Error::BadSignature(_, s)) if s == signed),
+                    "{status:?} signed {signed}"
+                );
+            }
+        }
+        // An expired session still has its key: only an unsigned answer
+        // goes unchecked.
+        assert!(
+            check_signature(key, None, &forged(NtStatus::NETWORK_SESSION_EXPIRED, false)).is_ok()
+        );
+        assert!(
+            check_signature(key, None, &forged(NtStatus::NETWORK_SESSION_EXPIRED, true)).is_err()
+        );
+    }
+
+    // A related request after one that found its session deleted fails
+    // with INVALID_PARAMETER (MS-SMB2 3.3.5.2.7.2), unsignable: the
+    // request's own signature comes back, and is accepted for that status
+    // (as for a tree or file gone), not for others.
+    #[test]
+    fn an_echoed_signature_passes_only_for_errors_no_key_can_sign() {
+        let key = Some((SigningAlgorithm::AesGmac, [7; 16]));
+        let sent = Some([0x5A; 16]);
+        for status in [
+            NtStatus::INVALID_PARAMETER,
+            NtStatus::NETWORK_NAME_DELETED,
+            NtStatus::FILE_CLOSED,
+        ] {
+            assert!(
+                check_signature(key, sent, &forged(status, true)).is_ok(),
+                "{status:?}"
+            );
+            // Another signature is checked, and fails.
+            assert!(check_signature(key, Some([1; 16]), &forged(status, true)).is_err());
+        }
+        assert!(check_signature(key, sent, &forged(NtStatus::ACCESS_DENIED, true)).is_err());
+        assert!(check_signature(key, sent, &forged(NtStatus::SUCCESS, true)).is_err());
     }
 }

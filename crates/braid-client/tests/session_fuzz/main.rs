@@ -17,7 +17,10 @@
 //! in fragments) by WRITE, FSCTL_PIPE_TRANSCEIVE and compounds, and READs
 //! left waiting on empty pipes, ended by CANCEL, an answer, CLOSE,
 //! TREE_DISCONNECT, LOGOFF or a lost connection: every one must end, as
-//! its ending says. Whatever Braid answers, it must not panic, must not
+//! its ending says. Now and then it calls what an operator would:
+//! NetrFileClose of ids near the newest, and NetrSessionDel of the fuzzing
+//! user's sessions, so that the file clients' opens and sessions end under
+//! them mid-run (a client told USER_SESSION_DELETED starts a new session). Whatever Braid answers, it must not panic, must not
 //! write outside the share, and must still serve a fresh session that
 //! reads back what it wrote, and whose srvsvc pipe lists the share.
 //!
@@ -37,7 +40,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use braid_client::{ClientConfig, Error, Session, Tree};
-use braid_smb_proto::Command;
+use braid_smb_proto::{Command, NtStatus};
 use bytes::Bytes;
 use common::ops::{random_bytes, session_with};
 use rand::rngs::StdRng;
@@ -112,7 +115,7 @@ async fn connect(
     encrypt: bool,
     acks: &breaks::Tally,
 ) -> Client {
-    let (s, t) = session_with(srv, fuzz_config(encrypt)).await;
+    let (s, t) = session_and_tree(srv, encrypt).await;
     let slot = Arc::new(std::sync::Mutex::new(Arc::downgrade(&t)));
     breaks::answer(
         &s.primary().unwrap(),
@@ -122,38 +125,83 @@ async fn connect(
     );
     let c = Client { s, t, slot };
     if fz.rng.gen_bool(0.5) {
+        // A session ended meanwhile is found out by the next request.
         bind(srv, &c, fz, acks).await;
     }
     c
 }
 
+/// A session and its tree on a new connection. The pipe client's
+/// NetrSessionDel may end the session before its tree is connected (or
+/// while it is set up): then another.
+async fn session_and_tree(srv: &common::Server, encrypt: bool) -> (Arc<Session>, Arc<Tree>) {
+    for _ in 0..8 {
+        let conn =
+            braid_client::Connection::connect_with(srv.addr(), Arc::new(fuzz_config(encrypt)))
+                .await
+                .expect("connect");
+        let s = match Session::setup(conn, common::USER, "", &srv.password).await {
+            Ok(s) => s,
+            Err(e) if session_ended(&e) => continue,
+            Err(e) => panic!("session setup: {e}"),
+        };
+        match s.tree_connect(&srv.unc()).await {
+            Ok(t) => return (s, t),
+            Err(e) if session_ended(&e) => continue,
+            Err(e) => panic!("tree connect: {e}"),
+        }
+    }
+    panic!("eight sessions in a row were ended before their tree was connected")
+}
+
 /// Bind one more channel to the session (MS-SMB2 3.3.5.5.2), its breaks
-/// answered too.
-async fn bind(srv: &common::Server, c: &Client, fz: &mut Fuzzer, acks: &breaks::Tally) {
-    let ch = c.s.bind_channel(srv.addr()).await.expect("bind a channel");
-    breaks::answer(&ch, c.slot.clone(), fz.rng.gen(), acks.clone());
+/// answered too. False when the session was ended (NetrSessionDel).
+async fn bind(srv: &common::Server, c: &Client, fz: &mut Fuzzer, acks: &breaks::Tally) -> bool {
+    match c.s.bind_channel(srv.addr()).await {
+        Ok(ch) => {
+            breaks::answer(&ch, c.slot.clone(), fz.rng.gen(), acks.clone());
+            true
+        }
+        Err(e) if session_ended(&e) => false,
+        Err(e) => panic!("bind a channel: {e}"),
+    }
+}
+
+fn session_ended(e: &Error) -> bool {
+    matches!(e, Error::Status { status, .. } if *status == NtStatus::USER_SESSION_DELETED)
 }
 
 /// Lose one channel of a session that has two, between requests, and bind
 /// a new one: the session, its opens and their locks live on through the
 /// other channel (MS-SMB2 3.3.7.1), and breaks owed on the lost channel
 /// go to the one left.
-async fn churn_channel(srv: &common::Server, c: &Client, fz: &mut Fuzzer, acks: &breaks::Tally) {
+async fn churn_channel(
+    srv: &common::Server,
+    c: &Client,
+    fz: &mut Fuzzer,
+    acks: &breaks::Tally,
+) -> bool {
     let chans = c.s.channels().list();
     let victim = &chans[fz.rng.gen_range(0..chans.len())];
     victim.conn.kill();
-    bind(srv, c, fz, acks).await;
+    bind(srv, c, fz, acks).await
 }
 
 /// Disconnect the tree, with its opens (MS-SMB2 3.3.5.8), and connect a
-/// new one: the old FileIds are closed from now on.
-async fn churn_tree(srv: &common::Server, c: &mut Client, fz: &mut Fuzzer) {
+/// new one: the old FileIds are closed from now on. False when the
+/// session was ended (NetrSessionDel).
+async fn churn_tree(srv: &common::Server, c: &mut Client, fz: &mut Fuzzer) -> bool {
     let _ = c.t.disconnect().await;
-    c.t = c.s.tree_connect(&srv.unc()).await.expect("tree connect");
+    c.t = match c.s.tree_connect(&srv.unc()).await {
+        Ok(t) => t,
+        Err(e) if session_ended(&e) => return false,
+        Err(e) => panic!("tree connect: {e}"),
+    };
     *c.slot.lock().unwrap() = Arc::downgrade(&c.t);
     fz.closed.append(&mut fz.open);
     let excess = fz.closed.len().saturating_sub(32);
     fz.closed.drain(..excess);
+    true
 }
 
 /// What one fuzzing client saw.
@@ -168,6 +216,8 @@ struct Outcome {
     churns: usize,
     /// Trees disconnected and connected again.
     tree_churns: usize,
+    /// Sessions ended under the client (NetrSessionDel).
+    sessions_ended: usize,
     spent: BTreeMap<String, Duration>,
 }
 
@@ -189,6 +239,7 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
         drops,
         churns,
         tree_churns,
+        sessions_ended,
         spent,
     } = &mut out;
     let mut last = String::new();
@@ -201,12 +252,18 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
             assert!(c.s.is_encrypting());
         }
         if c.s.channels().len() >= 2 && fz.rng.gen_bool(0.01) {
-            churn_channel(srv, &c, &mut fz, acks).await;
             *churns += 1;
+            if !churn_channel(srv, &c, &mut fz, acks).await {
+                *sessions_ended += 1;
+                c = reconnect(&c, srv, &mut fz, encrypted(i), acks).await;
+            }
         }
         if fz.rng.gen_bool(0.005) {
-            churn_tree(srv, &mut c, &mut fz).await;
             *tree_churns += 1;
+            if !churn_tree(srv, &mut c, &mut fz).await {
+                *sessions_ended += 1;
+                c = reconnect(&c, srv, &mut fz, encrypted(i), acks).await;
+            }
         }
         if fz.open.len() >= 4 && fz.rng.gen_bool(0.1) {
             let (msgs, related) = fz.compound();
@@ -263,7 +320,11 @@ async fn run(srv: &common::Server, who: &str, seed: u64, iters: usize) -> Outcom
                 *statuses.entry(r.header.status).or_default() += 1;
                 fz.note(cmd, &body, r.header.status, &r.msg);
                 last = format!("{cmd:?} {:#x} {}", r.header.status, hex::encode(&body));
-                continue;
+                // The pipe client's NetrSessionDel ended this session.
+                if r.header.status != NtStatus::USER_SESSION_DELETED.0 {
+                    continue;
+                }
+                *sessions_ended += 1;
             }
             // A lock or open that waits (on a break, a conflicting lock)
             // past the client's patience is not a failure; its credits
@@ -335,9 +396,10 @@ async fn hostile_requests_in_a_signed_session() {
     }
     eprintln!("statuses {statuses:x?}; {timeouts} timeouts, {drops} connections lost");
     eprintln!(
-        "answers to breaks {acks:x?}; {} channels lost and bound again, {} trees",
+        "answers to breaks {acks:x?}; {} channels lost and bound again, {} trees, {} sessions ended by NetrSessionDel",
         a.churns + b.churns,
-        a.tree_churns + b.tree_churns
+        a.tree_churns + b.tree_churns,
+        a.sessions_ended + b.sessions_ended
     );
     eprintln!("time by command (A) {:?}", a.spent);
     eprintln!(

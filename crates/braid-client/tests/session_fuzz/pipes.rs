@@ -347,6 +347,14 @@ impl<'a> PipeClient<'a> {
     /// The next PDUs to write to pipe `i`.
     fn pdus(&mut self, i: usize) -> Vec<Vec<u8>> {
         let (user, password) = (common::USER, self.srv.password.clone());
+        // File ids come from one server-wide counter: the newest pipe's
+        // is close to the file clients' newest opens.
+        let last_file_id = self
+            .pipes
+            .iter()
+            .map(|p| u32::from_le_bytes(p.id[8..12].try_into().unwrap()))
+            .max()
+            .unwrap_or(0);
         let rng = &mut self.rng;
         let p = &mut self.pipes[i];
         p.call_id = if rng.gen_bool(0.9) {
@@ -377,7 +385,7 @@ impl<'a> PipeClient<'a> {
         } else {
             let handle = (!p.handles.is_empty() && rng.gen_bool(0.8))
                 .then(|| p.handles[rng.gen_range(0..p.handles.len())]);
-            let (ctx, opnum, stub) = rpc::call(rng, p.lsa, handle);
+            let (ctx, opnum, stub) = rpc::call(rng, p.lsa, handle, last_file_id);
             match p.sec.as_mut() {
                 Some(sec) if rng.gen_bool(0.9) => {
                     self.out.secured_requests += 1;

@@ -537,10 +537,16 @@ pub fn open_response(sec: &mut Secured, pdu: &[u8]) -> Option<Vec<u8>> {
 
 /// A call's context, opnum and stub: real operations of the pipe's
 /// interface (MS-SRVS, MS-LSAT / MS-LSAD), of mgmt (C706 appendix Q) and
-/// dssetup (MS-DSSP), sometimes an opnum out of range. Not
-/// NetrSessionDel or NetrFileClose, which could end the fuzzer's own
-/// sessions and opens.
-pub fn call(rng: &mut StdRng, lsa: bool, handle: Option<[u8; 20]>) -> (u16, u16, Vec<u8>) {
+/// dssetup (MS-DSSP), sometimes an opnum out of range. Now and then the
+/// two that end what other sessions hold (`operator`): `last_file_id`,
+/// the newest file id this client was given, aims NetrFileClose at the
+/// file clients' recent opens.
+pub fn call(
+    rng: &mut StdRng,
+    lsa: bool,
+    handle: Option<[u8; 20]>,
+    last_file_id: u32,
+) -> (u16, u16, Vec<u8>) {
     let handle = handle.unwrap_or_else(|| {
         if rng.gen_bool(0.5) {
             [0; 20]
@@ -553,6 +559,9 @@ pub fn call(rng: &mut StdRng, lsa: bool, handle: Option<[u8; 20]>) -> (u16, u16,
         1 => return (2, 0, vec![rng.gen_range(0..4), 0]),
         2 => return (rng.gen_range(0..4), rng.gen(), words(&[0, 1])),
         _ => {}
+    }
+    if !lsa && rng.gen_bool(0.3) {
+        return operator(rng, last_file_id);
     }
     if !lsa {
         let level = [0u32, 1, 2, 501, 502, 503, 7][rng.gen_range(0..7)];
@@ -612,6 +621,41 @@ pub fn call(rng: &mut StdRng, lsa: bool, handle: Option<[u8; 20]>) -> (u16, u16,
         // LsarGetUserName.
         _ => (0, 45, words(&[0, 0, 0x2_0000, 0])),
     }
+}
+
+/// An operator's srvsvc call racing the file clients: NetrFileClose
+/// (`net file ID /close`) of an id near the newest, or NetrSessionDel of
+/// the fuzzing user's sessions or of a client computer's, some named as
+/// MS-SRVS 3.1.4.6 forbids (no leading `\\`). The caller's own session
+/// is spared; the others learn USER_SESSION_DELETED on their next request.
+fn operator(rng: &mut StdRng, last_file_id: u32) -> (u16, u16, Vec<u8>) {
+    if rng.gen_bool(0.6) {
+        // The file clients keep opening files after this client's newest
+        // pipe: aim around it, mostly past it.
+        let id = if rng.gen_bool(0.85) {
+            last_file_id
+                .wrapping_add(rng.gen_range(0..64))
+                .wrapping_sub(16)
+        } else {
+            rng.gen()
+        };
+        // NetrFileClose: ServerName NULL, FileId.
+        return (0, 11, words(&[0, id]));
+    }
+    // NetrSessionDel: ServerName NULL, then ClientName and UserName, each
+    // a unique pointer (a referent id, or NULL) to a string.
+    let clients = ["\\\\127.0.0.1", "\\\\192.0.2.1", "127.0.0.1", ""];
+    let users = [crate::common::USER, "nobody", ""];
+    let mut stub = words(&[0]);
+    for (referent, names) in [(0x2_0000u32, &clients[..]), (0x2_0004, &users[..])] {
+        if rng.gen_bool(0.25) {
+            stub.extend(words(&[0]));
+        } else {
+            stub.extend(words(&[referent]));
+            stub.extend(ndr_string(names[rng.gen_range(0..names.len())]));
+        }
+    }
+    (0, 13, stub)
 }
 
 /// A REQUEST's PDUs: the stub in one fragment or cut in several

@@ -264,6 +264,8 @@ struct Related {
     /// Whether a message precedes this one in the compound.
     started: bool,
     session_id: u64,
+    /// Whether the message before found its session valid.
+    session_found: bool,
     tree_id: u32,
     file_id: Option<FileId>,
     /// A failed CREATE fails the related requests after it with its status.
@@ -501,9 +503,12 @@ async fn handle_one(
         // 3.3.5.2.9: verify the session.
         if info.needs_session || (command == Command::SessionSetup && hdr.session_id != 0) {
             let Some(sess) = server.sessions.get(&hdr.session_id) else {
-                // A related request that inherits no valid session is malformed.
+                // A related request that inherits no valid session is
+                // malformed; one whose session ended after the message
+                // before it used it (a LOGOFF in the chain, NetrSessionDel
+                // on another connection) finds the session deleted.
                 let related_chain = hdr.is_related() && !related_first;
-                break 'res Err(if related_chain {
+                break 'res Err(if related_chain && !related.session_found {
                     NtStatus::INVALID_PARAMETER
                 } else {
                     NtStatus::USER_SESSION_DELETED
@@ -655,6 +660,7 @@ async fn handle_one(
         related.file_id = Some(id);
     }
     related.session_id = reply.session_id.unwrap_or(hdr.session_id);
+    related.session_found = req.session.is_some();
     related.tree_id = reply.tree_id.unwrap_or(hdr.tree_id);
     // A request registered as cancellable that finished without going
     // async (a blocking lock granted at once) is unregistered too.
