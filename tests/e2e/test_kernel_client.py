@@ -63,9 +63,8 @@ VM_TIMEOUT = 420
 GO_PORT = 7777
 
 # Every guest script starts with this. The go-ahead comes over a plain
-# TCP connection: a file the host drops into the share would stay unseen,
-# since the client caches the listing under its directory lease and
-# changes made outside Braid break none.
+# TCP connection rather than a file the host drops into the share, so that
+# no step depends on what the client's directory cache shows.
 PRELUDE = r"""
 say() {{ echo "@@ $*"; }}
 ready_then_wait() {{ say ready; nc -l -p {go_port} < /dev/null > /dev/null || {{ say no-go; exit 1; }}; }}
@@ -184,6 +183,20 @@ ready_then_wait
 exec 3>&- || say close-failed
 echo 3 > /proc/sys/vm/drop_caches
 say md5 held $(md5sum < /mnt/held.bin)
+umount /mnt || say umount-failed
+"""
+
+
+# The share's root listed while the client holds a lease on it (Linux
+# caches the root's listing under it), then again after the host dropped
+# a file in: the change on the host breaks the lease and the new listing
+# shows the file.
+DIRLEASE = PRELUDE + r"""
+mount -t cifs $srv/plain /mnt -o $opts,vers=3.1.1 || {{ say mount-failed; exit 1; }}
+say before $(ls /mnt)
+say again $(ls /mnt)
+ready_then_wait
+say after $(ls /mnt)
 umount /mnt || say umount-failed
 """
 
@@ -477,3 +490,30 @@ def test_kernel_client_durable_reconnect(kernel, lab, tmp_path):
     assert marks["md5 held"] == marks["md5 source"], output
     assert (plain / "held.bin").stat().st_size == MIB << 20
     assert hashlib.md5((plain / "held.bin").read_bytes()).hexdigest() == marks["md5 source"][0]
+
+
+def test_kernel_client_sees_host_changes_through_its_directory_lease(kernel, lab, tmp_path):
+    ns, password, secret, plain = lab
+    (plain / "first.txt").write_bytes(b"there from the start")
+
+    def leased_root():
+        return [o for o in ns_get(ns, "/api/v1/opens")["opens"]
+                if o["share"] == "plain" and o["path"] == "" and o["caching"].startswith("lease R")]
+
+    def at_ready(console):
+        assert leased_root(), "the client holds no lease on the share's root: nothing to test"
+        (plain / "dropped.txt").write_bytes(b"dropped in on the host")
+        # The break goes out with the change; the client then lets go of
+        # its cached root.
+        deadline = time.monotonic() + 10
+        while leased_root() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not leased_root(), ns_get(ns, "/api/v1/opens")
+
+    console = run_guest(kernel, ns, DIRLEASE, password, tmp_path, [("ready", at_ready)])
+    marks = console.marked()
+    output = console.text()
+    assert marks.get("guest-done") == ["0"], output
+    assert not [m for m in marks if m.endswith("-failed")], output
+    assert marks["before"] == ["first.txt"] and marks["again"] == ["first.txt"], output
+    assert marks["after"] == ["dropped.txt", "first.txt"], output

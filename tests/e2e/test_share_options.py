@@ -235,3 +235,21 @@ def test_a_share_without_change_notify_says_not_implemented(server):
         assert [c["file_name"].get_value() for c in changes] == ["notified.txt"]
     finally:
         plain.close()
+
+
+def test_host_changes_to_vetoed_names_are_not_notified(server):
+    """A vetoed name no listing shows is not named by a change notification
+    either when a local process creates it (`notify_host_changes`)."""
+    c = client_for(server, "veto", "alice")
+    try:
+        _, watcher = watch_root(c)
+        # The request is in place once a change through Braid reached it.
+        c.open("sync.txt", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE).close()
+        assert [x["file_name"].get_value() for x in watcher.wait()] == ["sync.txt"]
+        watcher = FileSystemWatcher(watcher.open)
+        watcher.start(CompletionFilter.FILE_NOTIFY_CHANGE_FILE_NAME)
+        (server.veto_dir / "tool.exe").write_bytes(b"vetoed")
+        (server.veto_dir / "visible.txt").write_bytes(b"shown")
+        assert [x["file_name"].get_value() for x in watcher.wait()] == ["visible.txt"]
+    finally:
+        c.close()

@@ -24,6 +24,7 @@ mod handle;
 mod handle_dir;
 mod handle_lock;
 mod handle_rename;
+pub mod host_changes;
 mod info;
 pub mod locks;
 pub mod mac_listing;

@@ -463,6 +463,14 @@ impl ShareRef {
             .ok()
             .map(|st| st.st_ino)
     }
+    /// Whether a listing of the directory `dir` (share-relative, "" for
+    /// the root) shows the entry `name`: vetoed names and the root's
+    /// snapshot directory are left out, as `read_dir` leaves them out.
+    pub fn lists_name(&self, dir: &str, name: &str) -> bool {
+        let dir = dir.trim_matches('\\');
+        !(self.0.vetoes_entry(name.as_bytes())
+            || (dir.is_empty() && self.0.hides_snapshot_dir(name.as_bytes())))
+    }
     /// The host directory (for display and logging only; never used to build paths).
     pub fn root_path(&self) -> &Path {
         &self.0.root_path

@@ -550,6 +550,7 @@ mod tests {
                 snapshots: None,
                 mac: Default::default(),
                 change_notify: true,
+                notify_host_changes: true,
             }],
             ..ServerConfig::default()
         };

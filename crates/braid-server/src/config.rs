@@ -52,6 +52,10 @@ pub struct ShareConfig {
     /// CHANGE_NOTIFY is served (Samba's `change notify`); false answers
     /// NOT_IMPLEMENTED and clients poll instead.
     pub change_notify: bool,
+    /// Changes made on the host by other processes are reported to
+    /// CHANGE_NOTIFY and break directory leases (as Samba's `kernel change
+    /// notify`).
+    pub notify_host_changes: bool,
 }
 
 /// Per-share behaviour for macOS clients (Samba's `fruit:` options).

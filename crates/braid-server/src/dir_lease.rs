@@ -15,8 +15,9 @@
 //! parent's id (one `openat2` and `fstat`) only on a share where some
 //! directory lease is held; elsewhere it costs one uncontended lock.
 //!
-//! Changes made on the host outside Braid are not seen, as they are not
-//! seen by file leases either (docs/ARCHITECTURE.md).
+//! Changes made on the host by other processes break them too
+//! (`host_watch.rs`); file leases are not broken by those (as Samba's
+//! with `kernel oplocks = no`, its default; docs/ARCHITECTURE.md).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -75,6 +76,13 @@ impl DirLeases {
         let Some(dir_id) = share.fs.dir_id(parent) else {
             return;
         };
+        self.break_dir(&share.name, dir_id, except);
+    }
+
+    /// An entry of the directory `dir_id` of `share` changed: break its
+    /// leases, except `except`.
+    pub fn break_dir(&self, share: &str, dir_id: u64, except: Option<LeaseId>) {
+        let key = share.to_lowercase();
         let targets: Vec<Arc<Open>> = {
             let mut shares = self.shares.lock().unwrap();
             let Some(dirs) = shares.get_mut(&key) else {

@@ -11,6 +11,7 @@ pub mod dir_lease;
 pub mod durable;
 pub mod homes;
 pub mod host_access;
+pub mod host_watch;
 pub mod interfaces;
 pub mod lease;
 pub mod logon_throttle;

@@ -4,8 +4,8 @@
 //! attribute changes), and each watch buffers the ones its filter selects
 //! until a CHANGE_NOTIFY request takes them.
 //!
-//! Only changes made through Braid are seen; changes made directly on the
-//! host file system are not (that would need inotify/fanotify).
+//! Changes made on the host by other processes reach the watches through
+//! `host_watch.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,6 +28,9 @@ pub mod filter {
     pub const ATTRIBUTES: u32 = 0x004;
     pub const SIZE: u32 = 0x008;
     pub const LAST_WRITE: u32 = 0x010;
+    pub const LAST_ACCESS: u32 = 0x020;
+    pub const EA: u32 = 0x080;
+    pub const SECURITY: u32 = 0x100;
 }
 
 /// The name filter a change to a file or a directory matches.
@@ -152,6 +155,26 @@ impl NotifyHub {
         for w in self.watches.lock().unwrap().iter() {
             if !w.closed.load(Ordering::Acquire) && w.share == share && w.dir == dir {
                 w.delete_pending.store(true, Ordering::Release);
+                w.wake.notify_one();
+            }
+        }
+    }
+
+    /// Changes in the directory at `path` were lost (the host change
+    /// feed overflowed): its watches ask their clients to re-read it.
+    pub fn overflow(&self, share: &str, path: &str) {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let share = share.to_lowercase();
+        let dir = path.trim_matches('\\').to_lowercase();
+        for w in self.watches.lock().unwrap().iter() {
+            if !w.closed.load(Ordering::Acquire) && w.share == share && w.dir == dir {
+                let mut b = w.events.lock().unwrap();
+                b.overflow = true;
+                b.events.clear();
+                b.bytes = 0;
+                drop(b);
                 w.wake.notify_one();
             }
         }

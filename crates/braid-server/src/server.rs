@@ -74,6 +74,7 @@ impl Server {
         if let Some(l) = self.admin {
             tokio::spawn(crate::admin::serve(self.state.clone(), l));
         }
+        tokio::spawn(crate::host_watch::run(self.state.clone()));
         for l in self.listeners {
             let state = self.state.clone();
             tasks.push(tokio::spawn(async move {

@@ -359,6 +359,9 @@ pub struct Open {
     /// Set by the first CHANGE_NOTIFY on a directory open (changes are
     /// buffered from then on, between requests).
     pub notify_watch: Mutex<Option<Arc<crate::notify::Watch>>>,
+    /// A directory open that is watched or leased is watched for changes
+    /// made on the host until it is closed (`host_watch.rs`).
+    pub host_interest: Mutex<Option<crate::host_watch::HostInterest>>,
     /// Set when the open was granted durability (MS-SMB2 3.3.1.10
     /// Open.IsDurable and what a reconnect is checked against).
     pub durable: Mutex<Option<crate::durable::Durability>>,
@@ -415,6 +418,7 @@ impl Open {
             if let Some(w) = self.notify_watch.lock().unwrap().as_ref() {
                 w.close();
             }
+            self.host_interest.lock().unwrap().take();
         }
         self.close_signal.cancel();
         first

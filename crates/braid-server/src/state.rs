@@ -30,6 +30,9 @@ pub struct Share {
     pub mac: crate::config::MacShareOptions,
     /// CHANGE_NOTIFY is served (`smb/ops/change_notify.rs`).
     pub change_notify: bool,
+    /// Changes made on the host are reported and break directory leases
+    /// (`host_watch.rs`).
+    pub notify_host_changes: bool,
 }
 
 impl Share {
@@ -76,6 +79,7 @@ impl Share {
             browseable: s.browseable,
             mac: s.mac.clone(),
             change_notify: s.change_notify,
+            notify_host_changes: s.notify_host_changes,
         })
     }
 
@@ -96,6 +100,8 @@ impl Share {
             browseable: self.browseable,
             mac: self.mac.clone(),
             change_notify: self.change_notify,
+            // A snapshot does not change.
+            notify_host_changes: false,
         }
     }
 }
@@ -115,6 +121,8 @@ pub struct ServerState {
     pub notify: crate::notify::NotifyHub,
     /// Directory opens holding a directory lease (`dir_lease.rs`).
     pub dir_leases: crate::dir_lease::DirLeases,
+    /// Changes made on the host to watched and leased directories.
+    pub host_watch: Arc<crate::host_watch::HostWatch>,
     /// Request metrics and counters for the admin API (`admin`, `metrics`).
     pub metrics: crate::metrics::Metrics,
     pub server_guid: [u8; 16],
@@ -176,7 +184,12 @@ impl ServerState {
             "max_connections_per_client",
             config.max_connections_per_client,
         );
+        let host_watch = Arc::new(crate::host_watch::HostWatch::new(
+            config.shares.iter().any(|s| s.notify_host_changes)
+                || config.homes.as_ref().is_some_and(|h| h.notify_host_changes),
+        ));
         Ok(ServerState {
+            host_watch,
             config,
             client_opens,
             client_connections,

@@ -146,6 +146,9 @@ pub struct ShareEntry {
     pub snapshot_format: Option<String>,
     /// Answer CHANGE_NOTIFY (default true); false: NOT_IMPLEMENTED.
     pub change_notify: Option<bool>,
+    /// Report changes made on the host by other processes to change
+    /// notifications and directory leases (default true).
+    pub notify_host_changes: Option<bool>,
     /// Apple's SMB2 extensions and macOS metadata streams (default true).
     pub macos: Option<bool>,
     /// A Time Machine destination for macOS clients (default false).
@@ -243,6 +246,7 @@ impl ShareEntry {
             snapshot_dir: None,
             snapshot_format: None,
             change_notify: None,
+            notify_host_changes: None,
             macos: None,
             time_machine: false,
             time_machine_max_size: None,

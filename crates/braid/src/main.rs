@@ -637,6 +637,7 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
         snapshots,
         mac,
         change_notify: s.change_notify.unwrap_or(true),
+        notify_host_changes: s.notify_host_changes.unwrap_or(true),
         name: s.name.clone(),
         path: s.path.clone(),
         encrypt: s.encrypt,

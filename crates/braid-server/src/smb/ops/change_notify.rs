@@ -1,6 +1,6 @@
 //! CHANGE_NOTIFY: MS-SMB2 3.3.5.19. The first request on a directory open
 //! starts a watch (crate::notify) that buffers the changes Braid makes
-//! beneath it; a request returns what is buffered, or goes async until a
+//! beneath it, and those made on the host (crate::host_watch); a request returns what is buffered, or goes async until a
 //! change arrives, it is cancelled (STATUS_CANCELLED) or its open is closed
 //! (STATUS_NOTIFY_CLEANUP).
 
@@ -37,6 +37,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let share = req.share()?.name.clone();
+    crate::host_watch::watch_open(&req.conn.server, req.share()?, &open);
     let watch: Arc<Watch> = {
         let mut slot = open.notify_watch.lock().unwrap();
         slot.get_or_insert_with(|| {

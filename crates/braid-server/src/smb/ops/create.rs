@@ -355,6 +355,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         closed: AtomicBool::new(false),
         close_signal: Default::default(),
         notify_watch: Mutex::new(None),
+        host_interest: Mutex::new(None),
         durable: Mutex::new(durable.as_ref().map(|(d, _)| d.clone())),
         create_guid: durable_ask
             .v2
@@ -375,6 +376,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .server
             .dir_leases
             .register(&share.name, info.file_id, &open);
+        crate::host_watch::watch_open(&req.conn.server, &share, &open);
     }
     if !is_stream && opened.action != CreateAction::Opened {
         req.conn.server.dir_leases.break_parent(

@@ -1,0 +1,131 @@
+//! The host change feed (fanotify): what other processes change in a
+//! watched directory is reported, what this process changes is not.
+mod common;
+use std::io;
+use std::time::{Duration, Instant};
+
+use braid_fs::host_changes::{HostChange, HostChangeFeed};
+use braid_fs::*;
+use common::*;
+
+/// Everything queued once the changes of a finished command have arrived.
+fn poll(feed: &HostChangeFeed) -> Vec<HostChange> {
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        match feed.read() {
+            Ok(v) => out.extend(v),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if !out.is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    out
+}
+
+fn sh(script: &str) {
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{script}");
+}
+
+#[test]
+fn reports_other_processes_changes_and_not_its_own() {
+    let feed = match HostChangeFeed::new() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("skipped: fanotify is not available here ({e})");
+            return;
+        }
+    };
+    let e = env();
+    e.mkdir("d");
+    let mut p = OpenParams::new("d", access::FILE_READ_DATA, Disposition::Open);
+    p.directory = DirectoryRequirement::MustBeDirectory;
+    let dir = e.open_p(p).unwrap();
+    let id = feed.watch(&dir.handle).unwrap();
+    assert_eq!(
+        feed.watch(&dir.handle).unwrap(),
+        id,
+        "one mark per directory"
+    );
+    let d = e.host("d");
+
+    // This process's own changes are not reported.
+    std::fs::write(d.join("own.txt"), b"x").unwrap();
+    std::fs::rename(d.join("own.txt"), d.join("own2.txt")).unwrap();
+    std::fs::remove_file(d.join("own2.txt")).unwrap();
+
+    let d = d.display();
+    sh(&format!("echo hi > {d}/a.txt && mkdir {d}/sub"));
+    let name = |s: &str| s.to_string();
+    assert_eq!(
+        poll(&feed),
+        vec![
+            HostChange::Created {
+                dir: id,
+                name: name("a.txt"),
+                is_dir: false
+            },
+            HostChange::Written {
+                dir: id,
+                name: name("a.txt")
+            },
+            HostChange::Created {
+                dir: id,
+                name: name("sub"),
+                is_dir: true
+            },
+        ]
+    );
+    sh(&format!("mv {d}/a.txt {d}/b.txt && chmod 600 {d}/b.txt"));
+    assert_eq!(
+        poll(&feed),
+        vec![
+            HostChange::Renamed {
+                dir: id,
+                old: name("a.txt"),
+                new: name("b.txt"),
+                is_dir: false
+            },
+            HostChange::AttributesChanged {
+                dir: id,
+                name: name("b.txt"),
+                is_dir: false
+            },
+        ]
+    );
+    // A move out of the directory is a removal, also when nothing follows it.
+    sh(&format!("rmdir {d}/sub && mv {d}/b.txt {d}/../out.txt"));
+    assert_eq!(
+        poll(&feed),
+        vec![
+            HostChange::Removed {
+                dir: id,
+                name: name("sub"),
+                is_dir: true
+            },
+            HostChange::Removed {
+                dir: id,
+                name: name("b.txt"),
+                is_dir: false
+            },
+        ]
+    );
+
+    feed.unwatch(id);
+    assert_eq!(feed.marked(), 1, "still watched once");
+    feed.unwatch(id);
+    assert_eq!(feed.marked(), 0);
+    sh(&format!("touch {d}/late.txt"));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(matches!(feed.read(), Err(e) if e.kind() == io::ErrorKind::WouldBlock));
+}
