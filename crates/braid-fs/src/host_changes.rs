@@ -236,12 +236,13 @@ impl HostChangeFeed {
         let mut pending = self.pending_move.lock().unwrap();
         let mut out = Vec::new();
         for event in parse_events(&buf) {
-            if event.pid == self.own_pid {
-                continue;
-            }
+            // Before the pid check: the overflow event is nobody's.
             if event.mask & libc::FAN_Q_OVERFLOW != 0 {
                 out.extend(pending.take().map(moved_out));
                 out.push(HostChange::Overflow);
+                continue;
+            }
+            if event.pid == self.own_pid {
                 continue;
             }
             let Some(mark) = marks.by_key.get(&event.dir_key) else {

@@ -129,3 +129,46 @@ fn reports_other_processes_changes_and_not_its_own() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(matches!(feed.read(), Err(e) if e.kind() == io::ErrorKind::WouldBlock));
 }
+
+#[test]
+fn a_full_queue_reports_an_overflow() {
+    let Ok(feed) = HostChangeFeed::new() else {
+        eprintln!("skipped: fanotify is not available here");
+        return;
+    };
+    let e = env();
+    e.mkdir("d");
+    let mut p = OpenParams::new("d", access::FILE_READ_DATA, Disposition::Open);
+    p.directory = DirectoryRequirement::MustBeDirectory;
+    let dir = e.open_p(p).unwrap();
+    feed.watch(&dir.handle).unwrap();
+    // More new names than the kernel queues (16384 events by default),
+    // made while nothing reads.
+    let max: usize = std::fs::read_to_string("/proc/sys/fs/fanotify/max_queued_events")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(16384);
+    if max > 100_000 {
+        eprintln!("skipped: the queue holds {max} events");
+        return;
+    }
+    let d = e.host("d");
+    sh(&format!(
+        "cd {} && seq {} | xargs touch",
+        d.display(),
+        max + 100
+    ));
+    let mut seen = Vec::new();
+    loop {
+        match feed.read() {
+            Ok(v) => seen.extend(v),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    assert!(
+        seen.contains(&HostChange::Overflow),
+        "{} changes, no overflow",
+        seen.len()
+    );
+}
