@@ -27,6 +27,16 @@ fn poll(feed: &HostChangeFeed) -> Vec<HostChange> {
     out
 }
 
+/// A fresh share with a directory "d", opened.
+fn directory() -> (Env, Opened) {
+    let e = env();
+    e.mkdir("d");
+    let mut p = OpenParams::new("d", access::FILE_READ_DATA, Disposition::Open);
+    p.directory = DirectoryRequirement::MustBeDirectory;
+    let dir = e.open_p(p).unwrap();
+    (e, dir)
+}
+
 fn sh(script: &str) {
     let ok = std::process::Command::new("sh")
         .arg("-c")
@@ -46,11 +56,7 @@ fn reports_other_processes_changes_and_not_its_own() {
             return;
         }
     };
-    let e = env();
-    e.mkdir("d");
-    let mut p = OpenParams::new("d", access::FILE_READ_DATA, Disposition::Open);
-    p.directory = DirectoryRequirement::MustBeDirectory;
-    let dir = e.open_p(p).unwrap();
+    let (e, dir) = directory();
     let id = feed.watch(&dir.handle).unwrap();
     assert_eq!(
         feed.watch(&dir.handle).unwrap(),
@@ -136,11 +142,7 @@ fn a_full_queue_reports_an_overflow() {
         eprintln!("skipped: fanotify is not available here");
         return;
     };
-    let e = env();
-    e.mkdir("d");
-    let mut p = OpenParams::new("d", access::FILE_READ_DATA, Disposition::Open);
-    p.directory = DirectoryRequirement::MustBeDirectory;
-    let dir = e.open_p(p).unwrap();
+    let (e, dir) = directory();
     feed.watch(&dir.handle).unwrap();
     // More new names than the kernel queues (16384 events by default),
     // made while nothing reads.

@@ -147,22 +147,25 @@ impl NotifyHub {
     /// with STATUS_DELETE_PENDING (as Windows and Samba do; smbtorture
     /// smb2.notify.rmdir1-4).
     pub fn delete_pending(&self, share: &str, path: &str) {
-        if self.count.load(Ordering::Acquire) == 0 {
-            return;
-        }
-        let share = share.to_lowercase();
-        let dir = path.trim_matches('\\').to_lowercase();
-        for w in self.watches.lock().unwrap().iter() {
-            if !w.closed.load(Ordering::Acquire) && w.share == share && w.dir == dir {
-                w.delete_pending.store(true, Ordering::Release);
-                w.wake.notify_one();
-            }
-        }
+        self.each_watch_of(share, path, |w| {
+            w.delete_pending.store(true, Ordering::Release);
+        });
     }
 
     /// Changes in the directory at `path` were lost (the host change
     /// feed overflowed): its watches ask their clients to re-read it.
     pub fn overflow(&self, share: &str, path: &str) {
+        self.each_watch_of(share, path, |w| {
+            let mut b = w.events.lock().unwrap();
+            b.overflow = true;
+            b.events.clear();
+            b.bytes = 0;
+        });
+    }
+
+    /// Apply `change` to the live watches of the directory at `path`,
+    /// then wake them.
+    fn each_watch_of(&self, share: &str, path: &str, change: impl Fn(&Watch)) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -170,11 +173,7 @@ impl NotifyHub {
         let dir = path.trim_matches('\\').to_lowercase();
         for w in self.watches.lock().unwrap().iter() {
             if !w.closed.load(Ordering::Acquire) && w.share == share && w.dir == dir {
-                let mut b = w.events.lock().unwrap();
-                b.overflow = true;
-                b.events.clear();
-                b.bytes = 0;
-                drop(b);
+                change(w);
                 w.wake.notify_one();
             }
         }
