@@ -29,6 +29,10 @@ client sets up a new session and, when it next writes through the file,
 takes the same open back with its durable handle (the admin API shows
 one open, on the new session, where a fresh open would leave the old one
 waiting beside it); what it wrote before and after reads back the same.
+
+A fourth boot lists the share's root, which the client caches under its
+directory lease, while the host drops a file into it: the change on the
+host breaks the lease (host_watch.rs) and the next listing shows the file.
 Braid only: the config is Braid's.
 """
 
