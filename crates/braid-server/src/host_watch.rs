@@ -101,12 +101,20 @@ impl HostWatch {
 
     /// Watch the directory `open` is an open of on `share`, if the share
     /// wants host changes and the directory can be marked.
-    fn interest(self: &Arc<Self>, share: &Share, open: &Open) -> Option<HostInterest> {
+    fn interest(
+        self: &Arc<Self>,
+        share: &Share,
+        open: &Open,
+        dir_id: Option<u64>,
+    ) -> Option<HostInterest> {
         let feed = self.feed.as_ref()?;
         if !share.notify_host_changes || !open.is_directory {
             return None;
         }
-        let dir_id = open.handle.info().ok()?.file_id;
+        let dir_id = match dir_id {
+            Some(id) => id,
+            None => open.handle.info().ok()?.file_id,
+        };
         let id = match feed.watch(&open.handle) {
             Ok(id) => id,
             Err(e) => {
@@ -135,12 +143,13 @@ impl HostWatch {
     }
 }
 
-/// Start watching `open` (a directory open of `share`) for host changes,
-/// once: it is watched until it is closed.
-pub fn watch_open(state: &ServerState, share: &Share, open: &Open) {
+/// Start watching `open` (a directory open of `share`, whose file id the
+/// caller may know already) for host changes, once: it is watched until
+/// it is closed.
+pub fn watch_open(state: &ServerState, share: &Share, open: &Open, dir_id: Option<u64>) {
     let mut slot = open.host_interest.lock().unwrap();
     if slot.is_none() && !open.closed.load(std::sync::atomic::Ordering::Acquire) {
-        *slot = state.host_watch.interest(share, open);
+        *slot = state.host_watch.interest(share, open, dir_id);
     }
 }
 

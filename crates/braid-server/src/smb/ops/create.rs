@@ -376,7 +376,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .server
             .dir_leases
             .register(&share.name, info.file_id, &open);
-        crate::host_watch::watch_open(&req.conn.server, &share, &open);
+        crate::host_watch::watch_open(&req.conn.server, &share, &open, Some(info.file_id));
     }
     if !is_stream && opened.action != CreateAction::Opened {
         req.conn.server.dir_leases.break_parent(
