@@ -63,6 +63,21 @@ pub enum HostChange {
     Overflow,
 }
 
+impl HostChange {
+    /// The watched directory it happened in; `None` for an overflow,
+    /// which may concern any of them.
+    pub fn dir(&self) -> Option<MarkId> {
+        match self {
+            HostChange::Created { dir, .. }
+            | HostChange::Removed { dir, .. }
+            | HostChange::Renamed { dir, .. }
+            | HostChange::Written { dir, .. }
+            | HostChange::AttributesChanged { dir, .. } => Some(*dir),
+            HostChange::Overflow => None,
+        }
+    }
+}
+
 // fanotify(7): the event and info record layouts and flags, as the kernel
 // defines them (include/uapi/linux/fanotify.h).
 const MASK: u64 = libc::FAN_CREATE

@@ -94,11 +94,6 @@ impl HostWatch {
         }
     }
 
-    /// Directories marked now (for tests and the log).
-    pub fn marked(&self) -> usize {
-        self.feed.as_ref().map_or(0, |f| f.marked())
-    }
-
     /// Watch the directory `open` is an open of on `share`, if the share
     /// wants host changes and the directory can be marked.
     fn interest(
@@ -240,15 +235,9 @@ fn dispatch(state: &ServerState, changes: Vec<HostChange>) {
     for change in changes {
         let dirs: Vec<WatchedDir> = {
             let all = state.host_watch.dirs.lock().unwrap();
-            let mut dirs: Vec<WatchedDir> = match &change {
-                HostChange::Overflow => all.values().flatten().cloned().collect(),
-                HostChange::Created { dir, .. }
-                | HostChange::Removed { dir, .. }
-                | HostChange::Renamed { dir, .. }
-                | HostChange::Written { dir, .. }
-                | HostChange::AttributesChanged { dir, .. } => {
-                    all.get(dir).cloned().unwrap_or_default()
-                }
+            let mut dirs: Vec<WatchedDir> = match change.dir() {
+                None => all.values().flatten().cloned().collect(),
+                Some(dir) => all.get(&dir).cloned().unwrap_or_default(),
             };
             // Several opens of one directory share its mark: report once.
             dirs.sort_by(|a, b| (&a.share, &a.path).cmp(&(&b.share, &b.path)));
