@@ -330,6 +330,11 @@ impl Share {
 pub struct ShareRef(pub(crate) Arc<Share>);
 
 impl ShareRef {
+    /// Whether both refer to one export (not merely the same name or path).
+    pub fn is(&self, other: &ShareRef) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     pub fn name(&self) -> &str {
         &self.0.name
     }

@@ -42,7 +42,7 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
 }
 
 pub fn router(state: Arc<ServerState>) -> Router {
-    let token = state.config.admin_token.clone();
+    let token = state.config().admin_token.clone();
     let router = Router::new()
         .route("/api/v1/sessions", get(get_sessions))
         .route("/api/v1/shares", get(get_shares))
@@ -62,7 +62,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
 pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
     let addr = listener.local_addr().ok();
     if let Some(a) = addr {
-        if !a.ip().is_loopback() && state.config.admin_token.is_none() {
+        if !a.ip().is_loopback() && state.config().admin_token.is_none() {
             warn!(
                 "admin API on {a} is reachable from the network and has no authentication; \
                  set admin_token_file"
@@ -247,7 +247,7 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
         cipher,
         encrypt_data,
         apple_extensions: s.aapl_caps.load(Relaxed) != 0,
-        max_channels: state.config.max_channels,
+        max_channels: state.config().max_channels,
         current_channels: channels.len(),
         trees: s.trees.lock().unwrap().len(),
         opens: s.opens.len(),
@@ -422,8 +422,8 @@ pub fn shares_view(state: &ServerState) -> SharesView {
             }
         }
     }
-    let shares = state
-        .config
+    let config = state.config();
+    let shares = config
         .shares
         .iter()
         .map(|c| {
@@ -528,7 +528,16 @@ mod tests {
     use std::time::Duration;
 
     fn state(dir: &std::path::Path) -> ServerState {
-        let config = ServerConfig {
+        state_of(config(dir))
+    }
+
+    fn state_of(config: ServerConfig) -> ServerState {
+        let files = FileService::new(Arc::new(SystemClock));
+        ServerState::new(config, UserDb::default().into(), files).unwrap()
+    }
+
+    fn config(dir: &std::path::Path) -> ServerConfig {
+        ServerConfig {
             shares: vec![ShareConfig {
                 name: "Data".into(),
                 path: dir.to_path_buf(),
@@ -553,9 +562,7 @@ mod tests {
                 notify_host_changes: true,
             }],
             ..ServerConfig::default()
-        };
-        let files = FileService::new(Arc::new(SystemClock));
-        ServerState::new(config, UserDb::default().into(), files).unwrap()
+        }
     }
 
     fn tempdir(tag: &str) -> std::path::PathBuf {
@@ -685,11 +692,12 @@ mod tests {
     #[tokio::test]
     async fn a_configured_token_is_required() {
         let dir = tempdir("token");
-        let mut st = state(&dir);
         let token = "f".repeat(40);
-        st.config.admin_token = Some(Arc::new(
+        let mut config = config(&dir);
+        config.admin_token = Some(Arc::new(
             crate::admin_auth::AdminToken::new(&token).unwrap(),
         ));
+        let st = state_of(config);
         let listener = bind("127.0.0.1:0".parse().unwrap()).await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(serve(Arc::new(st), listener));

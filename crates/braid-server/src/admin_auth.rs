@@ -28,6 +28,13 @@ impl std::fmt::Debug for AdminToken {
     }
 }
 
+/// A reload compares the token it read with the one in force.
+impl PartialEq for AdminToken {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.as_bytes().ct_eq(other.0.as_bytes()).into()
+    }
+}
+
 impl AdminToken {
     /// Read the token from `path`: one line, at least 32 characters, in a
     /// file no other user may read (as ssh requires of a private key).

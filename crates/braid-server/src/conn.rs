@@ -84,6 +84,9 @@ pub struct Connection {
     pub peer: SocketAddr,
     pub local: SocketAddr,
     pub server: Arc<ServerState>,
+    /// The settings this connection was accepted with: a reload
+    /// (`reload.rs`) changes what later connections negotiate, not this one.
+    pub config: Arc<crate::config::ServerConfig>,
     out: mpsc::UnboundedSender<Outgoing>,
     pub negotiated: OnceLock<Negotiated>,
     /// MS-SMB2 3.3.1.7 Connection.PreauthIntegrityHashValue (3.1.1 only).
@@ -156,7 +159,7 @@ impl Connection {
     /// places for a request about to go async; None when all are taken.
     /// The place is given back when the slot is dropped.
     pub fn take_async_slot(&self) -> Option<AsyncSlot<'_>> {
-        let max = self.server.config.max_async_requests;
+        let max = self.config.max_async_requests;
         self.async_requests
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
@@ -263,16 +266,18 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let (mut rd, mut wr) = stream.into_split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
+    let config = server.config();
     let conn = Arc::new(Connection {
         id: server.new_connection_id(),
         peer,
         local,
         server: server.clone(),
+        config: config.clone(),
         out: tx,
         negotiated: OnceLock::new(),
         preauth: Mutex::new(None),
         negotiate_started: Mutex::new(false),
-        credits: Mutex::new(CreditWindow::new(server.config.max_credits)),
+        credits: Mutex::new(CreditWindow::new(config.max_credits)),
         pending: Mutex::new(PendingTable::default()),
         notify_order: NotifyOrder::default(),
         file_order: FileRequestOrder::default(),
@@ -345,9 +350,9 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         let _ = wr.shutdown().await;
     });
 
-    let max_frame = server.config.max_frame_len();
-    let idle = server.config.idle_timeout;
-    let handshake = server.config.handshake_timeout;
+    let max_frame = config.max_frame_len();
+    let idle = config.idle_timeout;
+    let handshake = config.handshake_timeout;
     // Until a session on this connection has authenticated, the whole
     // handshake must finish within `handshake` of the accept: a peer that
     // trickles bytes or opens endless unfinished sessions is cut off.

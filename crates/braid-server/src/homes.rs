@@ -44,6 +44,13 @@ impl HomeShares {
         })
     }
 
+    /// The home shares served so far: a reload that changes the template
+    /// ends them (`reload.rs`).
+    pub fn served_shares(&self) -> Vec<Arc<Share>> {
+        let served = self.served.lock().unwrap_or_else(|p| p.into_inner());
+        served.values().cloned().collect()
+    }
+
     /// Whether the home shares are listed (the template's `browseable`).
     pub fn browseable(&self) -> bool {
         self.template.browseable

@@ -40,7 +40,8 @@ impl PartialEq for WatchedDir {
 
 /// The server's host change feed and what each mark is watched for.
 pub struct HostWatch {
-    feed: Option<HostChangeFeed>,
+    /// Made at start, or by the reload that first adds a share wanting it.
+    feed: std::sync::OnceLock<HostChangeFeed>,
     /// One entry per live interest (an open may be watched through two
     /// shares, and several opens watch one directory).
     dirs: Mutex<HashMap<MarkId, Vec<WatchedDir>>>,
@@ -65,7 +66,7 @@ impl Drop for HostInterest {
             }
         }
         drop(dirs);
-        if let Some(feed) = &self.watch.feed {
+        if let Some(feed) = self.watch.feed.get() {
             feed.unwatch(self.id);
         }
     }
@@ -74,23 +75,31 @@ impl Drop for HostInterest {
 impl HostWatch {
     /// With `wanted` false (no share asks for host changes) no feed is made.
     pub fn new(wanted: bool) -> HostWatch {
-        let feed = if wanted {
-            match HostChangeFeed::new() {
-                Ok(f) => Some(f),
-                Err(e) => {
-                    tracing::warn!(
-                        "changes made on the host will not be reported to clients: fanotify: {e} \
-                         (needs Linux 5.13; set notify_host_changes = false to silence this)"
-                    );
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        HostWatch {
-            feed,
+        let watch = HostWatch {
+            feed: std::sync::OnceLock::new(),
             dirs: Mutex::new(HashMap::new()),
+        };
+        if wanted {
+            watch.make_feed();
+        }
+        watch
+    }
+
+    /// Make the feed if there is none yet; true if this call made it (and
+    /// the caller is to `run` it).
+    fn make_feed(&self) -> bool {
+        if self.feed.get().is_some() {
+            return false;
+        }
+        match HostChangeFeed::new() {
+            Ok(f) => self.feed.set(f).is_ok(),
+            Err(e) => {
+                tracing::warn!(
+                    "changes made on the host will not be reported to clients: fanotify: {e} \
+                     (needs Linux 5.13; set notify_host_changes = false to silence this)"
+                );
+                false
+            }
         }
     }
 
@@ -102,7 +111,7 @@ impl HostWatch {
         open: &Open,
         dir_id: Option<u64>,
     ) -> Option<HostInterest> {
-        let feed = self.feed.as_ref()?;
+        let feed = self.feed.get()?;
         if !share.notify_host_changes || !open.is_directory {
             return None;
         }
@@ -148,9 +157,17 @@ pub fn watch_open(state: &ServerState, share: &Share, open: &Open, dir_id: Optio
     }
 }
 
+/// A reload added the first share that wants host changes: make the feed
+/// and read it, unless that was done already.
+pub fn start(state: &Arc<ServerState>) {
+    if state.host_watch.make_feed() {
+        tokio::spawn(run(state.clone()));
+    }
+}
+
 /// Read the feed for as long as the server runs.
 pub async fn run(state: Arc<ServerState>) {
-    let Some(feed) = state.host_watch.feed.as_ref() else {
+    let Some(feed) = state.host_watch.feed.get() else {
         return;
     };
     // SAFETY: the feed's fd stays open while the server state (which owns

@@ -21,6 +21,7 @@ pub mod notify;
 pub mod oplock;
 pub mod order;
 pub mod per_client;
+pub mod reload;
 pub mod server;
 pub mod session;
 pub mod sharded;

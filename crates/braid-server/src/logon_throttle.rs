@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -49,23 +50,32 @@ pub enum Failure {
 
 pub struct LogonThrottle {
     /// Failures per name and address within the window; 0 turns counting
-    /// off.
-    limit: u32,
+    /// off. A reload may change it (`reload.rs`).
+    limit: AtomicU32,
     windows: Mutex<HashMap<Key, Window>>,
 }
 
 impl LogonThrottle {
     pub fn new(limit: u32) -> LogonThrottle {
         LogonThrottle {
-            limit,
+            limit: AtomicU32::new(limit),
             windows: Mutex::new(HashMap::new()),
         }
     }
 
+    /// Counts from now on against `limit` (a reload).
+    pub fn set_limit(&self, limit: u32) {
+        self.limit.store(limit, Ordering::Relaxed);
+    }
+
+    fn limit(&self) -> u32 {
+        self.limit.load(Ordering::Relaxed)
+    }
+
     fn limit_of(&self, key: &Key) -> u32 {
         match key.1 {
-            None => self.limit.saturating_mul(ADDRESS_FACTOR),
-            Some(_) => self.limit,
+            None => self.limit().saturating_mul(ADDRESS_FACTOR),
+            Some(_) => self.limit(),
         }
     }
 
@@ -78,7 +88,7 @@ impl LogonThrottle {
     /// Whether logons from `addr` (as `user`, when known yet) are refused
     /// at `now`.
     pub fn blocked(&self, addr: IpAddr, user: Option<&str>, now: Instant) -> bool {
-        if self.limit == 0 {
+        if self.limit() == 0 {
             return false;
         }
         let windows = self.windows.lock().unwrap();
@@ -88,7 +98,7 @@ impl LogonThrottle {
 
     /// Count a failed logon of `user` from `addr` at `now`.
     pub fn failed(&self, addr: IpAddr, user: &str, now: Instant) -> Failure {
-        if self.limit == 0 {
+        if self.limit() == 0 {
             return Failure::Counted;
         }
         let mut windows = self.windows.lock().unwrap();

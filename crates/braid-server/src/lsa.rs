@@ -30,7 +30,7 @@ pub struct LsaView<'a> {
 impl LsaBackend for LsaView<'_> {
     fn account_domain(&self) -> (String, Sid) {
         (
-            self.state.config.netbios_name.to_uppercase(),
+            self.state.config().netbios_name.to_uppercase(),
             account_domain_sid(),
         )
     }
@@ -65,6 +65,6 @@ impl LsaBackend for LsaView<'_> {
     fn caller(&self) -> (String, String) {
         let identity = self.caller.identity.lock().unwrap().clone();
         let user = identity.map(|i| i.user).unwrap_or_default();
-        (user, self.state.config.netbios_name.to_uppercase())
+        (user, self.state.config().netbios_name.to_uppercase())
     }
 }

@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,7 +23,8 @@ use std::time::{Duration, Instant};
 pub struct PerClient {
     /// The config key that sets `limit`, for the log.
     key: &'static str,
-    limit: usize,
+    /// A reload may change it (`reload.rs`); slots already held stay.
+    limit: AtomicUsize,
     held: Mutex<HashMap<IpAddr, usize>>,
     refusals: Mutex<Refusals>,
 }
@@ -47,10 +49,15 @@ impl PerClient {
     pub fn new(key: &'static str, limit: usize) -> Arc<Self> {
         Arc::new(Self {
             key,
-            limit,
+            limit: AtomicUsize::new(limit),
             held: Mutex::new(HashMap::new()),
             refusals: Mutex::default(),
         })
+    }
+
+    /// Refuse beyond `limit` from now on (a reload).
+    pub fn set_limit(&self, limit: usize) {
+        self.limit.store(limit, Ordering::Relaxed);
     }
 
     /// A slot for one more of `client`'s, or None when it already holds
@@ -60,7 +67,7 @@ impl PerClient {
         let client = client.to_canonical();
         let mut held = self.held.lock().unwrap();
         let n = held.entry(client).or_insert(0);
-        if *n >= self.limit {
+        if *n >= self.limit.load(Ordering::Relaxed) {
             drop(held);
             self.refused(client);
             return None;
@@ -82,7 +89,7 @@ impl PerClient {
         }
         tracing::warn!(
             %client,
-            limit = self.limit,
+            limit = self.limit.load(Ordering::Relaxed),
             refused = r.since_warning,
             "client at its {} limit: refused", self.key
         );

@@ -24,8 +24,9 @@ impl Server {
     pub async fn bind(config: ServerConfig, users: LiveUsers) -> Result<Server, String> {
         let files = FileService::new(Arc::new(SystemClock));
         let state = Arc::new(ServerState::new(config, users, files)?);
+        let config = state.config();
         let mut listeners = Vec::new();
-        for addr in &state.config.listen {
+        for addr in &config.listen {
             let l = TcpListener::bind(addr).await.map_err(|e| match e.kind() {
                 std::io::ErrorKind::AddrInUse => {
                     format!("listen {addr}: address already in use; stop the other server or choose another port with --listen")
@@ -37,12 +38,12 @@ impl Server {
             })?;
             listeners.push(l);
         }
-        let admin = match state.config.admin_listen {
+        let admin = match config.admin_listen {
             Some(addr) => match crate::admin::bind(addr).await {
                 Ok(l) => Some(l),
                 // The built-in default address may be taken (another braid):
                 // run without the admin API rather than not at all.
-                Err(e) if state.config.admin_listen_is_default => {
+                Err(e) if config.admin_listen_is_default => {
                     warn!("{e}; running without the admin API");
                     None
                 }
@@ -64,6 +65,11 @@ impl Server {
             .collect()
     }
 
+    /// Where a reload (`reload.rs`) reads the config from.
+    pub fn set_config_source(&self, source: crate::reload::ConfigSource) {
+        let _ = self.state.config_source.set(source);
+    }
+
     /// The admin API's address, when it is on.
     pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
         self.admin.as_ref().and_then(|l| l.local_addr().ok())
@@ -83,12 +89,15 @@ impl Server {
                 loop {
                     match l.accept().await {
                         Ok((stream, peer)) => {
-                            if !state.config.hosts.admits(peer.ip()) {
+                            // As now: a reload applies to connections
+                            // accepted after it.
+                            let config = state.config();
+                            if !config.hosts.admits(peer.ip()) {
                                 drop(stream);
                                 hosts_refused.note(peer, "not in hosts_allow, or in hosts_deny");
                                 continue;
                             }
-                            if state.connections.len() >= state.config.max_connections {
+                            if state.connections.len() >= config.max_connections {
                                 // Closed at once: the client sees a reset
                                 // and may try again later.
                                 drop(stream);

@@ -122,8 +122,8 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             }
         }
         let count = |name: &str| connections.get(&name.to_lowercase()).copied().unwrap_or(0);
-        let mut shares: Vec<ShareEntry> = self
-            .state
+        let served = self.state.served();
+        let mut shares: Vec<ShareEntry> = served
             .shares
             .values()
             .map(|s| ShareEntry {
@@ -135,7 +135,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             })
             .collect();
         // The caller's own home share (`homes.rs`), as Samba lists it.
-        if let (Some(homes), Some(me)) = (&self.state.homes, self.caller_account()) {
+        if let (Some(homes), Some(me)) = (&served.homes, self.caller_account()) {
             if self.state.share(&me).is_none() {
                 shares.push(ShareEntry {
                     name: me.clone(),
@@ -159,7 +159,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
 
     fn server_info(&self) -> ServerInfo {
         ServerInfo {
-            name: self.state.config.netbios_name.to_uppercase(),
+            name: self.state.config().netbios_name.to_uppercase(),
             comment: "Braid".into(),
             version_major: 10,
             version_minor: 0,
@@ -323,10 +323,10 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             .filter_map(|w| w.upgrade())
             .map(|c| c.local)
             .collect();
-        let mut address = self.state.config.netbios_name.to_uppercase().into_bytes();
+        let mut address = self.state.config().netbios_name.to_uppercase().into_bytes();
         address.resize(16, b' ');
         self.state
-            .config
+            .config()
             .listen
             .iter()
             .map(|listen| TransportEntry {

@@ -12,6 +12,7 @@ use crate::session::Session;
 use crate::sharded::ShardedMap;
 use crate::users_live::LiveUsers;
 
+#[derive(Clone)]
 pub struct Share {
     pub name: String,
     pub fs: ShareRef,
@@ -33,6 +34,9 @@ pub struct Share {
     /// Changes made on the host are reported and break directory leases
     /// (`host_watch.rs`).
     pub notify_host_changes: bool,
+    /// Set when a reload ended this share (`reload.rs`); shared with the
+    /// copies that only list it differently.
+    retired: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Share {
@@ -80,7 +84,34 @@ impl Share {
             mac: s.mac.clone(),
             change_notify: s.change_notify,
             notify_host_changes: s.notify_host_changes,
+            retired: Default::default(),
         })
+    }
+
+    /// Whether a reload ended this share: its tree connects are being
+    /// disconnected, and a tree connect must look the name up again.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether `other` serves this share's definition (the same export;
+    /// it may be listed differently).
+    pub fn same_export(&self, other: &Share) -> bool {
+        self.fs.is(&other.fs)
+    }
+
+    /// The same share listed with another comment and `browseable` (a
+    /// reload that changed nothing else, `reload.rs`).
+    pub fn relisted(&self, comment: &str, browseable: bool) -> Share {
+        Share {
+            comment: comment.to_string(),
+            browseable,
+            ..self.clone()
+        }
     }
 
     /// This share as of one of its snapshots (MS-SMB2 3.3.5.9.4), `view`
@@ -102,17 +133,57 @@ impl Share {
             change_notify: self.change_notify,
             // A snapshot does not change.
             notify_host_changes: false,
+            retired: self.retired.clone(),
         }
     }
 }
 
+/// What the config decides and a reload replaces (`reload.rs`): the
+/// settings, the shares they serve and the home share template. Each
+/// connection keeps the settings it was accepted with; tree connects find
+/// the shares served now.
+pub struct Served {
+    pub config: Arc<ServerConfig>,
+    /// Keyed by lower-cased share name: share names are case-insensitive.
+    pub shares: HashMap<String, Arc<Share>>,
+    /// Each user's own share (`homes.rs`), when configured.
+    pub homes: Option<Arc<crate::homes::HomeShares>>,
+}
+
+impl Served {
+    pub fn new(config: ServerConfig, files: &FileService) -> Result<Served, String> {
+        let mut shares = HashMap::new();
+        for s in &config.shares {
+            shares.insert(s.name.to_lowercase(), Arc::new(Share::serve(files, s)?));
+        }
+        let homes = match &config.homes {
+            Some(template) => Some(Arc::new(crate::homes::HomeShares::new(template.clone())?)),
+            None => None,
+        };
+        Ok(Served {
+            config: Arc::new(config),
+            shares,
+            homes,
+        })
+    }
+
+    /// Whether any share asks for changes made on the host.
+    pub fn wants_host_changes(&self) -> bool {
+        self.config.shares.iter().any(|s| s.notify_host_changes)
+            || self
+                .config
+                .homes
+                .as_ref()
+                .is_some_and(|h| h.notify_host_changes)
+    }
+}
+
 pub struct ServerState {
-    pub config: ServerConfig,
+    /// Replaced by a reload (`reload.rs`).
+    served: std::sync::RwLock<Arc<Served>>,
     /// Read again when the users file changes (`users_live.rs`).
     pub users: LiveUsers,
     pub files: Arc<FileService>,
-    /// Keyed by lower-cased share name: share names are case-insensitive.
-    pub shares: HashMap<String, Arc<Share>>,
     pub sessions: ShardedMap<u64, Arc<Session>>,
     /// Live connections (for the admin view and channel lookups).
     pub connections: ShardedMap<u64, std::sync::Weak<crate::conn::Connection>>,
@@ -137,8 +208,10 @@ pub struct ServerState {
     pub client_opens: Arc<crate::per_client::PerClient>,
     /// Connections per client address (`max_connections_per_client`).
     pub client_connections: Arc<crate::per_client::PerClient>,
-    /// Each user's own share (`homes.rs`), when configured.
-    pub homes: Option<crate::homes::HomeShares>,
+    /// Where a reload reads the config from (`reload.rs`), when the
+    /// binary gave one; one reload runs at a time.
+    pub(crate) config_source: std::sync::OnceLock<crate::reload::ConfigSource>,
+    pub(crate) reloading: tokio::sync::Mutex<()>,
     next_session_id: AtomicU64,
     /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
     /// keeps its id when reconnected on another session).
@@ -151,12 +224,13 @@ impl ServerState {
     /// authenticated RPC bind): a fresh server challenge, this server's
     /// names, and the time its CHALLENGE carries.
     pub fn ntlm_server(&self) -> braid_smb_proto::auth::NtlmServer {
+        let config = self.config();
         braid_smb_proto::auth::NtlmServer::new(
             rand::random(),
             filetime(SystemTime::now()),
-            &self.config.netbios_name,
-            &self.config.netbios_name.to_lowercase(),
-            &self.config.domain,
+            &config.netbios_name,
+            &config.netbios_name.to_lowercase(),
+            &config.domain,
         )
     }
 
@@ -165,14 +239,6 @@ impl ServerState {
         users: LiveUsers,
         files: Arc<FileService>,
     ) -> Result<Self, String> {
-        let mut shares = HashMap::new();
-        for s in &config.shares {
-            shares.insert(s.name.to_lowercase(), Arc::new(Share::serve(&files, s)?));
-        }
-        let homes = match &config.homes {
-            Some(template) => Some(crate::homes::HomeShares::new(template.clone())?),
-            None => None,
-        };
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         let logon_throttle =
             crate::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
@@ -184,18 +250,19 @@ impl ServerState {
             "max_connections_per_client",
             config.max_connections_per_client,
         );
+        let served = Served::new(config, &files)?;
         let host_watch = Arc::new(crate::host_watch::HostWatch::new(
-            config.shares.iter().any(|s| s.notify_host_changes)
-                || config.homes.as_ref().is_some_and(|h| h.notify_host_changes),
+            served.wants_host_changes(),
         ));
         Ok(ServerState {
             host_watch,
-            config,
+            served: std::sync::RwLock::new(Arc::new(served)),
+            config_source: std::sync::OnceLock::new(),
+            reloading: tokio::sync::Mutex::new(()),
             client_opens,
             client_connections,
             users,
             files,
-            shares,
             sessions: ShardedMap::new(),
             connections: ShardedMap::new(),
             oplocks: Default::default(),
@@ -207,7 +274,6 @@ impl ServerState {
             start_time: SystemTime::now(),
             preserved: Default::default(),
             logon_throttle,
-            homes,
             next_file_id: AtomicU64::new(1),
             // Session ids fit in 32 bits, as Samba's do: some clients keep
             // them in 32-bit variables (smbtorture smb2.session-id does).
@@ -230,8 +296,26 @@ impl ServerState {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// What is served now (`Served`).
+    pub fn served(&self) -> Arc<Served> {
+        self.served
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The settings now. A connection keeps those it was accepted with
+    /// (`Connection::config`): use those for anything it negotiates.
+    pub fn config(&self) -> Arc<ServerConfig> {
+        self.served().config.clone()
+    }
+
+    pub(crate) fn replace_served(&self, served: Served) {
+        *self.served.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(served);
+    }
+
     pub fn share(&self, name: &str) -> Option<Arc<Share>> {
-        self.shares.get(&name.to_lowercase()).cloned()
+        self.served().shares.get(&name.to_lowercase()).cloned()
     }
 
     /// The share `name` as `user` (an authenticated user's name; `None`
@@ -241,7 +325,8 @@ impl ServerState {
         if let Some(s) = self.share(name) {
             return Some(s);
         }
-        let (homes, user) = (self.homes.as_ref()?, user?);
+        let served = self.served();
+        let (homes, user) = (served.homes.as_ref()?, user?);
         if !(name.eq_ignore_ascii_case(user) || name.eq_ignore_ascii_case("homes")) {
             return None;
         }

@@ -523,9 +523,12 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         .map_err(|e| format!("--log '{}': {e}", args.log))?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colour codes only for a terminal, not in a log file or journal.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     let (cfg, users, embedded) = build(&args)?;
+    let args = std::sync::Arc::new(args);
     keep_large_buffers();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -537,6 +540,19 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             shares.push(format!("(each user's own)={}", h.path.display()));
         }
         let server = Server::bind(cfg, users).await?;
+        // SIGHUP reads the config file and flags again (`reload.rs`).
+        let source = args.clone();
+        server.set_config_source(std::sync::Arc::new(move || build(&source).map(|(cfg, _, _)| cfg)));
+        let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| format!("SIGHUP handler: {e}"))?;
+        let state = server.state.clone();
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                if let Err(e) = braid_server::reload::reload(&state).await {
+                    tracing::error!("reload: {e}; the running config stays in force");
+                }
+            }
+        });
         for a in server.local_addrs() {
             println!("braid: listening on {a}");
         }

@@ -33,7 +33,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if open.granted_access & access_mask::FILE_LIST_DIRECTORY == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    if r.output_buffer_length > req.conn.server.config.max_transact_size {
+    if r.output_buffer_length > req.conn.config.max_transact_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let share = req.share()?.name.clone();

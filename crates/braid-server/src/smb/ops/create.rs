@@ -104,7 +104,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // would fail every other client's opens. Creates in flight at once
     // may pass this together, so the cap can be passed by at most the
     // session's outstanding CREATEs.
-    if session.opens.len() >= req.conn.server.config.max_open_files {
+    if session.opens.len() >= req.conn.config.max_open_files {
         return Err(NtStatus::TOO_MANY_OPENED_FILES);
     }
     // Nor may one client's sessions together (durable opens it left
@@ -437,7 +437,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             q,
             &session,
             &share,
-            &req.conn.server.config.macos_model,
+            &req.conn.config.macos_model,
         ));
     }
     if want_qfid {
@@ -557,7 +557,7 @@ fn lease_request(
     let dialect = req.conn.negotiated.get().map_or(0, |n| n.dialect);
     if requested_oplock != oplock_level::LEASE
         || dialect < dialect::SMB210
-        || !req.conn.server.config.leases
+        || !req.conn.config.leases
     {
         return Ok(None);
     }

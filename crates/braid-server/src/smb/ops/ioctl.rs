@@ -19,7 +19,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if r.flags != IS_FSCTL {
         return Err(NtStatus::NOT_SUPPORTED);
     }
-    let max = req.conn.server.config.max_transact_size;
+    let max = req.conn.config.max_transact_size;
     if r.input.len() as u32 > max || r.max_output_response > max || r.max_input_response > max {
         return Err(NtStatus::INVALID_PARAMETER);
     }
@@ -76,7 +76,7 @@ pub fn answer(r: &IoctlRequest, status: NtStatus, output: Vec<u8>) -> Reply {
 
 /// MS-SMB2 3.3.5.15.11: the server's interfaces, when multichannel is on.
 fn network_interface_info(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtStatus> {
-    let config = &req.conn.server.config;
+    let config = &req.conn.config;
     if !config.multichannel {
         return Err(NtStatus::NOT_SUPPORTED);
     }
@@ -88,7 +88,9 @@ fn network_interface_info(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>
     {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    let list = crate::interfaces::list(config);
+    // The interfaces as configured now (a reload may have changed them);
+    // whether multichannel is offered is the connection's own setting.
+    let list = crate::interfaces::list(&req.conn.server.config());
     let mut out = Vec::with_capacity(list.len() * NetworkInterfaceInfo::SIZE);
     encode_network_interface_info(&list, &mut out);
     Ok(out)

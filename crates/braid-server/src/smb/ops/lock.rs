@@ -44,7 +44,7 @@ fn lock_sequence_bucket(req: &Request<'_>, open: &Open, index: u32) -> Option<us
     if !(1..=64).contains(&index) {
         return None;
     }
-    let multichannel = req.conn.dialect() >= dialect::SMB300 && req.conn.server.config.multichannel;
+    let multichannel = req.conn.dialect() >= dialect::SMB300 && req.conn.config.multichannel;
     let durable = open.durable.lock().unwrap().is_some();
     (multichannel || durable).then_some(index as usize - 1)
 }

@@ -29,7 +29,7 @@ const SUPPORTED: [u16; 5] = [
 
 fn server_security_mode(conn: &Connection) -> u16 {
     let mut m = security_mode::SIGNING_ENABLED;
-    if conn.server.config.signing_required {
+    if conn.config.signing_required {
         m |= security_mode::SIGNING_REQUIRED;
     }
     m
@@ -40,17 +40,17 @@ fn server_capabilities(conn: &Connection, dialect: u16) -> u32 {
     if dialect >= dialect::SMB210 {
         caps |= capabilities::LARGE_MTU;
         // MS-SMB2 3.3.5.4: CAP_LEASING on 2.1 and 3.x when leases are offered.
-        if conn.server.config.leases {
+        if conn.config.leases {
             caps |= capabilities::LEASING;
         }
     }
     // MS-SMB2 3.3.5.4: CAP_MULTI_CHANNEL on 3.x when the server supports
     // multichannel (IsMultiChannelCapable).
-    if dialect >= dialect::SMB300 && conn.server.config.multichannel {
+    if dialect >= dialect::SMB300 && conn.config.multichannel {
         caps |= capabilities::MULTI_CHANNEL;
     }
     // MS-SMB2 3.3.5.4: CAP_DIRECTORY_LEASING on 3.x (dir_lease.rs).
-    if dialect >= dialect::SMB300 && conn.server.config.leases {
+    if dialect >= dialect::SMB300 && conn.config.leases {
         caps |= capabilities::DIRECTORY_LEASING;
     }
     caps
@@ -60,7 +60,7 @@ fn max_io(conn: &Connection, dialect: u16) -> u32 {
     if dialect == dialect::SMB202 {
         65536
     } else {
-        conn.server.config.max_io_size
+        conn.config.max_io_size
     }
 }
 
@@ -72,7 +72,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     // 3.3.5.4: no common dialect at or above `min_protocol` is
     // NOT_SUPPORTED.
-    let min = conn.server.config.min_dialect;
+    let min = conn.config.min_dialect;
     let Some(&chosen) = SUPPORTED
         .iter()
         .find(|d| **d >= min && r.dialects.contains(d))
@@ -90,7 +90,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // 3.3.5.4: 3.0/3.0.2 encrypt with AES-128-CCM when both sides can.
     if (chosen == dialect::SMB300 || chosen == dialect::SMB302)
         && r.capabilities & capabilities::ENCRYPTION != 0
-        && conn.server.config.ciphers.contains(&Cipher::Aes128Ccm)
+        && conn.config.ciphers.contains(&Cipher::Aes128Ccm)
     {
         cipher = Some(Cipher::Aes128Ccm);
         server_caps |= capabilities::ENCRYPTION;
@@ -130,7 +130,6 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 // 3.3.5.4: the server's most preferred cipher that the client offers.
                 NegotiateContext::Encryption { ciphers } => {
                     cipher = conn
-                        .server
                         .config
                         .ciphers
                         .iter()
@@ -203,7 +202,7 @@ fn response(
         dialect_revision: chosen,
         server_guid: conn.server.server_guid,
         capabilities: n.server_capabilities,
-        max_transact_size: io.min(conn.server.config.max_transact_size.max(65536)),
+        max_transact_size: io.min(conn.config.max_transact_size.max(65536)),
         max_read_size: io,
         max_write_size: io,
         system_time: filetime(std::time::SystemTime::now()),
@@ -222,7 +221,7 @@ pub fn handle_smb1(conn: &Arc<Connection>, msg: &[u8]) -> Result<Vec<u8>, String
     let chosen = if dialects.iter().any(|d| d == "SMB 2.???") {
         dialect::WILDCARD
     } else if dialects.iter().any(|d| d == "SMB 2.002")
-        && conn.server.config.min_dialect <= dialect::SMB202
+        && conn.config.min_dialect <= dialect::SMB202
     {
         dialect::SMB202
     } else {

@@ -30,7 +30,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if open.granted_access & access_mask::FILE_LIST_DIRECTORY == 0 {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let max = req.conn.server.config.max_transact_size;
+    let max = req.conn.config.max_transact_size;
     if r.output_buffer_length > max {
         return Err(NtStatus::INVALID_PARAMETER);
     }

@@ -33,7 +33,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return super::quota::query_info(req, &r, &q).await;
     }
     let open = req.open(r.file_id)?;
-    let max = req.conn.server.config.max_transact_size;
+    let max = req.conn.config.max_transact_size;
     if r.output_buffer_length > max {
         return Err(NtStatus::INVALID_PARAMETER);
     }

@@ -177,7 +177,7 @@ pub fn close(req: &Request<'_>, r: &CloseRequest, open: &QuotaOpen) -> OpResult 
 
 /// MS-SMB2 3.3.5.20 on a quota index open.
 pub async fn query_info(req: &Request<'_>, r: &QueryInfoRequest, open: &QuotaOpen) -> OpResult {
-    if r.output_buffer_length > req.conn.server.config.max_transact_size {
+    if r.output_buffer_length > req.conn.config.max_transact_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let out = match r.info_type {

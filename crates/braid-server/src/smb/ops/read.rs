@@ -40,7 +40,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if open.is_directory {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
-    let max = req.conn.server.config.max_io_size;
+    let max = req.conn.config.max_io_size;
     if r.length > max {
         return Err(NtStatus::INVALID_PARAMETER);
     }

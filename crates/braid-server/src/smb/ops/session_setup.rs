@@ -52,7 +52,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .metrics
             .logons_throttled
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        tokio::time::sleep(server.config.logon_failure_delay).await;
+        tokio::time::sleep(conn.config.logon_failure_delay).await;
         return Err(NtStatus::LOGON_FAILURE);
     }
 
@@ -159,7 +159,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             } else {
                 super::logoff::end_session(server, &session).await;
             }
-            tokio::time::sleep(server.config.logon_failure_delay).await;
+            tokio::time::sleep(conn.config.logon_failure_delay).await;
             // A malformed token is INVALID_PARAMETER, a wrong password
             // LOGON_FAILURE (AuthError::nt_status).
             Err(e.nt_status())
@@ -280,7 +280,7 @@ fn count_failure(
     {
         tracing::warn!(
             peer = %conn.peer.ip(),
-            limit = server.config.logon_failures_per_minute,
+            limit = server.config().logon_failures_per_minute,
             "too many failed logons from this address (of one user name, or of all): \
              refused for the rest of the minute"
         );
@@ -304,12 +304,11 @@ fn complete(
     client_security_mode: u8,
 ) -> OpResult {
     let conn = req.conn;
-    let server = &conn.server;
     let neg = conn.negotiated().ok_or(NtStatus::INVALID_PARAMETER)?;
     let guest = false;
     // Anonymous logons need allow_guest; an authenticated session may still
     // re-authenticate as anonymous (it only loses rights), as Samba allows.
-    if outcome.anonymous && !server.config.allow_guest && is_new {
+    if outcome.anonymous && !conn.config.allow_guest && is_new {
         if is_new {
             forget_unauthenticated(conn, session);
         }
@@ -324,7 +323,7 @@ fn complete(
             return Err(NtStatus::ACCESS_DENIED);
         }
     }
-    if server.config.encrypt && neg.cipher.is_none() && !outcome.anonymous {
+    if conn.config.encrypt && neg.cipher.is_none() && !outcome.anonymous {
         // MS-SMB2 3.3.5.5.3: encryption is required but this client cannot.
         if is_new {
             forget_unauthenticated(conn, session);
@@ -371,13 +370,13 @@ fn complete(
                     encrypt_key: keys.server_out_key.clone(),
                     nonces: NonceGenerator::new_random(cipher),
                 }));
-                if server.config.encrypt {
+                if conn.config.encrypt {
                     session.encrypt_data.store(true, Ordering::Relaxed);
                 }
             }
             let client_requires =
                 client_security_mode as u16 & security_mode::SIGNING_REQUIRED != 0;
-            let required = server.config.signing_required || client_requires;
+            let required = conn.config.signing_required || client_requires;
             session.signing_required.store(required, Ordering::Relaxed);
         }
         sign_response =
@@ -430,7 +429,7 @@ fn check_bind(
     session: &Session,
 ) -> Result<(), NtStatus> {
     let conn = req.conn;
-    let config = &conn.server.config;
+    let config = &conn.config;
     let origin = session.origin.get().ok_or(NtStatus::USER_SESSION_DELETED)?;
     let session_signing = session.signing().ok_or(NtStatus::NOT_SUPPORTED)?;
     // Signing algorithms (3.1.1 SIGNING_CAPABILITIES): a session signed
@@ -485,7 +484,7 @@ async fn bind(
 ) -> OpResult {
     let conn = req.conn;
     let server = &conn.server;
-    if !server.config.multichannel {
+    if !conn.config.multichannel {
         // 3.3.5.5: "If the server does not support multichannel ...
         // STATUS_REQUEST_NOT_ACCEPTED" (a 2.x connection too: check_bind,
         // after the signing-algorithm checks, as Samba orders them).
@@ -551,7 +550,7 @@ async fn bind(
             count_failure(server, conn, e.nt_status(), &lookup);
             session.binds.lock().unwrap().remove(&conn.id);
             conn.binding.lock().unwrap().remove(&session.id);
-            tokio::time::sleep(server.config.logon_failure_delay).await;
+            tokio::time::sleep(conn.config.logon_failure_delay).await;
             return Err(e.nt_status());
         }
     };
@@ -584,7 +583,7 @@ async fn bind(
     {
         let mut channels = session.channels.lock().unwrap();
         channels.retain(|c| c.conn.strong_count() > 0);
-        if channels.len() >= server.config.max_channels {
+        if channels.len() >= conn.config.max_channels {
             return Err(NtStatus::INSUFFICIENT_RESOURCES);
         }
         channels.push(Channel {

@@ -50,7 +50,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     };
     // MS-SMB2 3.3.5.7: a share that requires encryption refuses sessions
     // that cannot encrypt.
-    let encrypt = share.as_ref().is_some_and(|s| s.encrypt) || req.conn.server.config.encrypt;
+    let encrypt = share.as_ref().is_some_and(|s| s.encrypt) || req.conn.config.encrypt;
     if encrypt && session.encryption().is_none() {
         return Err(NtStatus::ACCESS_DENIED);
     }
@@ -81,6 +81,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let tree = session
         .add_tree(share, maximal_access, encrypt)
         .ok_or(NtStatus::INSUFFICIENT_RESOURCES)?;
+    if tree.share.as_ref().is_some_and(|s| s.is_retired()) {
+        // A reload ended the share while this ran (`reload.rs`), after
+        // putting what now has the name in its place: look it up again.
+        session.remove_tree(tree.id);
+        return Box::pin(handle(req)).await;
+    }
     let mut reply = Reply::of(&TreeConnectResponse {
         share_type: kind,
         share_flags,

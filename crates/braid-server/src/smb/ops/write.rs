@@ -27,7 +27,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::INVALID_DEVICE_REQUEST);
     }
     let len = data_range.len() as u32;
-    if len > req.conn.server.config.max_io_size {
+    if len > req.conn.config.max_io_size {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     check_credit_charge(req, len)?;
