@@ -50,7 +50,7 @@ pub enum HostChange {
         new: String,
         is_dir: bool,
     },
-    /// The entry's data was written.
+    /// The entry was written: a file opened for writing was closed.
     Written { dir: MarkId, name: String },
     /// Its mode, owner, times or extended attributes changed.
     AttributesChanged {
@@ -84,7 +84,12 @@ const MASK: u64 = libc::FAN_CREATE
     | libc::FAN_DELETE
     | libc::FAN_MOVED_FROM
     | libc::FAN_MOVED_TO
-    | libc::FAN_MODIFY
+    // Not FAN_MODIFY: that is an event for every write(2), the server's
+    // own included, and cost each 4 KiB write in a marked directory about
+    // 1 us more (0.78 -> 1.75 us); a close after writing costs writes
+    // ~0.15 us. Windows reports writes late too (at close, or when the
+    // time is updated).
+    | libc::FAN_CLOSE_WRITE
     | libc::FAN_ATTRIB
     | libc::FAN_ONDIR
     | libc::FAN_EVENT_ON_CHILD;
@@ -311,12 +316,12 @@ impl HostChangeFeed {
                 (false, true) => out.push(removed),
                 (false, false) => {}
             }
-            if m & libc::FAN_MODIFY != 0 {
+            if m & libc::FAN_CLOSE_WRITE != 0 {
                 let written = HostChange::Written {
                     dir,
                     name: name.clone(),
                 };
-                // One per file per read is enough: a copy writes many times.
+                // One per file per read is enough: several writers may close.
                 if !out.contains(&written) {
                     out.push(written);
                 }
