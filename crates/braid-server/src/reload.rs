@@ -432,6 +432,41 @@ mod tests {
         assert!(state.config().multichannel);
     }
 
+    #[tokio::test]
+    async fn a_changed_home_template_ends_the_home_shares_served() {
+        let base = temp_dirs("homes", &["a", "homes", "homes2"]);
+        let mut template = share("homes", &base.join("homes").join("%U"));
+        template.notify_host_changes = false;
+        let config = ServerConfig {
+            shares: vec![share("A", &base.join("a"))],
+            homes: Some(template.clone()),
+            ..ServerConfig::default()
+        };
+        let state = state_serving(config.clone());
+        let alices = state.share_for("alice", Some("alice")).unwrap();
+
+        // Unchanged: the same home share.
+        let report = apply(&state, config.clone()).await.unwrap();
+        assert_eq!(report, ReloadReport::default());
+        assert!(Arc::ptr_eq(
+            &state.share_for("alice", Some("alice")).unwrap(),
+            &alices
+        ));
+
+        let mut next = config.clone();
+        next.homes = Some(share("homes", &base.join("homes2").join("%U")));
+        let report = apply(&state, next.clone()).await.unwrap();
+        assert_eq!(report.shares_changed, ["homes"]);
+        assert!(alices.is_retired());
+        let now = state.share_for("alice", Some("alice")).unwrap();
+        assert!(!now.is_retired() && now.fs.root_path().ends_with("homes2/alice"));
+
+        next.homes = None;
+        let report = apply(&state, next).await.unwrap();
+        assert_eq!(report.shares_removed, ["homes"]);
+        assert!(now.is_retired() && state.share_for("alice", Some("alice")).is_none());
+    }
+
     #[test]
     fn settings_are_named_by_their_config_keys() {
         let old = ServerConfig::default();
