@@ -539,27 +539,9 @@ mod tests {
     fn config(dir: &std::path::Path) -> ServerConfig {
         ServerConfig {
             shares: vec![ShareConfig {
-                name: "Data".into(),
-                path: dir.to_path_buf(),
                 encrypt: true,
                 direct_writes: false,
-                posix_locking: true,
-                netatalk_locking: false,
-                named_streams: true,
-                access_based_enumeration: false,
-                hide_dot_files: true,
-                hide_files: Vec::new(),
-                veto_files: Vec::new(),
-                delete_veto_files: false,
-                create_modes: None,
-                canonicalize_acl_flags: true,
-                access: Default::default(),
-                comment: String::new(),
-                browseable: true,
-                snapshots: None,
-                mac: Default::default(),
-                change_notify: true,
-                notify_host_changes: true,
+                ..ShareConfig::with_defaults("Data", dir)
             }],
             ..ServerConfig::default()
         }

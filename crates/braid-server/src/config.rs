@@ -58,6 +58,36 @@ pub struct ShareConfig {
     pub notify_host_changes: bool,
 }
 
+impl ShareConfig {
+    /// `path` served as `name` with every option at the default a
+    /// `[[share]]` table gets (docs/CONFIG.md).
+    pub fn with_defaults(name: &str, path: &std::path::Path) -> ShareConfig {
+        ShareConfig {
+            name: name.into(),
+            path: path.to_path_buf(),
+            encrypt: false,
+            direct_writes: true,
+            posix_locking: true,
+            netatalk_locking: false,
+            named_streams: true,
+            access_based_enumeration: false,
+            hide_dot_files: true,
+            hide_files: Vec::new(),
+            veto_files: Vec::new(),
+            delete_veto_files: false,
+            create_modes: None,
+            canonicalize_acl_flags: true,
+            access: Default::default(),
+            comment: String::new(),
+            browseable: true,
+            snapshots: None,
+            mac: MacShareOptions::default(),
+            change_notify: true,
+            notify_host_changes: true,
+        }
+    }
+}
+
 /// Per-share behaviour for macOS clients (Samba's `fruit:` options).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MacShareOptions {

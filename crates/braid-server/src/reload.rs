@@ -320,27 +320,8 @@ mod tests {
 
     fn share(name: &str, path: &std::path::Path) -> ShareConfig {
         ShareConfig {
-            name: name.into(),
-            path: path.to_path_buf(),
-            encrypt: false,
-            direct_writes: true,
-            posix_locking: true,
-            netatalk_locking: false,
-            named_streams: true,
-            access_based_enumeration: false,
-            hide_dot_files: true,
-            hide_files: Vec::new(),
-            veto_files: Vec::new(),
-            delete_veto_files: false,
-            create_modes: None,
-            canonicalize_acl_flags: true,
-            access: Default::default(),
-            comment: String::new(),
-            browseable: true,
-            snapshots: None,
-            mac: Default::default(),
-            change_notify: true,
             notify_host_changes: false,
+            ..ShareConfig::with_defaults(name, path)
         }
     }
 
