@@ -184,17 +184,19 @@ pub struct ShareView {
 }
 
 pub fn sessions_view(state: &ServerState) -> SessionsView {
+    // A bind comes on a new connection, which takes the settings now.
+    let max_channels = state.config().max_channels;
     let mut sessions: Vec<SessionView> = state
         .sessions
         .values()
         .iter()
-        .map(|s| session_view(state, s))
+        .map(|s| session_view(state, s, max_channels))
         .collect();
     sessions.sort_by_key(|s| s.id);
     SessionsView { sessions }
 }
 
-fn session_view(state: &ServerState, s: &Session) -> SessionView {
+fn session_view(state: &ServerState, s: &Session, max_channels: usize) -> SessionView {
     let identity = s.identity.lock().unwrap().clone();
     let channel_list = s.channels.lock().unwrap().clone();
     let mut channels = Vec::new();
@@ -247,7 +249,7 @@ fn session_view(state: &ServerState, s: &Session) -> SessionView {
         cipher,
         encrypt_data,
         apple_extensions: s.aapl_caps.load(Relaxed) != 0,
-        max_channels: state.config().max_channels,
+        max_channels,
         current_channels: channels.len(),
         trees: s.trees.lock().unwrap().len(),
         opens: s.opens.len(),

@@ -77,25 +77,7 @@ pub async fn apply(state: &Arc<ServerState>, new: ServerConfig) -> Result<Reload
         ..ReloadReport::default()
     };
     let (shares, mut ended) = next_shares(state, &old, &new, &mut report)?;
-    let homes = match (&old.homes, &old.config.homes, &new.homes) {
-        (Some(h), Some(before), Some(now)) if before == now => Some(h.clone()),
-        (_, _, Some(now)) => Some(Arc::new(crate::homes::HomeShares::new(now.clone())?)),
-        (_, _, None) => None,
-    };
-    if let Some(h) = &old.homes {
-        if !homes.as_ref().is_some_and(|n| Arc::ptr_eq(h, n)) {
-            ended.extend(h.served_shares());
-            let list = if homes.is_some() {
-                &mut report.shares_changed
-            } else {
-                &mut report.shares_removed
-            };
-            list.push("homes".into());
-        }
-    }
-    if old.homes.is_none() && homes.is_some() {
-        report.shares_added.push("homes".into());
-    }
+    let homes = next_homes(&old, &new, &mut report, &mut ended)?;
 
     state
         .logon_throttle
@@ -174,6 +156,37 @@ fn next_shares(
     }
     report.shares_removed.sort();
     Ok((shares, ended))
+}
+
+/// The home share template `new` serves; the running one is kept if its
+/// table did not change, else the home shares it served are to end.
+fn next_homes(
+    old: &Served,
+    new: &ServerConfig,
+    report: &mut ReloadReport,
+    ended: &mut Vec<Arc<Share>>,
+) -> Result<Option<Arc<crate::homes::HomeShares>>, String> {
+    match (&old.homes, &old.config.homes, &new.homes) {
+        (Some(running), Some(before), Some(now)) if before == now => {
+            return Ok(Some(running.clone()))
+        }
+        (None, _, None) => return Ok(None),
+        _ => {}
+    }
+    let next = match &new.homes {
+        Some(now) => Some(Arc::new(crate::homes::HomeShares::new(now.clone())?)),
+        None => None,
+    };
+    let list = match (&old.homes, &next) {
+        (None, _) => &mut report.shares_added,
+        (Some(_), Some(_)) => &mut report.shares_changed,
+        (Some(_), None) => &mut report.shares_removed,
+    };
+    list.push("homes".into());
+    if let Some(running) = &old.homes {
+        ended.extend(running.served_shares());
+    }
+    Ok(next)
 }
 
 /// Only what share lists show changed: the clients connected keep on.
