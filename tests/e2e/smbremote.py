@@ -7,18 +7,26 @@ offsets of one's choosing); and builders of security descriptors."""
 from __future__ import annotations
 
 import contextlib
+import queue
 import secrets
 import struct
+import threading
 import uuid
 from pathlib import Path
 
 import smbclient
 from smbprotocol.connection import Connection
+from smbprotocol.create_contexts import (
+    CreateContextName,
+    SMB2CreateContextRequest,
+    SMB2CreateRequestLeaseV2,
+)
 from smbprotocol.open import (
     CreateDisposition,
     CreateOptions,
     ImpersonationLevel,
     Open,
+    RequestedOplockLevel,
     ShareAccess,
     SMB2QueryInfoRequest,
     SMB2QueryInfoResponse,
@@ -166,6 +174,34 @@ class RawClient:
                   disposition, CreateOptions.FILE_NON_DIRECTORY_FILE)
         return op
 
+    def open_cached(self, name: str, access: int, *, oplock: int = 0,
+                    lease: int | None = None) -> Open:
+        """Open an existing file asking for `oplock` (RequestedOplockLevel)
+        or, given `lease` (a lease state: R 1, H 2, W 4), a version 2 lease
+        with a fresh key; `op.oplock_level` and `lease_state(op)` say what
+        was granted."""
+        op = Open(self.tree, name)
+        contexts = None
+        if lease is not None:
+            oplock = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_LEASE
+            req = SMB2CreateRequestLeaseV2()
+            req["lease_key"] = uuid.uuid4().bytes
+            req["lease_state"] = lease
+            req["parent_lease_key"] = b"\0" * 16
+            req["epoch"] = b"\0\0"
+            ctx = SMB2CreateContextRequest()
+            ctx["buffer_name"] = CreateContextName.SMB2_CREATE_REQUEST_LEASE_V2
+            ctx["buffer_data"] = req
+            contexts = [ctx]
+        replies = op.create(ImpersonationLevel.Impersonation, access, NORMAL, SHARE_ALL,
+                            CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE,
+                            create_contexts=contexts, oplock_level=oplock)
+        op.granted_lease = None
+        for reply in replies or []:
+            if hasattr(reply, "fields") and "lease_state" in reply.fields:
+                op.granted_lease = reply["lease_state"].get_value()
+        return op
+
     def open_dir(self, name: str, access: int, disposition=CreateDisposition.FILE_OPEN) -> Open:
         op = Open(self.tree, name)
         op.create(ImpersonationLevel.Impersonation, access, DIRECTORY, SHARE_ALL,
@@ -205,6 +241,63 @@ class RawClient:
             self.conn.disconnect(close=True)
         except Exception:
             pass
+
+
+class Breaks:
+    """The oplock and lease break notifications (MS-SMB2 2.2.23) the server
+    sends on one smbprotocol connection. smbprotocol has no use for them:
+    its receive loop looks every message up among its own requests by
+    MessageId, and a break's, all ones, is none of them. This puts a sink
+    under that MessageId, so the loop hands each break to it as a reply."""
+
+    MESSAGE_ID = 0xFFFFFFFFFFFFFFFF
+
+    def __init__(self, conn: Connection):
+        self.queue: queue.Queue = queue.Queue()
+        conn.outstanding_requests[self.MESSAGE_ID] = _BreakSink(self.queue)
+
+    def next(self, timeout: float) -> dict | None:
+        """The next break, or None if none came within `timeout` seconds:
+        {"oplock": level, "file_id": bytes} or {"lease_key": bytes,
+        "current": state, "new": state, "ack_required": bool}."""
+        try:
+            body = self.queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        (size,) = struct.unpack_from("<H", body)
+        if size == 24:
+            return {"oplock": body[2], "file_id": body[8:24]}
+        flags, key, current, new = struct.unpack_from("<I16sII", body, 4)
+        return {"lease_key": key, "current": current, "new": new,
+                "ack_required": bool(flags & 1)}
+
+
+class _BreakSink:
+    """What smbprotocol's receive loop touches of a request it answers."""
+
+    def __init__(self, out: queue.Queue):
+        self._out = out
+        self.session_id = None
+        self.async_id = None
+        self.response_event = threading.Event()
+        self.response_event_lock = threading.Lock()
+        self.message = {"reserved": _Value(0), "command": _Value(0x12)}
+
+    @property
+    def response(self):
+        return None
+
+    @response.setter
+    def response(self, header):
+        self._out.put(header["data"].get_value())
+
+
+class _Value:
+    def __init__(self, value):
+        self._value = value
+
+    def get_value(self):
+        return self._value
 
 
 # Security descriptors (MS-DTYP 2.4.6, self-relative).

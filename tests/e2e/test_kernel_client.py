@@ -33,6 +33,9 @@ waiting beside it); what it wrote before and after reads back the same.
 A fourth boot lists the share's root, which the client caches under its
 directory lease, while the host drops a file into it: the change on the
 host breaks the lease (host_watch.rs) and the next listing shows the file.
+In the same boot the host rewrites a file the client holds open and has
+read under its lease: the write breaks that lease too, and the client's
+next read shows what the host wrote.
 Braid only: the config is Braid's.
 """
 
@@ -194,13 +197,19 @@ umount /mnt || say umount-failed
 # The share's root listed while the client holds a lease on it (Linux
 # caches the root's listing under it), then again after the host dropped
 # a file in: the change on the host breaks the lease and the new listing
-# shows the file.
+# shows the file. A file held open and read (its pages cached under its
+# lease) is rewritten on the host, to the same length: the write breaks
+# the file's lease and the next read shows the new content.
 DIRLEASE = PRELUDE + r"""
 mount -t cifs $srv/plain /mnt -o $opts,vers=3.1.1 || {{ say mount-failed; exit 1; }}
 say before $(ls /mnt)
 say again $(ls /mnt)
+exec 3< /mnt/first.txt || say hold-failed
+say content-before $(cat /mnt/first.txt)
 ready_then_wait
 say after $(ls /mnt)
+say content-after $(cat /mnt/first.txt)
+exec 3<&- || say close-failed
 umount /mnt || say umount-failed
 """
 
@@ -496,23 +505,27 @@ def test_kernel_client_durable_reconnect(kernel, lab, tmp_path):
     assert hashlib.md5((plain / "held.bin").read_bytes()).hexdigest() == marks["md5 source"][0]
 
 
-def test_kernel_client_sees_host_changes_through_its_directory_lease(kernel, lab, tmp_path):
+def test_kernel_client_sees_host_changes_through_its_leases(kernel, lab, tmp_path):
     ns, password, secret, plain = lab
     (plain / "first.txt").write_bytes(b"there from the start")
 
-    def leased_root():
+    def leased(path):
         return [o for o in ns_get(ns, "/api/v1/opens")["opens"]
-                if o["share"] == "plain" and o["path"] == "" and o["caching"].startswith("lease R")]
+                if o["share"] == "plain" and o["path"] == path and o["caching"].startswith("lease R")]
 
     def at_ready(console):
-        assert leased_root(), "the client holds no lease on the share's root: nothing to test"
+        assert leased(""), "the client holds no lease on the share's root: nothing to test"
+        assert leased("first.txt"), "the client holds no lease on first.txt: nothing to test"
         (plain / "dropped.txt").write_bytes(b"dropped in on the host")
-        # The break goes out with the change; the client then lets go of
-        # its cached root.
+        with open(plain / "first.txt", "r+b") as f:
+            f.write(b"THERE FROM THE HOST!")
+        # The breaks go out with the changes; the client then lets go of
+        # its cached root and of the file's cached pages.
         deadline = time.monotonic() + 10
-        while leased_root() and time.monotonic() < deadline:
+        while (leased("") or leased("first.txt")) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not leased_root(), ns_get(ns, "/api/v1/opens")
+        assert not leased(""), ns_get(ns, "/api/v1/opens")
+        assert not leased("first.txt"), ns_get(ns, "/api/v1/opens")
 
     console = run_guest(kernel, ns, DIRLEASE, password, tmp_path, [("ready", at_ready)])
     marks = console.marked()
@@ -521,3 +534,5 @@ def test_kernel_client_sees_host_changes_through_its_directory_lease(kernel, lab
     assert not [m for m in marks if m.endswith("-failed")], output
     assert marks["before"] == ["first.txt"] and marks["again"] == ["first.txt"], output
     assert marks["after"] == ["dropped.txt", "first.txt"], output
+    assert marks["content-before"] == ["there", "from", "the", "start"], output
+    assert marks["content-after"] == ["THERE", "FROM", "THE", "HOST!"], output

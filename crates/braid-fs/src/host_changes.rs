@@ -369,7 +369,7 @@ fn moved_out((dir, name, is_dir): (MarkId, String, bool)) -> HostChange {
 
 /// The kernel's identity of the directory `fd` is open on, as fanotify
 /// reports it: the file system id, then the file handle (type and bytes).
-fn identity(fd: RawFd) -> io::Result<Vec<u8>> {
+pub(crate) fn identity(fd: RawFd) -> io::Result<Vec<u8>> {
     // SAFETY: statfs is plain data, filled by the call.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: plain syscall into the struct above.
@@ -403,17 +403,19 @@ fn identity(fd: RawFd) -> io::Result<Vec<u8>> {
     Ok(key)
 }
 
-struct Event {
-    mask: u64,
-    pid: i32,
+pub(crate) struct Event {
+    pub(crate) mask: u64,
+    pub(crate) pid: i32,
     /// fsid, handle type and handle bytes of the directory.
     dir_key: Vec<u8>,
     name: Option<String>,
+    /// The same, of the object itself (a group with `FAN_REPORT_FID`).
+    pub(crate) object_key: Vec<u8>,
 }
 
 /// Split a read into events; anything malformed ends the parse (the
 /// kernel writes whole events, so that would be a bug, not input).
-fn parse_events(mut buf: &[u8]) -> Vec<Event> {
+pub(crate) fn parse_events(mut buf: &[u8]) -> Vec<Event> {
     let mut out = Vec::new();
     while buf.len() >= METADATA_LEN {
         let event_len = u32::from_ne_bytes(buf[0..4].try_into().unwrap()) as usize;
@@ -428,6 +430,7 @@ fn parse_events(mut buf: &[u8]) -> Vec<Event> {
             pid,
             dir_key: Vec::new(),
             name: None,
+            object_key: Vec::new(),
         };
         let mut info = &buf[metadata_len..event_len];
         while info.len() >= INFO_HEADER_LEN {
@@ -440,6 +443,10 @@ fn parse_events(mut buf: &[u8]) -> Vec<Event> {
                 || info_type == libc::FAN_EVENT_INFO_TYPE_DFID
             {
                 parse_dfid(&info[INFO_HEADER_LEN..len], &mut event);
+            } else if info_type == libc::FAN_EVENT_INFO_TYPE_FID {
+                if let Some((key, _)) = parse_fid(&info[INFO_HEADER_LEN..len]) {
+                    event.object_key = key;
+                }
             }
             info = &info[len..];
         }
@@ -452,21 +459,29 @@ fn parse_events(mut buf: &[u8]) -> Vec<Event> {
 /// fanotify_event_info_fid: fsid, struct file_handle, then (DFID_NAME) the
 /// entry's name, NUL-terminated.
 fn parse_dfid(record: &[u8], event: &mut Event) {
-    if record.len() < FSID_LEN + FILE_HANDLE_HEADER_LEN {
+    let Some((key, rest)) = parse_fid(record) else {
         return;
-    }
-    let bytes = u32::from_ne_bytes(record[FSID_LEN..FSID_LEN + 4].try_into().unwrap()) as usize;
-    let handle_end = FSID_LEN + FILE_HANDLE_HEADER_LEN + bytes;
-    if handle_end > record.len() {
-        return;
-    }
-    let mut key = record[..FSID_LEN].to_vec();
-    key.extend_from_slice(&record[FSID_LEN + 4..handle_end]);
+    };
     event.dir_key = key;
-    let rest = &record[handle_end..];
     let name = rest.split(|&b| b == 0).next().unwrap_or(&[]);
     // Names that are not UTF-8 are not served (`path`), so not reported.
     if !name.is_empty() {
         event.name = std::str::from_utf8(name).ok().map(str::to_string);
     }
+}
+
+/// The fsid and file handle at the start of a fid record, as `identity`
+/// gives them, and what follows.
+fn parse_fid(record: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+    if record.len() < FSID_LEN + FILE_HANDLE_HEADER_LEN {
+        return None;
+    }
+    let bytes = u32::from_ne_bytes(record[FSID_LEN..FSID_LEN + 4].try_into().unwrap()) as usize;
+    let handle_end = FSID_LEN + FILE_HANDLE_HEADER_LEN + bytes;
+    if handle_end > record.len() {
+        return None;
+    }
+    let mut key = record[..FSID_LEN].to_vec();
+    key.extend_from_slice(&record[FSID_LEN + 4..handle_end]);
+    Some((key, &record[handle_end..]))
 }

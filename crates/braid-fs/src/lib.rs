@@ -25,6 +25,7 @@ mod handle_dir;
 mod handle_lock;
 mod handle_rename;
 pub mod host_changes;
+pub mod host_writes;
 mod info;
 pub mod locks;
 pub mod mac_listing;

@@ -54,7 +54,7 @@ pub struct ShareConfig {
     pub change_notify: bool,
     /// Changes made on the host by other processes are reported to
     /// CHANGE_NOTIFY and break directory leases (as Samba's `kernel change
-    /// notify`).
+    /// notify`), and host writes break the caching of files.
     pub notify_host_changes: bool,
 }
 

@@ -16,8 +16,7 @@
 //! directory lease is held; elsewhere it costs one uncontended lock.
 //!
 //! Changes made on the host by other processes break them too
-//! (`host_watch.rs`); file leases are not broken by those (as Samba's
-//! with `kernel oplocks = no`, its default; docs/ARCHITECTURE.md).
+//! (`host_watch.rs`), as host writes break file leases there.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

@@ -9,14 +9,27 @@
 //! CHANGE_NOTIFY or its directory lease until it is closed. Marks are not
 //! recursive: a watch of a tree sees host changes in the directory it was
 //! made on, and in subdirectories only while they are watched too.
+//!
+//! A file open granted read caching (a lease with Read, any oplock) is
+//! marked too (braid-fs `host_writes.rs`) until it is closed: a host
+//! write breaks the file's leases and oplocks as a write through another
+//! open would (MS-FSA 2.1.4.12), and removing or replacing the file
+//! breaks handle caching as well, so a client does not go on reading
+//! what it cached, or reopening a cached handle of a file that is gone.
+//! Windows does this for local opens; Samba only with `kernel oplocks`,
+//! off by default.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex, Weak};
 
 use braid_fs::host_changes::{HostChange, HostChangeFeed, MarkId};
+use braid_fs::host_writes::{FileMarkId, HostFileChange, HostWriteFeed};
 use tokio::io::unix::AsyncFd;
 
+use crate::lease::{H, R, W};
 use crate::notify::{self, action, filter};
+use crate::oplock::FileOplocks;
 use crate::session::Open;
 use crate::state::{ServerState, Share};
 
@@ -38,23 +51,59 @@ impl PartialEq for WatchedDir {
     }
 }
 
-/// The server's host change feed and what each mark is watched for.
+/// The server's host change feeds and what each mark is watched for.
 pub struct HostWatch {
     /// Made at start, or by the reload that first adds a share wanting it.
     feed: std::sync::OnceLock<HostChangeFeed>,
+    /// Made with `feed`.
+    file_feed: std::sync::OnceLock<HostWriteFeed>,
     /// One entry per live interest (an open may be watched through two
     /// shares, and several opens watch one directory).
     dirs: Mutex<HashMap<MarkId, Vec<WatchedDir>>>,
+    files: Mutex<HashMap<FileMarkId, Vec<CachedOpen>>>,
 }
 
-/// A directory open's interest in host changes; dropping it ends it.
-pub struct HostInterest {
+/// A cached open of a marked file: its oplock key and its file's caching
+/// state.
+type CachedOpen = (u64, Weak<FileOplocks>);
+
+/// An open's interest in host changes; dropping it ends it.
+pub enum HostInterest {
+    Dir(DirInterest),
+    File(FileInterest),
+}
+
+/// A directory open's interest in changes to its entries.
+pub struct DirInterest {
     watch: Arc<HostWatch>,
     id: MarkId,
     dir: WatchedDir,
 }
 
-impl Drop for HostInterest {
+/// A cached file open's interest in writes to its file.
+pub struct FileInterest {
+    watch: Arc<HostWatch>,
+    id: FileMarkId,
+    open_key: u64,
+}
+
+impl Drop for FileInterest {
+    fn drop(&mut self) {
+        let mut files = self.watch.files.lock().unwrap();
+        if let Some(list) = files.get_mut(&self.id) {
+            list.retain(|(k, _)| *k != self.open_key);
+            if list.is_empty() {
+                files.remove(&self.id);
+            }
+        }
+        drop(files);
+        if let Some(feed) = self.watch.file_feed.get() {
+            feed.unwatch(self.id);
+        }
+    }
+}
+
+impl Drop for DirInterest {
     fn drop(&mut self) {
         let mut dirs = self.watch.dirs.lock().unwrap();
         if let Some(list) = dirs.get_mut(&self.id) {
@@ -77,7 +126,9 @@ impl HostWatch {
     pub fn new(wanted: bool) -> HostWatch {
         let watch = HostWatch {
             feed: std::sync::OnceLock::new(),
+            file_feed: std::sync::OnceLock::new(),
             dirs: Mutex::new(HashMap::new()),
+            files: Mutex::new(HashMap::new()),
         };
         if wanted {
             watch.make_feed();
@@ -92,7 +143,18 @@ impl HostWatch {
             return false;
         }
         match HostChangeFeed::new() {
-            Ok(f) => self.feed.set(f).is_ok(),
+            Ok(f) => {
+                match HostWriteFeed::new() {
+                    Ok(files) => {
+                        let _ = self.file_feed.set(files);
+                    }
+                    Err(e) => tracing::warn!(
+                        "writes made on the host will not break clients' caching of files: \
+                         fanotify: {e}"
+                    ),
+                }
+                self.feed.set(f).is_ok()
+            }
             Err(e) => {
                 tracing::warn!(
                     "changes made on the host will not be reported to clients: fanotify: {e} \
@@ -103,6 +165,33 @@ impl HostWatch {
         }
     }
 
+    /// Watch the file `open` is an open of for host writes.
+    fn file_interest(self: &Arc<Self>, share: &Share, open: &Open) -> Option<FileInterest> {
+        let feed = self.file_feed.get()?;
+        let oplock = open.oplock.as_ref()?;
+        if !share.notify_host_changes || open.is_directory || open.handle.stream_key() != 0 {
+            return None;
+        }
+        let id = match feed.watch(&open.handle) {
+            Ok(id) => id,
+            Err(e) => {
+                tracing::debug!(share = %share.name, "host writes not watched: {e}");
+                return None;
+            }
+        };
+        self.files
+            .lock()
+            .unwrap()
+            .entry(id)
+            .or_default()
+            .push((oplock.key, Arc::downgrade(&oplock.file)));
+        Some(FileInterest {
+            watch: self.clone(),
+            id,
+            open_key: oplock.key,
+        })
+    }
+
     /// Watch the directory `open` is an open of on `share`, if the share
     /// wants host changes and the directory can be marked.
     fn interest(
@@ -110,7 +199,7 @@ impl HostWatch {
         share: &Share,
         open: &Open,
         dir_id: Option<u64>,
-    ) -> Option<HostInterest> {
+    ) -> Option<DirInterest> {
         let feed = self.feed.get()?;
         if !share.notify_host_changes || !open.is_directory {
             return None;
@@ -139,7 +228,7 @@ impl HostWatch {
             .entry(id)
             .or_default()
             .push(dir.clone());
-        Some(HostInterest {
+        Some(DirInterest {
             watch: self.clone(),
             id,
             dir,
@@ -153,7 +242,22 @@ impl HostWatch {
 pub fn watch_open(state: &ServerState, share: &Share, open: &Open, dir_id: Option<u64>) {
     let mut slot = open.host_interest.lock().unwrap();
     if slot.is_none() && !open.closed.load(std::sync::atomic::Ordering::Acquire) {
-        *slot = state.host_watch.interest(share, open, dir_id);
+        *slot = state
+            .host_watch
+            .interest(share, open, dir_id)
+            .map(HostInterest::Dir);
+    }
+}
+
+/// Start watching the file `open` is an open of (a new open of `share`
+/// granted read caching) for host writes, until it is closed.
+pub fn watch_cached_file(state: &ServerState, share: &Share, open: &Open) {
+    let mut slot = open.host_interest.lock().unwrap();
+    if slot.is_none() && !open.closed.load(std::sync::atomic::Ordering::Acquire) {
+        *slot = state
+            .host_watch
+            .file_interest(share, open)
+            .map(HostInterest::File);
     }
 }
 
@@ -165,19 +269,30 @@ pub fn start(state: &Arc<ServerState>) {
     }
 }
 
-/// Read the feed for as long as the server runs.
+/// Read the feeds for as long as the server runs.
 pub async fn run(state: Arc<ServerState>) {
-    let Some(feed) = state.host_watch.feed.get() else {
-        return;
-    };
+    let files = state.clone();
+    tokio::spawn(async move {
+        if let Some(feed) = files.host_watch.file_feed.get() {
+            read_feed(feed, HostWriteFeed::read, |c| dispatch_files(&files, c)).await;
+        }
+    });
+    if let Some(feed) = state.host_watch.feed.get() {
+        read_feed(feed, HostChangeFeed::read, |c| dispatch(&state, c)).await;
+    }
+}
+
+/// Read `feed` whenever it is readable, handing what `read` returns to
+/// `on`, until it fails.
+async fn read_feed<F: AsRawFd, T>(
+    feed: &F,
+    read: impl Fn(&F) -> std::io::Result<Vec<T>>,
+    mut on: impl FnMut(Vec<T>),
+) {
     // SAFETY: the feed's fd stays open while the server state (which owns
-    // the feed) lives, and this task holds the state.
-    let registered = unsafe {
-        AsyncFd::register_with_interest(
-            std::os::fd::AsRawFd::as_raw_fd(feed),
-            tokio::io::Interest::READABLE,
-        )
-    };
+    // the feed, and which the caller holds) lives.
+    let registered =
+        unsafe { AsyncFd::register_with_interest(feed.as_raw_fd(), tokio::io::Interest::READABLE) };
     let fd = match registered {
         Ok(fd) => fd,
         Err(e) => {
@@ -190,8 +305,8 @@ pub async fn run(state: Arc<ServerState>) {
             return;
         };
         loop {
-            match feed.read() {
-                Ok(changes) => dispatch(&state, changes),
+            match read(feed) {
+                Ok(changes) => on(changes),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     ready.clear_ready();
                     break;
@@ -201,6 +316,42 @@ pub async fn run(state: Arc<ServerState>) {
                     return;
                 }
             }
+        }
+    }
+}
+
+/// Break the caching of the files the host changed.
+fn dispatch_files(state: &ServerState, changes: Vec<HostFileChange>) {
+    for change in changes {
+        let (ids, caching): (Vec<FileMarkId>, u32) = {
+            let files = state.host_watch.files.lock().unwrap();
+            match change {
+                HostFileChange::Written(id) => (vec![id], R | W),
+                HostFileChange::Unlinked(id) => (vec![id], R | W | H),
+                HostFileChange::Overflow => (files.keys().copied().collect(), R | W),
+            }
+        };
+        let mut broken: Vec<Arc<FileOplocks>> = Vec::new();
+        for id in ids {
+            let opens = state
+                .host_watch
+                .files
+                .lock()
+                .unwrap()
+                .get(&id)
+                .cloned()
+                .unwrap_or_default();
+            for (_, file) in opens {
+                if let Some(file) = file.upgrade() {
+                    if !broken.iter().any(|b| Arc::ptr_eq(b, &file)) {
+                        broken.push(file);
+                    }
+                }
+            }
+        }
+        tracing::debug!(?change, files = broken.len(), "host change to cached files");
+        for file in broken {
+            file.break_for_host_change(caching);
         }
     }
 }

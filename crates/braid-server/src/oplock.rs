@@ -31,6 +31,8 @@ use crate::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
 use crate::session::Session;
 use crate::sharded::ShardedMap;
 
+mod unwaited;
+
 /// MS-SMB2 3.3.2.1 Oplock Break Acknowledgment Timer (Windows: 35 s).
 pub const BREAK_ACK_TIMEOUT: Duration = Duration::from_secs(35);
 
@@ -477,60 +479,6 @@ impl FileOplocks {
         lease
     }
 
-    /// A write, truncation or byte-range lock through one open breaks the
-    /// read caching of the holders to none (MS-FSA 2.1.4.12): level II
-    /// oplocks and Read leases, without waiting for acknowledgments. The
-    /// open's own lease stays; its own level II oplock breaks too, as
-    /// Windows and Samba do (smbtorture smb2.oplock.batch1, brl1, brl3).
-    pub fn break_level2_except(&self, key: u64) {
-        let mut holders = self.holders.lock().unwrap();
-        let own_lease = holders
-            .iter()
-            .find(|h| h.open_key == key)
-            .and_then(|h| h.lease.as_ref().map(|l| l.id));
-        let mut seen: Vec<LeaseId> = Vec::new();
-        let mut lease_breaks = Vec::new();
-        for h in holders
-            .iter_mut()
-            .filter(|h| h.open_key != key || h.lease.is_none())
-        {
-            match &h.lease {
-                Some(lease) if Some(lease.id) == own_lease => {}
-                Some(lease) => break_to_none(h, lease, R, &mut seen, &mut lease_breaks),
-                None if h.level == oplock_level::LEVEL_II => {
-                    send_break(h, oplock_level::NONE);
-                    h.level = oplock_level::NONE;
-                }
-                None => {}
-            }
-        }
-        drop(holders);
-        for (h, n) in lease_breaks {
-            send_lease_notification(&h, &n);
-        }
-    }
-
-    /// An entry of this directory changed (`dir_lease.rs`): break every
-    /// lease on it to none but `except`, without waiting for
-    /// acknowledgments. A lease already breaking goes to none next.
-    pub fn break_dir_leases(&self, except: Option<LeaseId>) {
-        let holders = self.holders.lock().unwrap();
-        let mut seen: Vec<LeaseId> = Vec::new();
-        let mut lease_breaks = Vec::new();
-        for h in holders.iter() {
-            match &h.lease {
-                Some(lease) if Some(lease.id) != except => {
-                    break_to_none(h, lease, R | H | W, &mut seen, &mut lease_breaks)
-                }
-                _ => {}
-            }
-        }
-        drop(holders);
-        for (h, n) in lease_breaks {
-            send_lease_notification(&h, &n);
-        }
-    }
-
     /// MS-SMB2 3.3.5.22.1: an acknowledgment; the new level. An open with
     /// no break in progress is INVALID_OPLOCK_PROTOCOL, as Windows and
     /// Samba answer (smbtorture smb2.oplock.levelii500), not the
@@ -641,32 +589,6 @@ impl FileOplocks {
             .find(|h| h.open_key == key)
             .map(|h| h.level)
             .unwrap_or(0)
-    }
-}
-
-/// Break `lease` (held by `h`) to none without waiting, once per lease
-/// (`seen`), if it caches any of `caching`; a lease already breaking is
-/// broken to none after its acknowledgment. The notification is queued
-/// in `out`, to be sent once the holders' lock is released.
-fn break_to_none(
-    h: &Holder,
-    lease: &Arc<Lease>,
-    caching: u32,
-    seen: &mut Vec<LeaseId>,
-    out: &mut Vec<(Holder, LeaseBreakNotification)>,
-) {
-    if seen.contains(&lease.id) {
-        return;
-    }
-    seen.push(lease.id);
-    let mut st = lease.st.lock().unwrap();
-    match st.breaking_to {
-        Some(_) => st.required = 0,
-        None if st.state & caching != 0 => {
-            let n = lease.begin_break(&mut st, 0);
-            out.push((h.clone(), n));
-        }
-        None => {}
     }
 }
 

@@ -359,8 +359,9 @@ pub struct Open {
     /// Set by the first CHANGE_NOTIFY on a directory open (changes are
     /// buffered from then on, between requests).
     pub notify_watch: Mutex<Option<Arc<crate::notify::Watch>>>,
-    /// A directory open that is watched or leased is watched for changes
-    /// made on the host until it is closed (`host_watch.rs`).
+    /// A directory open that is watched or leased, or a file open granted
+    /// read caching, is watched for changes made on the host until it is
+    /// closed (`host_watch.rs`).
     pub host_interest: Mutex<Option<crate::host_watch::HostInterest>>,
     /// Set when the open was granted durability (MS-SMB2 3.3.1.10
     /// Open.IsDurable and what a reconnect is checked against).

@@ -32,7 +32,7 @@ pub struct Share {
     /// CHANGE_NOTIFY is served (`smb/ops/change_notify.rs`).
     pub change_notify: bool,
     /// Changes made on the host are reported and break directory leases
-    /// (`host_watch.rs`).
+    /// and cached files' caching (`host_watch.rs`).
     pub notify_host_changes: bool,
     /// Set when a reload ended this share (`reload.rs`); shared with the
     /// copies that only list it differently.

@@ -1,0 +1,228 @@
+//! Writes made on the host, outside the server, to files the server's
+//! clients cache: what Windows gets from its local opens going through
+//! the same oplock package as remote ones, so that a client caching a
+//! file (a Read lease, a level II or exclusive oplock) is told when a
+//! local job changes it. The server breaks those clients' caching.
+//!
+//! A fanotify group (fanotify_init(2), `FAN_REPORT_FID`) with one inode
+//! mark per cached file, kept while the file is cached. Each mark asks for
+//! `FAN_MODIFY`, an event on the first write(2) (or truncation) after the
+//! last one was read, so the break goes out while the writer is still at
+//! work rather than when it closes the file; the server's own writes to
+//! a marked file queue events too, which it drops by pid (about 1 µs per
+//! write, so only files someone caches are marked). And `FAN_ATTRIB`,
+//! which among attribute changes reports a change of link count: a file
+//! removed or replaced by a rename on the host is reported as `Unlinked`
+//! once it has no name left.
+//!
+//! Where fanotify is not available the feed cannot be made or a file
+//! cannot be marked; clients are then only told of changes made through
+//! the server.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Mutex;
+
+use crate::handle::OpenHandle;
+use crate::host_changes::{identity, parse_events};
+
+/// Which marked file an event is about: one per file, however many opens
+/// of it are cached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileMarkId(pub u64);
+
+/// A change another process made to a marked file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostFileChange {
+    /// Written or truncated.
+    Written(FileMarkId),
+    /// Its last name is gone: removed, or replaced by a rename.
+    Unlinked(FileMarkId),
+    /// The kernel's queue overflowed: changes to any marked file were lost.
+    Overflow,
+}
+
+const MASK: u64 = libc::FAN_MODIFY | libc::FAN_ATTRIB;
+
+struct Mark {
+    id: FileMarkId,
+    /// An `O_PATH` descriptor of the file: it takes no part in the file's
+    /// locks or share modes, and names the inode to remove the mark from
+    /// (through /proc/self/fd) and to look at the link count of.
+    inode: OwnedFd,
+    refs: usize,
+}
+
+#[derive(Default)]
+struct Marks {
+    /// By the kernel's identity of the file (fsid and file handle), which
+    /// is what each event carries.
+    by_key: HashMap<Vec<u8>, Mark>,
+    keys: HashMap<FileMarkId, Vec<u8>>,
+    next_id: u64,
+}
+
+/// The fanotify group that watches cached files for the server.
+pub struct HostWriteFeed {
+    fd: OwnedFd,
+    marks: Mutex<Marks>,
+    own_pid: i32,
+}
+
+impl AsRawFd for HostWriteFeed {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl HostWriteFeed {
+    /// A non-blocking feed: poll its fd for readability, then `read`.
+    pub fn new() -> io::Result<Self> {
+        // SAFETY: plain syscall; the fd it returns is owned here.
+        let fd = unsafe {
+            libc::fanotify_init(
+                libc::FAN_CLASS_NOTIF
+                    | libc::FAN_CLOEXEC
+                    | libc::FAN_NONBLOCK
+                    | libc::FAN_REPORT_FID,
+                (libc::O_RDONLY | libc::O_CLOEXEC) as u32,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(HostWriteFeed {
+            // SAFETY: a new fd nothing else owns.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            marks: Mutex::new(Marks::default()),
+            own_pid: std::process::id() as i32,
+        })
+    }
+
+    /// Watch the file `file` is an open of (counted: each call needs its
+    /// own `unwatch`).
+    pub fn watch(&self, file: &OpenHandle) -> io::Result<FileMarkId> {
+        let key = identity(file.fd())?;
+        let mut marks = self.marks.lock().unwrap();
+        if let Some(m) = marks.by_key.get_mut(&key) {
+            m.refs += 1;
+            return Ok(m.id);
+        }
+        let inode = reopen_as_path(file.fd())?;
+        self.mark(libc::FAN_MARK_ADD, &inode)?;
+        marks.next_id += 1;
+        let id = FileMarkId(marks.next_id);
+        marks.keys.insert(id, key.clone());
+        marks.by_key.insert(key, Mark { id, inode, refs: 1 });
+        Ok(id)
+    }
+
+    /// One `watch` of `id` ended; the last removes the mark.
+    pub fn unwatch(&self, id: FileMarkId) {
+        let mut marks = self.marks.lock().unwrap();
+        let Some(key) = marks.keys.get(&id).cloned() else {
+            return;
+        };
+        let Some(m) = marks.by_key.get_mut(&key) else {
+            return;
+        };
+        m.refs -= 1;
+        if m.refs > 0 {
+            return;
+        }
+        let m = marks.by_key.remove(&key).unwrap();
+        marks.keys.remove(&id);
+        drop(marks);
+        // The inode stays while `m.inode` is open, and so does its mark.
+        let _ = self.mark(libc::FAN_MARK_REMOVE, &m.inode);
+    }
+
+    /// Files marked now.
+    pub fn marked(&self) -> usize {
+        self.marks.lock().unwrap().by_key.len()
+    }
+
+    /// fanotify_mark(2) takes no `O_PATH` descriptor as the object itself,
+    /// but follows the /proc link to the inode it names.
+    fn mark(&self, flags: libc::c_uint, inode: &OwnedFd) -> io::Result<()> {
+        let link = CString::new(format!("/proc/self/fd/{}", inode.as_raw_fd())).unwrap();
+        // SAFETY: plain syscall with a NUL-terminated path.
+        let r = unsafe {
+            libc::fanotify_mark(
+                self.fd.as_raw_fd(),
+                flags,
+                MASK,
+                libc::AT_FDCWD,
+                link.as_ptr(),
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// The changes queued now, made by other processes, one per file and
+    /// kind. `WouldBlock` when there are none.
+    pub fn read(&self) -> io::Result<Vec<HostFileChange>> {
+        let mut buf = vec![0u8; 16 * 1024];
+        // SAFETY: reads into a buffer of the length given.
+        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buf.truncate(n as usize);
+        let marks = self.marks.lock().unwrap();
+        let mut out = Vec::new();
+        for event in parse_events(&buf) {
+            let change = if event.mask & libc::FAN_Q_OVERFLOW != 0 {
+                Some(HostFileChange::Overflow)
+            } else if event.pid == self.own_pid {
+                None
+            } else if let Some(m) = marks.by_key.get(&event.object_key) {
+                if event.mask & libc::FAN_ATTRIB != 0 && link_count(&m.inode) == Some(0) {
+                    Some(HostFileChange::Unlinked(m.id))
+                } else if event.mask & libc::FAN_MODIFY != 0 {
+                    Some(HostFileChange::Written(m.id))
+                } else {
+                    // Mode, owner, times, extended attributes, or a link
+                    // added or removed with a name left: nothing cached
+                    // goes stale.
+                    None
+                }
+            } else {
+                None
+            };
+            if let Some(c) = change {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// An `O_PATH` descriptor of the file `fd` is open on.
+fn reopen_as_path(fd: RawFd) -> io::Result<OwnedFd> {
+    let link = CString::new(format!("/proc/self/fd/{fd}")).unwrap();
+    // SAFETY: plain syscall; the result is owned here.
+    let raw = unsafe { libc::open(link.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
+}
+
+fn link_count(inode: &OwnedFd) -> Option<u64> {
+    // SAFETY: stat is plain data, filled by the call.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: plain syscall into the struct above.
+    if unsafe { libc::fstat(inode.as_raw_fd(), &mut st) } < 0 {
+        return None;
+    }
+    Some(st.st_nlink)
+}
