@@ -6,9 +6,11 @@ builds, interleaved: the cost of watching cached files for host writes.
 
 Each build serves a fresh share (tests/e2e/servers.py). Per round and
 build, one smbprotocol client (tests/e2e/smbremote.py) makes 4000 opens
-of one file with a Read+Handle lease, each closed at once ("open"), then
-holds one open with a Read+Write+Handle lease and writes 4 KiB 6000 times
-("write"); the order of the builds is reversed every other round. Prints
+of one file with a Read+Handle lease, each read once (4 KiB) and closed
+("open"), then holds one open with a Read+Write+Handle lease, reads it
+once and writes 4 KiB 6000 times ("write"); a read through a cached open
+is what has Braid watch the file for host writes. The order of the
+builds is reversed every other round. Prints
 server CPU (utime+stime) per operation. The client is slow (Python); only
 the server's CPU is counted.
 """
@@ -45,10 +47,13 @@ for rnd in range(int(sys.argv[3]) if len(sys.argv) > 3 else 6):
         c = RawClient(s)
         c0, _ = servers.tree_cpu(s.pid)
         for _ in range(OPENS):
-            c.open_cached("f.bin", READ, lease=R | H).close()
+            op = c.open_cached("f.bin", READ, lease=R | H)
+            op.read(0, 4096)
+            op.close()
         c1, _ = servers.tree_cpu(s.pid)
         op = c.open_cached("f.bin", READ | WRITE, lease=R | W | H)
         assert op.granted_lease == R | W | H, op.granted_lease
+        op.read(0, 4096)
         c2, _ = servers.tree_cpu(s.pid)
         for i in range(WRITES):
             op.write(block, (i % 256) * 4096)

@@ -2,7 +2,9 @@
 the clients that cache it, as a local open breaks them on Windows: a Read
 lease or an oplock goes to none while the writer is still at work, and a
 file removed or replaced on the host breaks handle caching too. The client
-then reads what the host wrote rather than what it cached.
+then reads what the host wrote rather than what it cached. (Braid watches
+a file from the first READ through an open that caches it: before that
+the client has cached nothing of its content.)
 
 Seen with smbprotocol (the breaks taken from its receive loop by
 smbremote.Breaks). Braid only: Samba breaks for local writes only with
@@ -61,6 +63,7 @@ def test_a_host_write_breaks_oplocks(smb_server, remote_dir):
                                oplock=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_II)
         assert batch.oplock_level == RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
         assert level2.oplock_level == RequestedOplockLevel.SMB2_OPLOCK_LEVEL_II
+        assert batch.read(0, 64) == b"batch" and level2.read(0, 64) == b"level2"
         (d / "level2.txt").write_bytes(b"changed")
         got = breaks.next(5)
         assert got == {"oplock": 0, "file_id": level2.file_id}, got
@@ -84,6 +87,7 @@ def test_a_file_replaced_on_the_host_breaks_handle_caching(smb_server, remote_di
     try:
         op = c.open_cached(f"{remote_dir}\\config.ini", READ, lease=R | H)
         assert op.granted_lease == R | H
+        assert op.read(0, 64) == b"old"
         # A change of mode leaves what the client cached as it was.
         os.chmod(d / "config.ini", 0o640)
         assert breaks.next(1) is None, "a change of mode broke the lease"

@@ -5,7 +5,8 @@
 //! local job changes it. The server breaks those clients' caching.
 //!
 //! A fanotify group (fanotify_init(2), `FAN_REPORT_FID`) with one inode
-//! mark per cached file, kept while the file is cached. Each mark asks for
+//! mark per cached file, kept while an open caching it lives (a watch
+//! and an unwatch cost about 5 µs of system calls). Each mark asks for
 //! `FAN_MODIFY`, an event on the first write(2) (or truncation) after the
 //! last one was read, so the break goes out while the writer is still at
 //! work rather than when it closes the file; the server's own writes to
@@ -13,14 +14,13 @@
 //! write, so only files someone caches are marked). And `FAN_ATTRIB`,
 //! which among attribute changes reports a change of link count: a file
 //! removed or replaced by a rename on the host is reported as `Unlinked`
-//! once it has no name left.
+//! once it has no name left (`fstat` of a watch's descriptor).
 //!
 //! Where fanotify is not available the feed cannot be made or a file
 //! cannot be marked; clients are then only told of changes made through
 //! the server.
 
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
@@ -48,11 +48,10 @@ const MASK: u64 = libc::FAN_MODIFY | libc::FAN_ATTRIB;
 
 struct Mark {
     id: FileMarkId,
-    /// An `O_PATH` descriptor of the file: it takes no part in the file's
-    /// locks or share modes, and names the inode to remove the mark from
-    /// (through /proc/self/fd) and to look at the link count of.
-    inode: OwnedFd,
-    refs: usize,
+    /// The descriptors of the live `FileWatch`es of the file, which name
+    /// its inode to look at the link count of and, for the last one, to
+    /// remove the mark from.
+    fds: Vec<RawFd>,
 }
 
 #[derive(Default)]
@@ -62,6 +61,15 @@ struct Marks {
     by_key: HashMap<Vec<u8>, Mark>,
     keys: HashMap<FileMarkId, Vec<u8>>,
     next_id: u64,
+}
+
+/// One `watch` of a file, ended by `unwatch`. It holds a duplicate of the
+/// open's descriptor: the same open file description, so it takes no
+/// part of its own in the file's locks or share modes, and it is closed
+/// with the watch, which ends with the open.
+pub struct FileWatch {
+    pub id: FileMarkId,
+    fd: OwnedFd,
 }
 
 /// The fanotify group that watches cached files for the server.
@@ -101,42 +109,53 @@ impl HostWriteFeed {
         })
     }
 
-    /// Watch the file `file` is an open of (counted: each call needs its
-    /// own `unwatch`).
-    pub fn watch(&self, file: &OpenHandle) -> io::Result<FileMarkId> {
+    /// Watch the file `file` is an open of; one mark per file however
+    /// many opens of it are watched.
+    pub fn watch(&self, file: &OpenHandle) -> io::Result<FileWatch> {
         let key = identity(file.fd())?;
+        // SAFETY: plain syscall; the new fd is owned here.
+        let raw = unsafe { libc::fcntl(file.fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new fd nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let mut marks = self.marks.lock().unwrap();
         if let Some(m) = marks.by_key.get_mut(&key) {
-            m.refs += 1;
-            return Ok(m.id);
+            m.fds.push(fd.as_raw_fd());
+            return Ok(FileWatch { id: m.id, fd });
         }
-        let inode = reopen_as_path(file.fd())?;
-        self.mark(libc::FAN_MARK_ADD, &inode)?;
+        self.mark(libc::FAN_MARK_ADD, &fd)?;
         marks.next_id += 1;
         let id = FileMarkId(marks.next_id);
         marks.keys.insert(id, key.clone());
-        marks.by_key.insert(key, Mark { id, inode, refs: 1 });
-        Ok(id)
+        marks.by_key.insert(
+            key,
+            Mark {
+                id,
+                fds: vec![fd.as_raw_fd()],
+            },
+        );
+        Ok(FileWatch { id, fd })
     }
 
-    /// One `watch` of `id` ended; the last removes the mark.
-    pub fn unwatch(&self, id: FileMarkId) {
+    /// End a watch; the last of a file removes its mark.
+    pub fn unwatch(&self, watch: FileWatch) {
         let mut marks = self.marks.lock().unwrap();
-        let Some(key) = marks.keys.get(&id).cloned() else {
+        let Some(key) = marks.keys.get(&watch.id).cloned() else {
             return;
         };
         let Some(m) = marks.by_key.get_mut(&key) else {
             return;
         };
-        m.refs -= 1;
-        if m.refs > 0 {
+        m.fds.retain(|&fd| fd != watch.fd.as_raw_fd());
+        if !m.fds.is_empty() {
             return;
         }
-        let m = marks.by_key.remove(&key).unwrap();
-        marks.keys.remove(&id);
+        marks.by_key.remove(&key);
+        marks.keys.remove(&watch.id);
         drop(marks);
-        // The inode stays while `m.inode` is open, and so does its mark.
-        let _ = self.mark(libc::FAN_MARK_REMOVE, &m.inode);
+        let _ = self.mark(libc::FAN_MARK_REMOVE, &watch.fd);
     }
 
     /// Files marked now.
@@ -144,18 +163,15 @@ impl HostWriteFeed {
         self.marks.lock().unwrap().by_key.len()
     }
 
-    /// fanotify_mark(2) takes no `O_PATH` descriptor as the object itself,
-    /// but follows the /proc link to the inode it names.
-    fn mark(&self, flags: libc::c_uint, inode: &OwnedFd) -> io::Result<()> {
-        let link = CString::new(format!("/proc/self/fd/{}", inode.as_raw_fd())).unwrap();
-        // SAFETY: plain syscall with a NUL-terminated path.
+    fn mark(&self, flags: libc::c_uint, file: &OwnedFd) -> io::Result<()> {
+        // SAFETY: plain syscall; a null path marks `file` itself.
         let r = unsafe {
             libc::fanotify_mark(
                 self.fd.as_raw_fd(),
                 flags,
                 MASK,
-                libc::AT_FDCWD,
-                link.as_ptr(),
+                file.as_raw_fd(),
+                std::ptr::null(),
             )
         };
         if r < 0 {
@@ -182,7 +198,7 @@ impl HostWriteFeed {
             } else if event.pid == self.own_pid {
                 None
             } else if let Some(m) = marks.by_key.get(&event.object_key) {
-                if event.mask & libc::FAN_ATTRIB != 0 && link_count(&m.inode) == Some(0) {
+                if event.mask & libc::FAN_ATTRIB != 0 && link_count(m.fds[0]) == Some(0) {
                     Some(HostFileChange::Unlinked(m.id))
                 } else if event.mask & libc::FAN_MODIFY != 0 {
                     Some(HostFileChange::Written(m.id))
@@ -205,23 +221,12 @@ impl HostWriteFeed {
     }
 }
 
-/// An `O_PATH` descriptor of the file `fd` is open on.
-fn reopen_as_path(fd: RawFd) -> io::Result<OwnedFd> {
-    let link = CString::new(format!("/proc/self/fd/{fd}")).unwrap();
-    // SAFETY: plain syscall; the result is owned here.
-    let raw = unsafe { libc::open(link.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
-    if raw < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new fd nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
-}
-
-fn link_count(inode: &OwnedFd) -> Option<u64> {
+/// `fd` is open while the marks' lock is held (see `FileWatch`).
+fn link_count(fd: RawFd) -> Option<u64> {
     // SAFETY: stat is plain data, filled by the call.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: plain syscall into the struct above.
-    if unsafe { libc::fstat(inode.as_raw_fd(), &mut st) } < 0 {
+    if unsafe { libc::fstat(fd, &mut st) } < 0 {
         return None;
     }
     Some(st.st_nlink)

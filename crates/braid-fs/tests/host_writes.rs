@@ -65,8 +65,10 @@ fn reports_other_processes_writes_and_removals_and_not_its_own() {
     e.create_file("b.txt", b"other");
     let a = e.open("a.txt", RW, ALL, Disposition::Open).unwrap();
     let a2 = e.open("a.txt", RW, ALL, Disposition::Open).unwrap();
-    let id = feed.watch(&a.handle).unwrap();
-    assert_eq!(feed.watch(&a2.handle).unwrap(), id, "one mark per file");
+    let w = feed.watch(&a.handle).unwrap();
+    let id = w.id;
+    let w2 = feed.watch(&a2.handle).unwrap();
+    assert_eq!(w2.id, id, "one mark per file");
     assert_eq!(feed.marked(), 1);
 
     // This process's own writes, and changes to files not marked, are not
@@ -96,9 +98,9 @@ fn reports_other_processes_writes_and_removals_and_not_its_own() {
     ));
     assert_eq!(poll(&feed), vec![HostFileChange::Unlinked(id)]);
 
-    feed.unwatch(id);
+    feed.unwatch(w);
     assert_eq!(feed.marked(), 1, "still watched once");
-    feed.unwatch(id);
+    feed.unwatch(w2);
     assert_eq!(feed.marked(), 0);
     sh(&format!("echo late >> {b_path}"));
     assert!(nothing_reported(&feed));
@@ -112,7 +114,8 @@ fn a_removed_file_is_reported_once_its_last_name_goes() {
     let e = env();
     e.create_file("c.txt", b"data");
     let c = e.open("c.txt", RW, ALL, Disposition::Open).unwrap();
-    let id = feed.watch(&c.handle).unwrap();
+    let w = feed.watch(&c.handle).unwrap();
+    let id = w.id;
     let (c_path, link) = (e.host("c.txt"), e.host("link.txt"));
     let (c_path, link) = (c_path.display(), link.display());
     // A second name, then the first removed: a name is left.
@@ -120,5 +123,5 @@ fn a_removed_file_is_reported_once_its_last_name_goes() {
     assert!(nothing_reported(&feed));
     sh(&format!("rm {link}"));
     assert_eq!(poll(&feed), vec![HostFileChange::Unlinked(id)]);
-    feed.unwatch(id);
+    feed.unwatch(w);
 }

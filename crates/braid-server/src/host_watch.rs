@@ -10,21 +10,22 @@
 //! recursive: a watch of a tree sees host changes in the directory it was
 //! made on, and in subdirectories only while they are watched too.
 //!
-//! A file open granted read caching (a lease with Read, any oplock) is
-//! marked too (braid-fs `host_writes.rs`) until it is closed: a host
-//! write breaks the file's leases and oplocks as a write through another
-//! open would (MS-FSA 2.1.4.12), and removing or replacing the file
-//! breaks handle caching as well, so a client does not go on reading
-//! what it cached, or reopening a cached handle of a file that is gone.
-//! Windows does this for local opens; Samba only with `kernel oplocks`,
-//! off by default.
+//! A file open that caches reads (a lease with Read, any oplock) is
+//! marked too (braid-fs `host_writes.rs`), from its first READ until it
+//! is closed: a host write breaks the file's leases and oplocks as a
+//! write through another open would (MS-FSA 2.1.4.12), and removing or
+//! replacing the file breaks handle caching as well, so a client does not
+//! go on reading what it cached, or reopening a cached handle of a file
+//! that is gone. Windows does this for local opens; Samba only with
+//! `kernel oplocks`, off by default.
 
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use braid_fs::host_changes::{HostChange, HostChangeFeed, MarkId};
-use braid_fs::host_writes::{FileMarkId, HostFileChange, HostWriteFeed};
+use braid_fs::host_writes::{FileMarkId, FileWatch, HostFileChange, HostWriteFeed};
 use tokio::io::unix::AsyncFd;
 
 use crate::lease::{H, R, W};
@@ -83,22 +84,25 @@ pub struct DirInterest {
 /// A cached file open's interest in writes to its file.
 pub struct FileInterest {
     watch: Arc<HostWatch>,
-    id: FileMarkId,
+    file: Option<FileWatch>,
     open_key: u64,
 }
 
 impl Drop for FileInterest {
     fn drop(&mut self) {
+        let Some(file) = self.file.take() else {
+            return;
+        };
         let mut files = self.watch.files.lock().unwrap();
-        if let Some(list) = files.get_mut(&self.id) {
+        if let Some(list) = files.get_mut(&file.id) {
             list.retain(|(k, _)| *k != self.open_key);
             if list.is_empty() {
-                files.remove(&self.id);
+                files.remove(&file.id);
             }
         }
         drop(files);
         if let Some(feed) = self.watch.file_feed.get() {
-            feed.unwatch(self.id);
+            feed.unwatch(file);
         }
     }
 }
@@ -172,8 +176,8 @@ impl HostWatch {
         if !share.notify_host_changes || open.is_directory || open.handle.stream_key() != 0 {
             return None;
         }
-        let id = match feed.watch(&open.handle) {
-            Ok(id) => id,
+        let file = match feed.watch(&open.handle) {
+            Ok(w) => w,
             Err(e) => {
                 tracing::debug!(share = %share.name, "host writes not watched: {e}");
                 return None;
@@ -182,12 +186,12 @@ impl HostWatch {
         self.files
             .lock()
             .unwrap()
-            .entry(id)
+            .entry(file.id)
             .or_default()
             .push((oplock.key, Arc::downgrade(&oplock.file)));
         Some(FileInterest {
             watch: self.clone(),
-            id,
+            file: Some(file),
             open_key: oplock.key,
         })
     }
@@ -249,15 +253,37 @@ pub fn watch_open(state: &ServerState, share: &Share, open: &Open, dir_id: Optio
     }
 }
 
-/// Start watching the file `open` is an open of (a new open of `share`
-/// granted read caching) for host writes, until it is closed.
-pub fn watch_cached_file(state: &ServerState, share: &Share, open: &Open) {
+/// An open's first READ: if the open caches what it reads (a lease with
+/// Read, any oplock), watch its file for host writes until it is closed.
+/// Not at the open: an open that never reads data (for attributes, a
+/// listing, a rename) has nothing cached to go stale, and a mark costs
+/// about 5 µs of system calls to take and remove.
+pub fn watch_read_cache(state: &ServerState, share: &Share, open: &Open) {
+    use std::sync::atomic::Ordering;
+    if open.host_watch_tried.swap(true, Ordering::Relaxed) || !caches_reads(open) {
+        return;
+    }
     let mut slot = open.host_interest.lock().unwrap();
-    if slot.is_none() && !open.closed.load(std::sync::atomic::Ordering::Acquire) {
+    if slot.is_none() && !open.closed.load(Ordering::Acquire) {
         *slot = state
             .host_watch
             .file_interest(share, open)
             .map(HostInterest::File);
+    }
+}
+
+/// Whether the client may read the file from its cache now.
+fn caches_reads(open: &Open) -> bool {
+    use braid_smb_proto::messages::create::oplock_level;
+    let Some(o) = &open.oplock else {
+        return false;
+    };
+    match o.file.lease_of(o.key) {
+        Some(lease) => lease.st.lock().unwrap().state & R != 0,
+        None => matches!(
+            o.file.level_of(o.key),
+            oplock_level::LEVEL_II | oplock_level::EXCLUSIVE | oplock_level::BATCH
+        ),
     }
 }
 
@@ -274,18 +300,33 @@ pub async fn run(state: Arc<ServerState>) {
     let files = state.clone();
     tokio::spawn(async move {
         if let Some(feed) = files.host_watch.file_feed.get() {
-            read_feed(feed, HostWriteFeed::read, |c| dispatch_files(&files, c)).await;
+            read_feed(feed, FILE_EVENTS_SETTLE, HostWriteFeed::read, |c| {
+                dispatch_files(&files, c)
+            })
+            .await;
         }
     });
     if let Some(feed) = state.host_watch.feed.get() {
-        read_feed(feed, HostChangeFeed::read, |c| dispatch(&state, c)).await;
+        read_feed(feed, Duration::ZERO, HostChangeFeed::read, |c| {
+            dispatch(&state, c)
+        })
+        .await;
     }
 }
 
-/// Read `feed` whenever it is readable, handing what `read` returns to
-/// `on`, until it fails.
+/// How long the file feed is left to fill once it is readable. Braid's own
+/// writes to a marked file queue events too; while one is queued, the
+/// kernel merges the next into it (same file, same process) without
+/// waking the reader, so a write stream through Braid wakes the reader
+/// at most once per this, rather than once per write. A host write's
+/// break goes out this much later.
+const FILE_EVENTS_SETTLE: Duration = Duration::from_millis(10);
+
+/// Read `feed` whenever it is readable, `settle` after it became so,
+/// handing what `read` returns to `on`, until it fails.
 async fn read_feed<F: AsRawFd, T>(
     feed: &F,
+    settle: Duration,
     read: impl Fn(&F) -> std::io::Result<Vec<T>>,
     mut on: impl FnMut(Vec<T>),
 ) {
@@ -304,6 +345,9 @@ async fn read_feed<F: AsRawFd, T>(
         let Ok(mut ready) = fd.readable().await else {
             return;
         };
+        if !settle.is_zero() {
+            tokio::time::sleep(settle).await;
+        }
         loop {
             match read(feed) {
                 Ok(changes) => on(changes),

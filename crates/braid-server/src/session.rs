@@ -359,10 +359,13 @@ pub struct Open {
     /// Set by the first CHANGE_NOTIFY on a directory open (changes are
     /// buffered from then on, between requests).
     pub notify_watch: Mutex<Option<Arc<crate::notify::Watch>>>,
-    /// A directory open that is watched or leased, or a file open granted
-    /// read caching, is watched for changes made on the host until it is
-    /// closed (`host_watch.rs`).
+    /// A directory open that is watched or leased, or a file open that
+    /// read through its read caching, is watched for changes made on the
+    /// host until it is closed (`host_watch.rs`).
     pub host_interest: Mutex<Option<crate::host_watch::HostInterest>>,
+    /// Set by the open's first READ, which starts watching the file for
+    /// host writes if the open caches reads (`host_watch::watch_read_cache`).
+    pub host_watch_tried: AtomicBool,
     /// Set when the open was granted durability (MS-SMB2 3.3.1.10
     /// Open.IsDurable and what a reconnect is checked against).
     pub durable: Mutex<Option<crate::durable::Durability>>,

@@ -356,6 +356,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         close_signal: Default::default(),
         notify_watch: Mutex::new(None),
         host_interest: Mutex::new(None),
+        host_watch_tried: AtomicBool::new(false),
         durable: Mutex::new(durable.as_ref().map(|(d, _)| d.clone())),
         create_guid: durable_ask
             .v2
@@ -377,8 +378,6 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .dir_leases
             .register(&share.name, info.file_id, &open);
         crate::host_watch::watch_open(&req.conn.server, &share, &open, Some(info.file_id));
-    } else if caches_reads(&granted_caching) {
-        crate::host_watch::watch_cached_file(&req.conn.server, &share, &open);
     }
     if !is_stream && opened.action != CreateAction::Opened {
         req.conn.server.dir_leases.break_parent(
@@ -618,16 +617,4 @@ async fn open_file(
         Ok(o)
     })
     .await
-}
-
-/// Whether the client may read the file from its cache: a lease with Read
-/// (every lease that caches anything has it) or any oplock.
-fn caches_reads(granted: &crate::oplock::Granted) -> bool {
-    match &granted.lease {
-        Some(lease) => lease.st.lock().unwrap().state & crate::lease::R != 0,
-        None => matches!(
-            granted.oplock_level,
-            oplock_level::LEVEL_II | oplock_level::EXCLUSIVE | oplock_level::BATCH
-        ),
-    }
 }
