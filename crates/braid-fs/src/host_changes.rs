@@ -220,38 +220,23 @@ impl HostChangeFeed {
     }
 
     fn mark(&self, flags: libc::c_uint, dir: &OwnedFd) -> io::Result<()> {
-        // SAFETY: plain syscall; a null path marks `dir` itself.
-        let r = unsafe {
-            libc::fanotify_mark(
-                self.fd.as_raw_fd(),
-                flags,
-                MASK,
-                dir.as_raw_fd(),
-                std::ptr::null(),
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        mark(&self.fd, flags, MASK, dir)
     }
 
     /// The changes queued now, made by other processes. `WouldBlock` when
     /// there are none.
     pub fn read(&self) -> io::Result<Vec<HostChange>> {
-        let mut buf = vec![0u8; 64 * 1024];
-        // SAFETY: reads into a buffer of the length given.
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::WouldBlock && self.pending_move.lock().unwrap().is_some()
+        let buf = match read_queue(&self.fd, 64 * 1024) {
+            Ok(buf) => buf,
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    && self.pending_move.lock().unwrap().is_some() =>
             {
                 // Nothing follows the move out: it was not a rename here.
                 return Ok(self.flush_pending_move().into_iter().collect());
             }
-            return Err(e);
-        }
-        buf.truncate(n as usize);
+            Err(e) => return Err(e),
+        };
         let marks = self.marks.lock().unwrap();
         let mut pending = self.pending_move.lock().unwrap();
         let mut out = Vec::new();
@@ -343,6 +328,41 @@ impl HostChangeFeed {
     fn flush_pending_move(&self) -> Option<HostChange> {
         self.pending_move.lock().unwrap().take().map(moved_out)
     }
+}
+
+/// fanotify_mark(2) on what `object` is open on (a null path).
+pub(crate) fn mark(
+    group: &OwnedFd,
+    flags: libc::c_uint,
+    mask: u64,
+    object: &OwnedFd,
+) -> io::Result<()> {
+    // SAFETY: plain syscall; a null path marks `object` itself.
+    let r = unsafe {
+        libc::fanotify_mark(
+            group.as_raw_fd(),
+            flags,
+            mask,
+            object.as_raw_fd(),
+            std::ptr::null(),
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One read(2) of a group's queue: whole events, up to `len` bytes.
+pub(crate) fn read_queue(group: &OwnedFd, len: usize) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    // SAFETY: reads into a buffer of the length given.
+    let n = unsafe { libc::read(group.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    buf.truncate(n as usize);
+    Ok(buf)
 }
 
 /// Whether `name` is an entry of `dir` now.

@@ -26,7 +26,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 
 use crate::handle::OpenHandle;
-use crate::host_changes::{identity, parse_events};
+use crate::host_changes::{identity, mark, parse_events, read_queue};
 
 /// Which marked file an event is about: one per file, however many opens
 /// of it are cached.
@@ -164,32 +164,13 @@ impl HostWriteFeed {
     }
 
     fn mark(&self, flags: libc::c_uint, file: &OwnedFd) -> io::Result<()> {
-        // SAFETY: plain syscall; a null path marks `file` itself.
-        let r = unsafe {
-            libc::fanotify_mark(
-                self.fd.as_raw_fd(),
-                flags,
-                MASK,
-                file.as_raw_fd(),
-                std::ptr::null(),
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        mark(&self.fd, flags, MASK, file)
     }
 
     /// The changes queued now, made by other processes, one per file and
     /// kind. `WouldBlock` when there are none.
     pub fn read(&self) -> io::Result<Vec<HostFileChange>> {
-        let mut buf = vec![0u8; 16 * 1024];
-        // SAFETY: reads into a buffer of the length given.
-        let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        buf.truncate(n as usize);
+        let buf = read_queue(&self.fd, 16 * 1024)?;
         let marks = self.marks.lock().unwrap();
         let mut out = Vec::new();
         for event in parse_events(&buf) {

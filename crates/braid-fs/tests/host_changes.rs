@@ -37,16 +37,6 @@ fn directory() -> (Env, Opened) {
     (e, dir)
 }
 
-fn sh(script: &str) {
-    let ok = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "{script}");
-}
-
 #[test]
 fn reports_other_processes_changes_and_not_its_own() {
     let feed = match HostChangeFeed::new() {

@@ -41,16 +41,6 @@ fn nothing_reported(feed: &HostWriteFeed) -> bool {
     }
 }
 
-fn sh(script: &str) {
-    let ok = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "{script}");
-}
-
 #[test]
 fn reports_other_processes_writes_and_removals_and_not_its_own() {
     let feed = match HostWriteFeed::new() {

@@ -120,3 +120,15 @@ pub fn listed_names(o: &Opened) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Run `script` with sh, as a process other than the test: it must succeed.
+#[allow(dead_code)]
+pub fn sh(script: &str) {
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{script}");
+}
