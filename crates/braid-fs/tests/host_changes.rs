@@ -37,8 +37,16 @@ fn directory() -> (Env, Opened) {
     (e, dir)
 }
 
+/// The tests of this file run one at a time. A process another test forks
+/// holds a copy of every descriptor open at that moment until it execs;
+/// if this process's own write to a file was open then, the last close,
+/// and with it the close-after-write event, is the child's, and is
+/// reported as another process's change.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn reports_other_processes_changes_and_not_its_own() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let feed = match HostChangeFeed::new() {
         Ok(f) => f,
         Err(e) => {
@@ -128,6 +136,7 @@ fn reports_other_processes_changes_and_not_its_own() {
 
 #[test]
 fn a_full_queue_reports_an_overflow() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(feed) = HostChangeFeed::new() else {
         eprintln!("skipped: fanotify is not available here");
         return;
