@@ -134,22 +134,8 @@ impl AsRawFd for HostChangeFeed {
 impl HostChangeFeed {
     /// A non-blocking feed: poll its fd for readability, then `read`.
     pub fn new() -> io::Result<Self> {
-        // SAFETY: plain syscall; the fd it returns is owned here.
-        let fd = unsafe {
-            libc::fanotify_init(
-                libc::FAN_CLASS_NOTIF
-                    | libc::FAN_CLOEXEC
-                    | libc::FAN_NONBLOCK
-                    | libc::FAN_REPORT_DFID_NAME,
-                (libc::O_RDONLY | libc::O_CLOEXEC) as u32,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
         Ok(HostChangeFeed {
-            // SAFETY: a new fd nothing else owns.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: group(libc::FAN_REPORT_DFID_NAME)?,
             marks: Mutex::new(Marks::default()),
             own_pid: std::process::id() as i32,
             pending_move: Mutex::new(None),
@@ -328,6 +314,23 @@ impl HostChangeFeed {
     fn flush_pending_move(&self) -> Option<HostChange> {
         self.pending_move.lock().unwrap().take().map(moved_out)
     }
+}
+
+/// A non-blocking notification group (fanotify_init(2)) reporting what
+/// `report` asks for.
+pub(crate) fn group(report: libc::c_uint) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall; the fd it returns is owned here.
+    let fd = unsafe {
+        libc::fanotify_init(
+            libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK | report,
+            (libc::O_RDONLY | libc::O_CLOEXEC) as u32,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// fanotify_mark(2) on what `object` is open on (a null path).

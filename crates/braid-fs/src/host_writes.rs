@@ -26,7 +26,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 
 use crate::handle::OpenHandle;
-use crate::host_changes::{identity, mark, parse_events, read_queue};
+use crate::host_changes::{group, identity, mark, parse_events, read_queue};
 
 /// Which marked file an event is about: one per file, however many opens
 /// of it are cached.
@@ -88,22 +88,8 @@ impl AsRawFd for HostWriteFeed {
 impl HostWriteFeed {
     /// A non-blocking feed: poll its fd for readability, then `read`.
     pub fn new() -> io::Result<Self> {
-        // SAFETY: plain syscall; the fd it returns is owned here.
-        let fd = unsafe {
-            libc::fanotify_init(
-                libc::FAN_CLASS_NOTIF
-                    | libc::FAN_CLOEXEC
-                    | libc::FAN_NONBLOCK
-                    | libc::FAN_REPORT_FID,
-                (libc::O_RDONLY | libc::O_CLOEXEC) as u32,
-            )
-        };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
         Ok(HostWriteFeed {
-            // SAFETY: a new fd nothing else owns.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            fd: group(libc::FAN_REPORT_FID)?,
             marks: Mutex::new(Marks::default()),
             own_pid: std::process::id() as i32,
         })

@@ -2,7 +2,7 @@
 //! watched directory is reported, what this process changes is not.
 mod common;
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use braid_fs::host_changes::{HostChange, HostChangeFeed};
 use braid_fs::*;
@@ -10,21 +10,7 @@ use common::*;
 
 /// Everything queued once the changes of a finished command have arrived.
 fn poll(feed: &HostChangeFeed) -> Vec<HostChange> {
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        match feed.read() {
-            Ok(v) => out.extend(v),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if !out.is_empty() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => panic!("read: {e}"),
-        }
-    }
-    out
+    poll_feed(|| feed.read())
 }
 
 /// A fresh share with a directory "d", opened.

@@ -2,7 +2,7 @@
 //! a marked file is reported, what this process does is not.
 mod common;
 use std::io;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use braid_fs::host_writes::{HostFileChange, HostWriteFeed};
 use braid_fs::*;
@@ -10,21 +10,7 @@ use common::*;
 
 /// Everything queued once the changes of a finished command have arrived.
 fn poll(feed: &HostWriteFeed) -> Vec<HostFileChange> {
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        match feed.read() {
-            Ok(v) => out.extend(v),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if !out.is_empty() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => panic!("read: {e}"),
-        }
-    }
-    out
+    poll_feed(|| feed.read())
 }
 
 /// No change is reported (events this process caused may be queued and

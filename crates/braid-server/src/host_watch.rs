@@ -260,7 +260,11 @@ pub fn watch_open(state: &ServerState, share: &Share, open: &Open, dir_id: Optio
 /// about 5 µs of system calls to take and remove.
 pub fn watch_read_cache(state: &ServerState, share: &Share, open: &Open) {
     use std::sync::atomic::Ordering;
-    if open.host_watch_tried.swap(true, Ordering::Relaxed) || !caches_reads(open) {
+    // A load first: every READ passes here, and only the first may write.
+    if open.host_watch_tried.load(Ordering::Relaxed)
+        || open.host_watch_tried.swap(true, Ordering::Relaxed)
+        || !caches_reads(open)
+    {
         return;
     }
     let mut slot = open.host_interest.lock().unwrap();
@@ -367,30 +371,19 @@ async fn read_feed<F: AsRawFd, T>(
 /// Break the caching of the files the host changed.
 fn dispatch_files(state: &ServerState, changes: Vec<HostFileChange>) {
     for change in changes {
-        let (ids, caching): (Vec<FileMarkId>, u32) = {
+        let (caching, cached) = {
             let files = state.host_watch.files.lock().unwrap();
+            let of = |id| files.get(&id).into_iter().flatten();
             match change {
-                HostFileChange::Written(id) => (vec![id], R | W),
-                HostFileChange::Unlinked(id) => (vec![id], R | W | H),
-                HostFileChange::Overflow => (files.keys().copied().collect(), R | W),
+                HostFileChange::Written(id) => (R | W, of(id).cloned().collect::<Vec<_>>()),
+                HostFileChange::Unlinked(id) => (R | W | H, of(id).cloned().collect()),
+                HostFileChange::Overflow => (R | W, files.values().flatten().cloned().collect()),
             }
         };
         let mut broken: Vec<Arc<FileOplocks>> = Vec::new();
-        for id in ids {
-            let opens = state
-                .host_watch
-                .files
-                .lock()
-                .unwrap()
-                .get(&id)
-                .cloned()
-                .unwrap_or_default();
-            for (_, file) in opens {
-                if let Some(file) = file.upgrade() {
-                    if !broken.iter().any(|b| Arc::ptr_eq(b, &file)) {
-                        broken.push(file);
-                    }
-                }
+        for file in cached.iter().filter_map(|(_, f)| f.upgrade()) {
+            if !broken.iter().any(|b| Arc::ptr_eq(b, &file)) {
+                broken.push(file);
             }
         }
         tracing::debug!(?change, files = broken.len(), "host change to cached files");

@@ -132,3 +132,25 @@ pub fn sh(script: &str) {
         .success();
     assert!(ok, "{script}");
 }
+
+/// What a host change feed's `read` returns, gathered until the changes
+/// of a finished command have arrived (or 5 s passed with none).
+#[allow(dead_code)]
+pub fn poll_feed<T>(mut read: impl FnMut() -> std::io::Result<Vec<T>>) -> Vec<T> {
+    use std::time::{Duration, Instant};
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        match read() {
+            Ok(v) => out.extend(v),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !out.is_empty() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    out
+}
