@@ -7,7 +7,8 @@ builds, interleaved: the cost of watching cached files for host writes.
 Each build serves a fresh share (tests/e2e/servers.py). Per round and
 build, one smbprotocol client (tests/e2e/smbremote.py) makes 4000 opens
 of one file with a Read+Handle lease, each read once (4 KiB) and closed
-("open"), then holds one open with a Read+Write+Handle lease, reads it
+("open"), the same once for each of 3000 files not opened before in
+that round ("distinct"), then holds one open with a Read+Write+Handle lease, reads it
 once and writes 4 KiB 6000 times ("write"); a read through a cached open
 is what has Braid watch the file for host writes. The order of the
 builds is reversed every other round. Prints
@@ -26,7 +27,8 @@ from smbremote import RawClient  # noqa: E402
 
 R, H, W = 1, 2, 4
 READ, WRITE = 0x1 | 0x80, 0x2
-OPENS, WRITES = 4000, 6000
+OPENS, DISTINCT, WRITES = 4000, 3000, 6000
+ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 6
 
 bins = {"old": str(Path(sys.argv[1]).resolve()), "new": str(Path(sys.argv[2]).resolve())}
 base = Path(tempfile.mkdtemp(prefix="braid-leasebench.", dir="/var/tmp"))
@@ -37,11 +39,14 @@ for name, b in bins.items():
     (d / "share").mkdir(parents=True)
     (d / "w").mkdir()
     (d / "share" / "f.bin").write_bytes(b"\0" * 4096)
+    for i in range(DISTINCT * ROUNDS):
+        (d / "share" / f"d{i}.bin").write_bytes(b"\0" * 4096)
     srv[name] = servers.start("braid", d / "share", d / "w")
-res = {(n, k): [] for n in bins for k in ("open", "write")}
+KINDS = ("open", "distinct", "write")
+res = {(n, k): [] for n in bins for k in KINDS}
 order = list(bins)
 block = uuid.uuid4().bytes * 256
-for rnd in range(int(sys.argv[3]) if len(sys.argv) > 3 else 6):
+for rnd in range(ROUNDS):
     for name in (order if rnd % 2 == 0 else order[::-1]):
         s = srv[name]
         c = RawClient(s)
@@ -51,6 +56,11 @@ for rnd in range(int(sys.argv[3]) if len(sys.argv) > 3 else 6):
             op.read(0, 4096)
             op.close()
         c1, _ = servers.tree_cpu(s.pid)
+        for i in range(DISTINCT * rnd, DISTINCT * (rnd + 1)):
+            op = c.open_cached(f"d{i}.bin", READ, lease=R | H)
+            op.read(0, 4096)
+            op.close()
+        c1d, _ = servers.tree_cpu(s.pid)
         op = c.open_cached("f.bin", READ | WRITE, lease=R | W | H)
         assert op.granted_lease == R | W | H, op.granted_lease
         op.read(0, 4096)
@@ -61,9 +71,9 @@ for rnd in range(int(sys.argv[3]) if len(sys.argv) > 3 else 6):
         op.close()
         c.close()
         res[(name, "open")].append((c1 - c0) / OPENS * 1e6)
+        res[(name, "distinct")].append((c1d - c1) / DISTINCT * 1e6)
         res[(name, "write")].append((c3 - c2) / WRITES * 1e6)
-        print(name, rnd, f"open {res[(name, 'open')][-1]:.1f} µs",
-              f"write {res[(name, 'write')][-1]:.1f} µs", flush=True)
+        print(name, rnd, *(f"{k} {res[(name, k)][-1]:.1f} µs" for k in KINDS), flush=True)
 for s in srv.values():
     s.stop()
 for (n, k), v in res.items():

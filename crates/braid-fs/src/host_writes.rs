@@ -5,32 +5,53 @@
 //! local job changes it. The server breaks those clients' caching.
 //!
 //! A fanotify group (fanotify_init(2), `FAN_REPORT_FID`) with one inode
-//! mark per cached file, kept while an open caching it lives (a watch
-//! and an unwatch cost about 5 µs of system calls). Each mark asks for
-//! `FAN_MODIFY`, an event on the first write(2) (or truncation) after the
-//! last one was read, so the break goes out while the writer is still at
-//! work rather than when it closes the file; the server's own writes to
-//! a marked file queue events too, which it drops by pid (about 1 µs per
-//! write, so only files someone caches are marked). And `FAN_ATTRIB`,
-//! which among attribute changes reports a change of link count: a file
-//! removed or replaced by a rename on the host is reported as `Unlinked`
-//! once it has no name left (`fstat` of a watch's descriptor).
+//! mark per cached file. Each mark asks for `FAN_MODIFY`, an event on the
+//! first write(2) (or truncation) after the last one was read, so the
+//! break goes out while the writer is still at work rather than when it
+//! closes the file; the server's own writes to a marked file queue events
+//! too, which it drops by pid (about 1 µs per write, so only files someone
+//! caches are marked). And `FAN_ATTRIB`, which among attribute changes
+//! reports a change of link count: a file removed or replaced by a rename
+//! on the host is reported as `Unlinked` once it has no name left.
+//!
+//! A mark outlives the last watch of its file by up to [`IDLE_FOR`] (at
+//! most [`IDLE_MAX`] such idle marks), so that a file opened and read
+//! again is watched with no system call but its identity. Removing a mark
+//! is what costs: the kernel hands the mark and its inode's connector to
+//! a worker thread, whose wake-up preempted the server on this 2-core VM
+//! (+1.8 context switches and +1.4 migrations per leased open, ~40 µs of
+//! server CPU; docs/BENCHMARKS.md section 6). Idle marks are removed in
+//! batches by [`HostWriteFeed::sweep`], one worker wake-up for many.
+//!
+//! Each mark keeps an `O_PATH` descriptor of its file, to remove the mark
+//! through and to read the link count from. An `O_PATH` descriptor takes
+//! no part in the file's locks, leases or share modes, so a mark may
+//! outlive the opens it was made for; it does keep the inode, so the mark
+//! of a file with no name left is removed at once, not kept idle.
 //!
 //! Where fanotify is not available the feed cannot be made or a file
 //! cannot be marked; clients are then only told of changes made through
 //! the server.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use crate::handle::OpenHandle;
-use crate::host_changes::{group, identity, mark, parse_events, read_queue};
+use crate::host_changes::{group, identity, parse_events, read_queue};
+
+/// How long a mark is kept after the last watch of its file ends.
+pub const IDLE_FOR: Duration = Duration::from_secs(30);
+/// How many idle marks are kept at most; beyond this the longest idle
+/// sixteenth goes at once.
+pub const IDLE_MAX: usize = 1024;
 
 /// Which marked file an event is about: one per file, however many opens
 /// of it are cached.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FileMarkId(pub u64);
 
 /// A change another process made to a marked file.
@@ -48,10 +69,12 @@ const MASK: u64 = libc::FAN_MODIFY | libc::FAN_ATTRIB;
 
 struct Mark {
     id: FileMarkId,
-    /// The descriptors of the live `FileWatch`es of the file, which name
-    /// its inode to look at the link count of and, for the last one, to
-    /// remove the mark from.
-    fds: Vec<RawFd>,
+    /// An `O_PATH` descriptor of the file.
+    inode: OwnedFd,
+    /// Live watches of the file.
+    watches: usize,
+    /// Since when it has had none.
+    idle_since: Option<Instant>,
 }
 
 #[derive(Default)]
@@ -60,16 +83,14 @@ struct Marks {
     /// is what each event carries.
     by_key: HashMap<Vec<u8>, Mark>,
     keys: HashMap<FileMarkId, Vec<u8>>,
+    /// Idle marks, by when they became idle.
+    idle: BTreeSet<(Instant, FileMarkId)>,
     next_id: u64,
 }
 
-/// One `watch` of a file, ended by `unwatch`. It holds a duplicate of the
-/// open's descriptor: the same open file description, so it takes no
-/// part of its own in the file's locks or share modes, and it is closed
-/// with the watch, which ends with the open.
+/// One `watch` of a file, ended by `unwatch`.
 pub struct FileWatch {
     pub id: FileMarkId,
-    fd: OwnedFd,
 }
 
 /// The fanotify group that watches cached files for the server.
@@ -77,6 +98,10 @@ pub struct HostWriteFeed {
     fd: OwnedFd,
     marks: Mutex<Marks>,
     own_pid: i32,
+    /// /proc/self/fd, which names each descriptor as a link to its file.
+    proc_fds: OwnedFd,
+    idle_for: Duration,
+    idle_max: usize,
 }
 
 impl AsRawFd for HostWriteFeed {
@@ -88,30 +113,39 @@ impl AsRawFd for HostWriteFeed {
 impl HostWriteFeed {
     /// A non-blocking feed: poll its fd for readability, then `read`.
     pub fn new() -> io::Result<Self> {
+        Self::with_idle_limits(IDLE_FOR, IDLE_MAX)
+    }
+
+    /// As `new`, keeping idle marks for `idle_for`, at most `idle_max`.
+    pub fn with_idle_limits(idle_for: Duration, idle_max: usize) -> io::Result<Self> {
         Ok(HostWriteFeed {
             fd: group(libc::FAN_REPORT_FID)?,
             marks: Mutex::new(Marks::default()),
             own_pid: std::process::id() as i32,
+            proc_fds: open_path(libc::AT_FDCWD, c"/proc/self/fd", libc::O_DIRECTORY)?,
+            idle_for,
+            idle_max,
         })
     }
 
     /// Watch the file `file` is an open of; one mark per file however
-    /// many opens of it are watched.
+    /// many opens of it are watched, kept from an earlier watch if the
+    /// file has been watched lately.
     pub fn watch(&self, file: &OpenHandle) -> io::Result<FileWatch> {
         let key = identity(file.fd())?;
-        // SAFETY: plain syscall; the new fd is owned here.
-        let raw = unsafe { libc::fcntl(file.fd(), libc::F_DUPFD_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a new fd nothing else owns.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // Mark syscalls happen under the lock: a removal racing with a new
+        // watch of the same file would take the new watch's mark away.
         let mut marks = self.marks.lock().unwrap();
         if let Some(m) = marks.by_key.get_mut(&key) {
-            m.fds.push(fd.as_raw_fd());
-            return Ok(FileWatch { id: m.id, fd });
+            m.watches += 1;
+            let id = m.id;
+            if let Some(since) = m.idle_since.take() {
+                marks.idle.remove(&(since, id));
+            }
+            return Ok(FileWatch { id });
         }
-        self.mark(libc::FAN_MARK_ADD, &fd)?;
+        let inode = open_path(self.proc_fds.as_raw_fd(), &fd_name(file.fd()), 0)?;
+        self.mark(libc::FAN_MARK_ADD, file.fd(), None)?;
         marks.next_id += 1;
         let id = FileMarkId(marks.next_id);
         marks.keys.insert(id, key.clone());
@@ -119,63 +153,139 @@ impl HostWriteFeed {
             key,
             Mark {
                 id,
-                fds: vec![fd.as_raw_fd()],
+                inode,
+                watches: 1,
+                idle_since: None,
             },
         );
-        Ok(FileWatch { id, fd })
+        Ok(FileWatch { id })
     }
 
-    /// End a watch; the last of a file removes its mark.
-    pub fn unwatch(&self, watch: FileWatch) {
+    /// End a watch. The last of a file leaves its mark idle, to be removed
+    /// by `sweep` once idle for long enough; true if it did.
+    pub fn unwatch(&self, watch: FileWatch, now: Instant) -> bool {
         let mut marks = self.marks.lock().unwrap();
         let Some(key) = marks.keys.get(&watch.id).cloned() else {
-            return;
+            return false;
         };
         let Some(m) = marks.by_key.get_mut(&key) else {
-            return;
+            return false;
         };
-        m.fds.retain(|&fd| fd != watch.fd.as_raw_fd());
-        if !m.fds.is_empty() {
-            return;
+        m.watches = m.watches.saturating_sub(1);
+        if m.watches > 0 {
+            return false;
         }
-        marks.by_key.remove(&key);
-        marks.keys.remove(&watch.id);
-        drop(marks);
-        let _ = self.mark(libc::FAN_MARK_REMOVE, &watch.fd);
+        if link_count(m.inode.as_raw_fd()) == Some(0) {
+            // Kept, the mark would keep a removed file's blocks in use.
+            self.remove(&mut marks, watch.id);
+            return false;
+        }
+        m.idle_since = Some(now);
+        marks.idle.insert((now, watch.id));
+        if marks.idle.len() > self.idle_max {
+            // A batch, not one: each removal wakes the kernel's worker,
+            // and one wake-up serves all the removals queued before it runs.
+            let keep = self.idle_max - self.idle_max / 16;
+            while marks.idle.len() > keep {
+                let Some((_, id)) = marks.idle.first().copied() else {
+                    break;
+                };
+                self.remove(&mut marks, id);
+            }
+        }
+        true
     }
 
-    /// Files marked now.
+    /// Remove the marks idle since `idle_for` before `now`. Returns when
+    /// the next one is due, if any is idle.
+    pub fn sweep(&self, now: Instant) -> Option<Instant> {
+        let mut marks = self.marks.lock().unwrap();
+        while let Some(&(since, id)) = marks.idle.first() {
+            let due = since + self.idle_for;
+            if due > now {
+                return Some(due);
+            }
+            self.remove(&mut marks, id);
+        }
+        None
+    }
+
+    /// Files marked now, watched or idle.
     pub fn marked(&self) -> usize {
         self.marks.lock().unwrap().by_key.len()
     }
 
-    fn mark(&self, flags: libc::c_uint, file: &OwnedFd) -> io::Result<()> {
-        mark(&self.fd, flags, MASK, file)
+    /// Marks kept with no watch.
+    pub fn idle(&self) -> usize {
+        self.marks.lock().unwrap().idle.len()
+    }
+
+    fn remove(&self, marks: &mut Marks, id: FileMarkId) {
+        let Some(key) = marks.keys.remove(&id) else {
+            return;
+        };
+        if let Some(m) = marks.by_key.remove(&key) {
+            if let Some(since) = m.idle_since {
+                marks.idle.remove(&(since, id));
+            }
+            let link = fd_name(m.inode.as_raw_fd());
+            let _ = self.mark(
+                libc::FAN_MARK_REMOVE,
+                self.proc_fds.as_raw_fd(),
+                Some(&link),
+            );
+        }
+    }
+
+    /// Mark or unmark the file open on `fd`, or the one `path` names from
+    /// `fd`. fanotify_mark(2) takes no `O_PATH` descriptor as the object
+    /// itself, but follows a /proc link to the inode it names.
+    fn mark(&self, flags: libc::c_uint, fd: RawFd, path: Option<&CStr>) -> io::Result<()> {
+        let path = path.map_or(std::ptr::null(), |p| p.as_ptr());
+        // SAFETY: plain syscall; the path, if any, is NUL-terminated.
+        let r = unsafe { libc::fanotify_mark(self.fd.as_raw_fd(), flags, MASK, fd, path) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// The changes queued now, made by other processes, one per file and
     /// kind. `WouldBlock` when there are none.
     pub fn read(&self) -> io::Result<Vec<HostFileChange>> {
         let buf = read_queue(&self.fd, 16 * 1024)?;
-        let marks = self.marks.lock().unwrap();
+        let mut marks = self.marks.lock().unwrap();
         let mut out = Vec::new();
+        let mut gone = Vec::new();
         for event in parse_events(&buf) {
-            let change = if event.mask & libc::FAN_Q_OVERFLOW != 0 {
-                Some(HostFileChange::Overflow)
-            } else if event.pid == self.own_pid {
-                None
-            } else if let Some(m) = marks.by_key.get(&event.object_key) {
-                if event.mask & libc::FAN_ATTRIB != 0 && link_count(m.fds[0]) == Some(0) {
-                    Some(HostFileChange::Unlinked(m.id))
-                } else if event.mask & libc::FAN_MODIFY != 0 {
-                    Some(HostFileChange::Written(m.id))
-                } else {
-                    // Mode, owner, times, extended attributes, or a link
-                    // added or removed with a name left: nothing cached
-                    // goes stale.
-                    None
+            if event.mask & libc::FAN_Q_OVERFLOW != 0 {
+                if !out.contains(&HostFileChange::Overflow) {
+                    out.push(HostFileChange::Overflow);
                 }
+                continue;
+            }
+            let Some(m) = marks.by_key.get(&event.object_key) else {
+                continue;
+            };
+            let unlinked =
+                event.mask & libc::FAN_ATTRIB != 0 && link_count(m.inode.as_raw_fd()) == Some(0);
+            if m.idle_since.is_some() {
+                // Nobody caches the file: only let a removed one go.
+                if unlinked && !gone.contains(&m.id) {
+                    gone.push(m.id);
+                }
+                continue;
+            }
+            let change = if event.pid == self.own_pid {
+                None
+            } else if unlinked {
+                Some(HostFileChange::Unlinked(m.id))
+            } else if event.mask & libc::FAN_MODIFY != 0 {
+                Some(HostFileChange::Written(m.id))
             } else {
+                // Mode, owner, times, extended attributes, or a link
+                // added or removed with a name left: nothing cached
+                // goes stale.
                 None
             };
             if let Some(c) = change {
@@ -184,11 +294,13 @@ impl HostWriteFeed {
                 }
             }
         }
+        for id in gone {
+            self.remove(&mut marks, id);
+        }
         Ok(out)
     }
 }
 
-/// `fd` is open while the marks' lock is held (see `FileWatch`).
 fn link_count(fd: RawFd) -> Option<u64> {
     // SAFETY: stat is plain data, filled by the call.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -197,4 +309,21 @@ fn link_count(fd: RawFd) -> Option<u64> {
         return None;
     }
     Some(st.st_nlink)
+}
+
+/// A descriptor's name in /proc/self/fd.
+fn fd_name(fd: RawFd) -> CString {
+    CString::new(fd.to_string()).expect("no NUL in a number")
+}
+
+/// An `O_PATH` descriptor of what `path` names from `dir`.
+fn open_path(dir: RawFd, path: &CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with a NUL-terminated path; the result is
+    // owned here.
+    let raw = unsafe { libc::openat(dir, path.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | flags) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new fd nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }

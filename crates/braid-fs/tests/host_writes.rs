@@ -2,9 +2,9 @@
 //! a marked file is reported, what this process does is not.
 mod common;
 use std::io;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use braid_fs::host_writes::{HostFileChange, HostWriteFeed};
+use braid_fs::host_writes::{HostFileChange, HostWriteFeed, IDLE_FOR};
 use braid_fs::*;
 use common::*;
 
@@ -74,9 +74,10 @@ fn reports_other_processes_writes_and_removals_and_not_its_own() {
     ));
     assert_eq!(poll(&feed), vec![HostFileChange::Unlinked(id)]);
 
-    feed.unwatch(w);
+    feed.unwatch(w, Instant::now());
     assert_eq!(feed.marked(), 1, "still watched once");
-    feed.unwatch(w2);
+    // The last watch of a file with no name left takes its mark along.
+    assert!(!feed.unwatch(w2, Instant::now()));
     assert_eq!(feed.marked(), 0);
     sh(&format!("echo late >> {b_path}"));
     assert!(nothing_reported(&feed));
@@ -99,5 +100,103 @@ fn a_removed_file_is_reported_once_its_last_name_goes() {
     assert!(nothing_reported(&feed));
     sh(&format!("rm {link}"));
     assert_eq!(poll(&feed), vec![HostFileChange::Unlinked(id)]);
-    feed.unwatch(w);
+    feed.unwatch(w, Instant::now());
+}
+
+#[test]
+fn a_mark_is_kept_idle_for_the_next_watch_then_swept() {
+    let Ok(feed) = HostWriteFeed::new() else {
+        return;
+    };
+    let e = env();
+    e.create_file("d.txt", b"data");
+    let d_path = e.host("d.txt");
+    let d_path = d_path.display();
+    let d = e.open("d.txt", RW, ALL, Disposition::Open).unwrap();
+    let w = feed.watch(&d.handle).unwrap();
+    let id = w.id;
+    let t0 = Instant::now();
+    assert!(feed.unwatch(w, t0), "left idle");
+    drop(d);
+    assert_eq!((feed.marked(), feed.idle()), (1, 1));
+    // Nobody caches the file: a write is not reported.
+    sh(&format!("echo idle >> {d_path}"));
+    assert!(nothing_reported(&feed));
+
+    // The next open's watch takes the kept mark.
+    let d = e.open("d.txt", RW, ALL, Disposition::Open).unwrap();
+    let w = feed.watch(&d.handle).unwrap();
+    assert_eq!(w.id, id, "the kept mark");
+    assert_eq!((feed.marked(), feed.idle()), (1, 0));
+    sh(&format!("echo watched >> {d_path}"));
+    assert_eq!(poll(&feed), vec![HostFileChange::Written(id)]);
+    let t1 = t0 + Duration::from_secs(5);
+    assert!(feed.unwatch(w, t1));
+
+    // Swept once idle for IDLE_FOR since the last watch ended.
+    let due = feed.sweep(t1 + IDLE_FOR - Duration::from_millis(1));
+    assert_eq!(due, Some(t1 + IDLE_FOR));
+    assert_eq!(feed.marked(), 1);
+    assert_eq!(feed.sweep(t1 + IDLE_FOR), None);
+    assert_eq!((feed.marked(), feed.idle()), (0, 0));
+    sh(&format!("echo gone >> {d_path}"));
+    assert!(nothing_reported(&feed));
+
+    // A new watch marks the file again.
+    let w = feed.watch(&d.handle).unwrap();
+    assert_ne!(w.id, id);
+    sh(&format!("echo again >> {d_path}"));
+    assert_eq!(poll(&feed), vec![HostFileChange::Written(w.id)]);
+    feed.unwatch(w, t1);
+}
+
+#[test]
+fn an_idle_mark_goes_when_its_file_is_removed() {
+    let Ok(feed) = HostWriteFeed::new() else {
+        return;
+    };
+    let e = env();
+    for name in ["by_host.txt", "by_self.txt"] {
+        e.create_file(name, b"data");
+        let f = e.open(name, RW, ALL, Disposition::Open).unwrap();
+        let w = feed.watch(&f.handle).unwrap();
+        assert!(feed.unwatch(w, Instant::now()));
+    }
+    assert_eq!(feed.idle(), 2);
+    // Kept, a mark would keep the removed file's inode and blocks.
+    let by_host = e.host("by_host.txt");
+    sh(&format!("rm {}", by_host.display()));
+    assert!(nothing_reported(&feed));
+    assert_eq!((feed.marked(), feed.idle()), (1, 1));
+    std::fs::remove_file(e.host("by_self.txt")).unwrap();
+    assert!(nothing_reported(&feed));
+    assert_eq!((feed.marked(), feed.idle()), (0, 0));
+}
+
+#[test]
+fn idle_marks_beyond_the_limit_go_in_a_batch() {
+    let Ok(feed) = HostWriteFeed::with_idle_limits(IDLE_FOR, 32) else {
+        return;
+    };
+    let e = env();
+    let now = Instant::now();
+    for i in 0..33 {
+        let name = format!("f{i}.txt");
+        e.create_file(&name, b"data");
+        let f = e.open(&name, RW, ALL, Disposition::Open).unwrap();
+        let w = feed.watch(&f.handle).unwrap();
+        assert!(feed.unwatch(w, now + Duration::from_millis(i)));
+        assert_eq!(feed.idle(), if i < 32 { i as usize + 1 } else { 30 });
+    }
+    assert_eq!(feed.marked(), 30);
+    // The longest idle went: f0..f2 are marked again, under new ids; f3 is
+    // still kept.
+    let f3 = e.open("f3.txt", RW, ALL, Disposition::Open).unwrap();
+    let w3 = feed.watch(&f3.handle).unwrap();
+    assert_eq!(feed.marked(), 30);
+    let f0 = e.open("f0.txt", RW, ALL, Disposition::Open).unwrap();
+    let w0 = feed.watch(&f0.handle).unwrap();
+    assert_eq!(feed.marked(), 31);
+    feed.unwatch(w3, now);
+    feed.unwatch(w0, now);
 }

@@ -11,9 +11,11 @@
 //! made on, and in subdirectories only while they are watched too.
 //!
 //! A file open that caches reads (a lease with Read, any oplock) is
-//! marked too (braid-fs `host_writes.rs`), from its first READ until it
-//! is closed: a host write breaks the file's leases and oplocks as a
-//! write through another open would (MS-FSA 2.1.4.12), and removing or
+//! watched too (braid-fs `host_writes.rs`), from its first READ until it
+//! is closed; the file's mark is kept idle a while longer, for its next
+//! open, and removed with others in a batch. A host write breaks the
+//! file's leases and oplocks as a write through another open would
+//! (MS-FSA 2.1.4.12), and removing or
 //! replacing the file breaks handle caching as well, so a client does not
 //! go on reading what it cached, or reopening a cached handle of a file
 //! that is gone. Windows does this for local opens; Samba only with
@@ -25,7 +27,9 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use braid_fs::host_changes::{HostChange, HostChangeFeed, MarkId};
-use braid_fs::host_writes::{FileMarkId, FileWatch, HostFileChange, HostWriteFeed};
+use braid_fs::host_writes::{
+    FileMarkId, FileWatch, HostFileChange, HostWriteFeed, IDLE_FOR, IDLE_MAX,
+};
 use tokio::io::unix::AsyncFd;
 
 use crate::lease::{H, R, W};
@@ -62,6 +66,8 @@ pub struct HostWatch {
     /// shares, and several opens watch one directory).
     dirs: Mutex<HashMap<MarkId, Vec<WatchedDir>>>,
     files: Mutex<HashMap<FileMarkId, Vec<CachedOpen>>>,
+    /// A file's mark was left idle: the sweeper has one to remove later.
+    idle_marks: tokio::sync::Notify,
 }
 
 /// A cached open of a marked file: its oplock key and its file's caching
@@ -102,7 +108,9 @@ impl Drop for FileInterest {
         }
         drop(files);
         if let Some(feed) = self.watch.file_feed.get() {
-            feed.unwatch(file);
+            if feed.unwatch(file, std::time::Instant::now()) {
+                self.watch.idle_marks.notify_one();
+            }
         }
     }
 }
@@ -133,6 +141,7 @@ impl HostWatch {
             file_feed: std::sync::OnceLock::new(),
             dirs: Mutex::new(HashMap::new()),
             files: Mutex::new(HashMap::new()),
+            idle_marks: tokio::sync::Notify::new(),
         };
         if wanted {
             watch.make_feed();
@@ -148,7 +157,7 @@ impl HostWatch {
         }
         match HostChangeFeed::new() {
             Ok(f) => {
-                match HostWriteFeed::new() {
+                match HostWriteFeed::with_idle_limits(IDLE_FOR, idle_mark_limit()) {
                     Ok(files) => {
                         let _ = self.file_feed.set(files);
                     }
@@ -256,8 +265,8 @@ pub fn watch_open(state: &ServerState, share: &Share, open: &Open, dir_id: Optio
 /// An open's first READ: if the open caches what it reads (a lease with
 /// Read, any oplock), watch its file for host writes until it is closed.
 /// Not at the open: an open that never reads data (for attributes, a
-/// listing, a rename) has nothing cached to go stale, and a mark costs
-/// about 5 µs of system calls to take and remove.
+/// listing, a rename) has nothing cached to go stale, and a file's first
+/// mark costs system calls to take and, later, to remove.
 pub fn watch_read_cache(state: &ServerState, share: &Share, open: &Open) {
     use std::sync::atomic::Ordering;
     // A load first: every READ passes here, and only the first may write.
@@ -301,6 +310,7 @@ pub fn start(state: &Arc<ServerState>) {
 
 /// Read the feeds for as long as the server runs.
 pub async fn run(state: Arc<ServerState>) {
+    tokio::spawn(sweep_idle_marks(state.clone()));
     let files = state.clone();
     tokio::spawn(async move {
         if let Some(feed) = files.host_watch.file_feed.get() {
@@ -317,6 +327,39 @@ pub async fn run(state: Arc<ServerState>) {
         .await;
     }
 }
+
+/// Remove the file marks left idle for long enough, in batches: the
+/// kernel hands each removal to a worker thread, and one wake-up of it
+/// serves a whole batch.
+async fn sweep_idle_marks(state: Arc<ServerState>) {
+    let Some(feed) = state.host_watch.file_feed.get() else {
+        return;
+    };
+    loop {
+        match feed.sweep(std::time::Instant::now()) {
+            Some(due) => {
+                // Those idle a little later go in the same batch.
+                tokio::time::sleep_until((due + IDLE_SWEEP_SLACK).into()).await;
+            }
+            None => state.host_watch.idle_marks.notified().await,
+        }
+    }
+}
+
+/// Each idle mark keeps a descriptor: at most an eighth of the process's
+/// descriptor limit goes to them.
+fn idle_mark_limit() -> usize {
+    // SAFETY: getrlimit fills the struct it is given.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: plain syscall into the struct above.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    usize::try_from(lim.rlim_cur / 8).map_or(IDLE_MAX, |n| n.min(IDLE_MAX))
+}
+
+/// How much past its time an idle mark may wait for the next sweep.
+const IDLE_SWEEP_SLACK: Duration = Duration::from_secs(1);
 
 /// How long the file feed is left to fill once it is readable. Braid's own
 /// writes to a marked file queue events too; while one is queued, the
