@@ -106,19 +106,10 @@ struct Mark {
     refs: usize,
 }
 
-#[derive(Default)]
-struct Marks {
-    /// By the kernel's identity of the directory (fsid and file handle),
-    /// which is what each event carries.
-    by_key: HashMap<Vec<u8>, Mark>,
-    keys: HashMap<MarkId, Vec<u8>>,
-    next_id: u64,
-}
-
 /// The fanotify group that watches directories for the server.
 pub struct HostChangeFeed {
     fd: OwnedFd,
-    marks: Mutex<Marks>,
+    marks: Mutex<MarkTable<Mark>>,
     own_pid: i32,
     /// The name of a move out of a watched directory, kept until the next
     /// event shows whether it was a rename within it.
@@ -136,7 +127,7 @@ impl HostChangeFeed {
     pub fn new() -> io::Result<Self> {
         Ok(HostChangeFeed {
             fd: group(libc::FAN_REPORT_DFID_NAME)?,
-            marks: Mutex::new(Marks::default()),
+            marks: Mutex::new(MarkTable::default()),
             own_pid: std::process::id() as i32,
             pending_move: Mutex::new(None),
         })
@@ -160,49 +151,41 @@ impl HostChangeFeed {
         // SAFETY: a new fd nothing else owns.
         let dir_fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let key = identity(dir_fd.as_raw_fd())?;
+        // Mark system calls happen under the lock: a removal racing with a
+        // new watch of the same directory would take the new watch's mark.
         let mut marks = self.marks.lock().unwrap();
-        if let Some(m) = marks.by_key.get_mut(&key) {
+        if let Some(m) = marks.by_key_mut(&key) {
             m.refs += 1;
             return Ok(m.id);
         }
         self.mark(libc::FAN_MARK_ADD | libc::FAN_MARK_ONLYDIR, &dir_fd)?;
-        marks.next_id += 1;
-        let id = MarkId(marks.next_id);
-        marks.keys.insert(id, key.clone());
-        marks.by_key.insert(
-            key,
-            Mark {
-                id,
-                dir: dir_fd,
-                refs: 1,
-            },
-        );
-        Ok(id)
+        let id = marks.insert(key, |id| Mark {
+            id: MarkId(id),
+            dir: dir_fd,
+            refs: 1,
+        });
+        Ok(MarkId(id))
     }
 
     /// One `watch` of `id` ended; the last removes the mark.
     pub fn unwatch(&self, id: MarkId) {
         let mut marks = self.marks.lock().unwrap();
-        let Some(key) = marks.keys.get(&id).cloned() else {
-            return;
-        };
-        let Some(m) = marks.by_key.get_mut(&key) else {
+        let Some(m) = marks.get_mut(id.0) else {
             return;
         };
         m.refs -= 1;
         if m.refs > 0 {
             return;
         }
-        let m = marks.by_key.remove(&key).unwrap();
-        marks.keys.remove(&id);
-        drop(marks);
-        // A directory deleted meanwhile took its mark with it (ENOENT).
-        let _ = self.mark(libc::FAN_MARK_REMOVE, &m.dir);
+        if let Some(m) = marks.remove(id.0) {
+            // A directory deleted meanwhile took its mark with it (ENOENT).
+            let _ = self.mark(libc::FAN_MARK_REMOVE, &m.dir);
+        }
     }
 
     /// Directories marked now.
     pub fn marked(&self) -> usize {
-        self.marks.lock().unwrap().by_key.len()
+        self.marks.lock().unwrap().len()
     }
 
     fn mark(&self, flags: libc::c_uint, dir: &OwnedFd) -> io::Result<()> {
@@ -236,7 +219,7 @@ impl HostChangeFeed {
             if event.pid == self.own_pid {
                 continue;
             }
-            let Some(mark) = marks.by_key.get(&event.dir_key) else {
+            let Some(mark) = marks.by_key(&event.dir_key) else {
                 continue;
             };
             let dir = mark.id;
@@ -331,6 +314,58 @@ pub(crate) fn group(report: libc::c_uint) -> io::Result<OwnedFd> {
     }
     // SAFETY: a new fd nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The marks of one group, by the kernel's identity of their object
+/// (fsid and file handle: what each event carries) and by the id each
+/// was handed out under.
+pub(crate) struct MarkTable<M> {
+    by_key: HashMap<Vec<u8>, M>,
+    keys: HashMap<u64, Vec<u8>>,
+    next_id: u64,
+}
+
+impl<M> Default for MarkTable<M> {
+    fn default() -> Self {
+        MarkTable {
+            by_key: HashMap::new(),
+            keys: HashMap::new(),
+            next_id: 0,
+        }
+    }
+}
+
+impl<M> MarkTable<M> {
+    /// Add the mark `make` builds from its new id; returns the id.
+    pub(crate) fn insert(&mut self, key: Vec<u8>, make: impl FnOnce(u64) -> M) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.keys.insert(id, key.clone());
+        self.by_key.insert(key, make(id));
+        id
+    }
+
+    pub(crate) fn by_key(&self, key: &[u8]) -> Option<&M> {
+        self.by_key.get(key)
+    }
+
+    pub(crate) fn by_key_mut(&mut self, key: &[u8]) -> Option<&mut M> {
+        self.by_key.get_mut(key)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut M> {
+        let key = self.keys.get(&id)?;
+        self.by_key.get_mut(key)
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) -> Option<M> {
+        let key = self.keys.remove(&id)?;
+        self.by_key.remove(&key)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_key.len()
+    }
 }
 
 /// fanotify_mark(2) on what `object` is open on (a null path).

@@ -33,7 +33,7 @@
 //! cannot be marked; clients are then only told of changes made through
 //! the server.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -41,7 +41,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::handle::OpenHandle;
-use crate::host_changes::{group, identity, parse_events, read_queue};
+use crate::host_changes::{group, identity, parse_events, read_queue, MarkTable};
 
 /// How long a mark is kept after the last watch of its file ends.
 pub const IDLE_FOR: Duration = Duration::from_secs(30);
@@ -79,13 +79,9 @@ struct Mark {
 
 #[derive(Default)]
 struct Marks {
-    /// By the kernel's identity of the file (fsid and file handle), which
-    /// is what each event carries.
-    by_key: HashMap<Vec<u8>, Mark>,
-    keys: HashMap<FileMarkId, Vec<u8>>,
+    table: MarkTable<Mark>,
     /// Idle marks, by when they became idle.
     idle: BTreeSet<(Instant, FileMarkId)>,
-    next_id: u64,
 }
 
 /// One `watch` of a file, ended by `unwatch`.
@@ -136,7 +132,7 @@ impl HostWriteFeed {
         // Mark syscalls happen under the lock: a removal racing with a new
         // watch of the same file would take the new watch's mark away.
         let mut marks = self.marks.lock().unwrap();
-        if let Some(m) = marks.by_key.get_mut(&key) {
+        if let Some(m) = marks.table.by_key_mut(&key) {
             m.watches += 1;
             let id = m.id;
             if let Some(since) = m.idle_since.take() {
@@ -146,29 +142,20 @@ impl HostWriteFeed {
         }
         let inode = open_path(self.proc_fds.as_raw_fd(), &fd_name(file.fd()), 0)?;
         self.mark(libc::FAN_MARK_ADD, file.fd(), None)?;
-        marks.next_id += 1;
-        let id = FileMarkId(marks.next_id);
-        marks.keys.insert(id, key.clone());
-        marks.by_key.insert(
-            key,
-            Mark {
-                id,
-                inode,
-                watches: 1,
-                idle_since: None,
-            },
-        );
-        Ok(FileWatch { id })
+        let id = marks.table.insert(key, |id| Mark {
+            id: FileMarkId(id),
+            inode,
+            watches: 1,
+            idle_since: None,
+        });
+        Ok(FileWatch { id: FileMarkId(id) })
     }
 
     /// End a watch. The last of a file leaves its mark idle, to be removed
     /// by `sweep` once idle for long enough; true if it did.
     pub fn unwatch(&self, watch: FileWatch, now: Instant) -> bool {
         let mut marks = self.marks.lock().unwrap();
-        let Some(key) = marks.keys.get(&watch.id).cloned() else {
-            return false;
-        };
-        let Some(m) = marks.by_key.get_mut(&key) else {
+        let Some(m) = marks.table.get_mut(watch.id.0) else {
             return false;
         };
         m.watches = m.watches.saturating_sub(1);
@@ -193,7 +180,8 @@ impl HostWriteFeed {
                 self.remove(&mut marks, id);
             }
         }
-        true
+        // With no room for idle marks at all, the batch took this one.
+        marks.table.get_mut(watch.id.0).is_some()
     }
 
     /// Remove the marks idle since `idle_for` before `now`. Returns when
@@ -212,7 +200,7 @@ impl HostWriteFeed {
 
     /// Files marked now, watched or idle.
     pub fn marked(&self) -> usize {
-        self.marks.lock().unwrap().by_key.len()
+        self.marks.lock().unwrap().table.len()
     }
 
     /// Marks kept with no watch.
@@ -221,10 +209,7 @@ impl HostWriteFeed {
     }
 
     fn remove(&self, marks: &mut Marks, id: FileMarkId) {
-        let Some(key) = marks.keys.remove(&id) else {
-            return;
-        };
-        if let Some(m) = marks.by_key.remove(&key) {
+        if let Some(m) = marks.table.remove(id.0) {
             if let Some(since) = m.idle_since {
                 marks.idle.remove(&(since, id));
             }
@@ -264,21 +249,25 @@ impl HostWriteFeed {
                 }
                 continue;
             }
-            let Some(m) = marks.by_key.get(&event.object_key) else {
+            let Some(m) = marks.table.by_key(&event.object_key) else {
                 continue;
             };
+            let idle = m.idle_since.is_some();
+            // A live mark ignores this process's own changes; an idle one
+            // still lets go of a file removed through this process.
+            if event.pid == self.own_pid && !idle {
+                continue;
+            }
             let unlinked =
                 event.mask & libc::FAN_ATTRIB != 0 && link_count(m.inode.as_raw_fd()) == Some(0);
-            if m.idle_since.is_some() {
+            if idle {
                 // Nobody caches the file: only let a removed one go.
                 if unlinked && !gone.contains(&m.id) {
                     gone.push(m.id);
                 }
                 continue;
             }
-            let change = if event.pid == self.own_pid {
-                None
-            } else if unlinked {
+            let change = if unlinked {
                 Some(HostFileChange::Unlinked(m.id))
             } else if event.mask & libc::FAN_MODIFY != 0 {
                 Some(HostFileChange::Written(m.id))
