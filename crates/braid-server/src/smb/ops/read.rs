@@ -119,9 +119,15 @@ fn read_and_seal(
     let mut msg = Vec::with_capacity(PREFIX + length.max(1) as usize);
     msg.resize(PREFIX, 0);
     let mut stream = plan.start();
+    // Unprotected data is read in one call: the pieces only serve the MAC
+    // or cipher pass.
+    let piece = match stream {
+        SealStream::Plain => usize::MAX,
+        _ => SEAL_CHUNK,
+    };
     let mut n = 0usize;
     while n < length as usize {
-        let want = (length as usize - n).min(SEAL_CHUNK);
+        let want = (length as usize - n).min(piece);
         let before = msg.len();
         let at = offset + n as u64;
         let got = if cached_only {
