@@ -130,52 +130,6 @@ def test_metrics_count_the_write(server_process, smb_server, session):
     assert "# TYPE braid_smb_operation_duration_seconds histogram" in text
 
 
-def by_thread(text: str) -> list[int]:
-    found = {}
-    for line in text.splitlines():
-        m = re.fullmatch(r'braid_connections_by_thread\{thread="(\d+)"\} (\d+)', line)
-        if m:
-            found[int(m.group(1))] = int(m.group(2))
-    return [found[i] for i in sorted(found)]
-
-
-def test_a_new_connection_goes_to_the_least_busy_thread(server_process, smb_server):
-    """Connections are served on one thread per core (ARCHITECTURE.md,
-    connection threads); a new one goes to a thread serving fewest."""
-    from smbprotocol.connection import Connection
-    import uuid
-
-    conns = []
-    try:
-        for _ in range(3):
-            # Earlier tests' connections may still be closing: wait until
-            # the counts hold still.
-            before, deadline = None, time.monotonic() + 5
-            while time.monotonic() < deadline:
-                now = by_thread(get(server_process, "/metrics"))
-                if now == before:
-                    break
-                before = now
-                time.sleep(0.2)
-            assert before and len(before) <= len(os.sched_getaffinity(0))
-            c = Connection(uuid.uuid4(), smb_server.host, smb_server.port)
-            c.connect(timeout=5)
-            conns.append(c)
-            deadline = time.monotonic() + 5
-            while True:
-                text = get(server_process, "/metrics")
-                after = by_thread(text)
-                if sum(after) == sum(before) + 1 or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
-            grew = [i for i, (a, b) in enumerate(zip(after, before)) if a == b + 1]
-            assert len(grew) == 1 and before[grew[0]] == min(before), (before, after)
-            assert sum(after) == metric(text, "braid_connections")
-    finally:
-        for c in conns:
-            c.disconnect()
-
-
 def test_auth_failures_are_counted(server_process, smb_server):
     before = metric(get(server_process, "/metrics"), "braid_auth_failures_total")
     with pytest.raises((SMBAuthenticationError, SMBException)):

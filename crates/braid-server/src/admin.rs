@@ -472,9 +472,6 @@ pub fn gauges(state: &ServerState) -> Gauges {
             .filter(|c| c.conn.strong_count() > 0)
             .count() as u64;
     }
-    if let Some(shards) = state.conn_shards.get() {
-        g.connections_by_thread = shards.serving().into_iter().map(|n| n as u64).collect();
-    }
     g
 }
 
@@ -617,8 +614,7 @@ mod tests {
             gauges(&st),
             Gauges {
                 sessions: 1,
-                channels: 0,
-                connections_by_thread: Vec::new(),
+                channels: 0
             }
         );
         let _ = std::fs::remove_dir_all(&dir);

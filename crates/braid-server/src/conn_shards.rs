@@ -14,14 +14,11 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use tokio::runtime::{Builder, Runtime};
 
 pub struct ConnShards {
     runtimes: Vec<Runtime>,
-    /// Connections each shard serves now.
-    serving: Vec<Arc<AtomicUsize>>,
     next: AtomicUsize,
 }
 
@@ -44,7 +41,6 @@ impl ConnShards {
             );
         }
         Ok(ConnShards {
-            serving: runtimes.iter().map(|_| Arc::default()).collect(),
             runtimes,
             next: AtomicUsize::new(0),
         })
@@ -63,43 +59,13 @@ impl ConnShards {
         self.runtimes.is_empty()
     }
 
-    /// Serve a connection (`task`) on the shard serving fewest now, the
-    /// next in turn among equals: two busy clients, or two channels of one
-    /// session, then run on two cores.
+    /// Run `task` on the next shard, in turn.
     pub fn spawn<F>(&self, task: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let n = self.runtimes.len();
-        let first = self.next.fetch_add(1, Ordering::Relaxed) % n;
-        let i = (0..n)
-            .map(|k| (first + k) % n)
-            .min_by_key(|&i| self.serving[i].load(Ordering::Relaxed))
-            .unwrap_or(first);
-        let serving = self.serving[i].clone();
-        serving.fetch_add(1, Ordering::Relaxed);
-        let done = ServingGuard(serving);
-        self.runtimes[i].spawn(async move {
-            let _done = done;
-            task.await;
-        });
-    }
-
-    /// Connections each shard serves now.
-    pub fn serving(&self) -> Vec<usize> {
-        self.serving
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .collect()
-    }
-}
-
-/// Counts a connection out of its shard when its task ends or is dropped.
-struct ServingGuard(Arc<AtomicUsize>);
-
-impl Drop for ServingGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.runtimes.len();
+        self.runtimes[i].spawn(task);
     }
 }
 
@@ -144,36 +110,5 @@ mod tests {
         let threads: HashSet<_> = seen.iter().map(|(b, _)| *b).collect();
         assert_eq!(threads.len(), 2);
         assert!(!threads.contains(&std::thread::current().id()));
-    }
-
-    #[tokio::test]
-    async fn a_connection_goes_to_the_shard_serving_fewest() {
-        let shards = ConnShards::start(2).unwrap();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (started_tx, mut started_rx) = tokio::sync::mpsc::unbounded_channel();
-        let (tx, rx) = (started_tx.clone(), stop_rx);
-        // A long-lived connection on one shard, two short ones after it.
-        shards.spawn(async move {
-            let _ = tx.send(std::thread::current().id());
-            let _ = rx.await;
-        });
-        let long = started_rx.recv().await.unwrap();
-        assert_eq!(shards.serving().iter().sum::<usize>(), 1);
-        for _ in 0..2 {
-            let tx = started_tx.clone();
-            shards.spawn(async move {
-                let _ = tx.send(std::thread::current().id());
-            });
-            let short = started_rx.recv().await.unwrap();
-            assert_ne!(short, long, "went to the busy shard");
-            // Wait for the short one to be counted out.
-            while shards.serving().iter().sum::<usize>() != 1 {
-                tokio::task::yield_now().await;
-            }
-        }
-        let _ = stop_tx.send(());
-        while shards.serving().iter().sum::<usize>() != 0 {
-            tokio::task::yield_now().await;
-        }
     }
 }

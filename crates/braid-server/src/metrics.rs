@@ -151,12 +151,10 @@ fn command_name(i: usize) -> &'static str {
 
 /// Gauges that are read from the server state when rendering, rather than
 /// kept up to date by hooks in every place that adds or drops them.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Gauges {
     pub sessions: u64,
     pub channels: u64,
-    /// Connections each connection thread serves (`conn_shards.rs`).
-    pub connections_by_thread: Vec<u64>,
 }
 
 pub struct Metrics {
@@ -416,18 +414,6 @@ impl Metrics {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {v}");
         }
-        header(
-            &mut out,
-            "braid_connections_by_thread",
-            "gauge",
-            "Open TCP connections served by each connection thread (one per core).",
-        );
-        for (thread, n) in gauges.connections_by_thread.iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "braid_connections_by_thread{{thread=\"{thread}\"}} {n}"
-            );
-        }
         out
     }
 }
@@ -627,7 +613,6 @@ mod tests {
         let text = m.render_prometheus(Gauges {
             sessions: 3,
             channels: 5,
-            connections_by_thread: vec![1, 0],
         });
         let has = |line: &str| {
             assert!(
@@ -651,8 +636,6 @@ mod tests {
         has("braid_smb_bytes_total{share=\"data\",direction=\"in\"} 2000");
         has("braid_smb_bytes_total{share=\"data\",direction=\"out\"} 153");
         has("braid_connections 1");
-        has("braid_connections_by_thread{thread=\"0\"} 1");
-        has("braid_connections_by_thread{thread=\"1\"} 0");
         has("braid_connections_accepted_total 2");
         has("braid_sessions 3");
         has("braid_channels 5");

@@ -83,7 +83,6 @@ impl Server {
                 return;
             }
         };
-        let _ = self.state.conn_shards.set(shards.clone());
         let mut tasks = Vec::new();
         if let Some(l) = self.admin {
             tokio::spawn(crate::admin::serve(self.state.clone(), l));

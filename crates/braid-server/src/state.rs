@@ -211,8 +211,6 @@ pub struct ServerState {
     /// Where a reload reads the config from (`reload.rs`), when the
     /// binary gave one; one reload runs at a time.
     pub(crate) config_source: std::sync::OnceLock<crate::reload::ConfigSource>,
-    /// The threads connections are served on, once the server runs.
-    pub conn_shards: std::sync::OnceLock<Arc<crate::conn_shards::ConnShards>>,
     pub(crate) reloading: tokio::sync::Mutex<()>,
     next_session_id: AtomicU64,
     /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
@@ -260,7 +258,6 @@ impl ServerState {
             host_watch,
             served: std::sync::RwLock::new(Arc::new(served)),
             config_source: std::sync::OnceLock::new(),
-            conn_shards: std::sync::OnceLock::new(),
             reloading: tokio::sync::Mutex::new(()),
             client_opens,
             client_connections,
