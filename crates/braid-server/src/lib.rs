@@ -6,7 +6,6 @@ pub mod admin_auth;
 pub mod break_delivery;
 pub mod config;
 pub mod conn;
-pub mod conn_shards;
 pub mod credits;
 pub mod dir_lease;
 pub mod durable;

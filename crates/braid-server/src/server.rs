@@ -76,13 +76,6 @@ impl Server {
     }
 
     pub async fn run(self) {
-        let shards = match crate::conn_shards::ConnShards::per_core() {
-            Ok(s) => Arc::new(s),
-            Err(e) => {
-                warn!("cannot start the connection threads: {e}");
-                return;
-            }
-        };
         let mut tasks = Vec::new();
         if let Some(l) = self.admin {
             tokio::spawn(crate::admin::serve(self.state.clone(), l));
@@ -90,7 +83,6 @@ impl Server {
         tokio::spawn(crate::host_watch::run(self.state.clone()));
         for l in self.listeners {
             let state = self.state.clone();
-            let shards = shards.clone();
             tasks.push(tokio::spawn(async move {
                 let mut refused = RefusalLog::default();
                 let mut hosts_refused = RefusalLog::default();
@@ -126,20 +118,9 @@ impl Server {
                                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 continue;
                             };
-                            // The socket moves to the shard's reactor.
-                            let stream = match stream.into_std() {
-                                Ok(s) => s,
-                                Err(e) => {
-                                    warn!(%peer, "accepted connection lost: {e}");
-                                    continue;
-                                }
-                            };
                             let state = state.clone();
-                            shards.spawn(async move {
-                                match tokio::net::TcpStream::from_std(stream) {
-                                    Ok(stream) => serve_connection(state, stream).await,
-                                    Err(e) => warn!(%peer, "accepted connection lost: {e}"),
-                                }
+                            tokio::spawn(async move {
+                                serve_connection(state, stream).await;
                                 drop(slot);
                             });
                         }
