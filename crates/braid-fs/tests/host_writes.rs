@@ -27,6 +27,17 @@ fn nothing_reported(feed: &HostWriteFeed) -> bool {
     }
 }
 
+/// Open `name` for reading and writing, sharing everything.
+fn open_rw(e: &Env, name: &str) -> Opened {
+    e.open(name, RW, ALL, Disposition::Open).unwrap()
+}
+
+/// Create `name` and open it as [`open_rw`] does.
+fn create_and_open(e: &Env, name: &str) -> Opened {
+    e.create_file(name, b"data");
+    open_rw(e, name)
+}
+
 #[test]
 fn reports_other_processes_writes_and_removals_and_not_its_own() {
     let feed = match HostWriteFeed::new() {
@@ -39,8 +50,8 @@ fn reports_other_processes_writes_and_removals_and_not_its_own() {
     let e = env();
     e.create_file("a.txt", b"first");
     e.create_file("b.txt", b"other");
-    let a = e.open("a.txt", RW, ALL, Disposition::Open).unwrap();
-    let a2 = e.open("a.txt", RW, ALL, Disposition::Open).unwrap();
+    let a = open_rw(&e, "a.txt");
+    let a2 = open_rw(&e, "a.txt");
     let w = feed.watch(&a.handle).unwrap();
     let id = w.id;
     let w2 = feed.watch(&a2.handle).unwrap();
@@ -89,8 +100,7 @@ fn a_removed_file_is_reported_once_its_last_name_goes() {
         return;
     };
     let e = env();
-    e.create_file("c.txt", b"data");
-    let c = e.open("c.txt", RW, ALL, Disposition::Open).unwrap();
+    let c = create_and_open(&e, "c.txt");
     let w = feed.watch(&c.handle).unwrap();
     let id = w.id;
     let (c_path, link) = (e.host("c.txt"), e.host("link.txt"));
@@ -112,7 +122,7 @@ fn a_mark_is_kept_idle_for_the_next_watch_then_swept() {
     e.create_file("d.txt", b"data");
     let d_path = e.host("d.txt");
     let d_path = d_path.display();
-    let d = e.open("d.txt", RW, ALL, Disposition::Open).unwrap();
+    let d = open_rw(&e, "d.txt");
     let w = feed.watch(&d.handle).unwrap();
     let id = w.id;
     let t0 = Instant::now();
@@ -124,7 +134,7 @@ fn a_mark_is_kept_idle_for_the_next_watch_then_swept() {
     assert!(nothing_reported(&feed));
 
     // The next open's watch takes the kept mark.
-    let d = e.open("d.txt", RW, ALL, Disposition::Open).unwrap();
+    let d = open_rw(&e, "d.txt");
     let w = feed.watch(&d.handle).unwrap();
     assert_eq!(w.id, id, "the kept mark");
     assert_eq!((feed.marked(), feed.idle()), (1, 0));
@@ -157,8 +167,7 @@ fn an_idle_mark_goes_when_its_file_is_removed() {
     };
     let e = env();
     for name in ["by_host.txt", "by_self.txt"] {
-        e.create_file(name, b"data");
-        let f = e.open(name, RW, ALL, Disposition::Open).unwrap();
+        let f = create_and_open(&e, name);
         let w = feed.watch(&f.handle).unwrap();
         assert!(feed.unwatch(w, Instant::now()));
     }
@@ -182,8 +191,7 @@ fn idle_marks_beyond_the_limit_go_in_a_batch() {
     let now = Instant::now();
     for i in 0..33 {
         let name = format!("f{i}.txt");
-        e.create_file(&name, b"data");
-        let f = e.open(&name, RW, ALL, Disposition::Open).unwrap();
+        let f = create_and_open(&e, &name);
         let w = feed.watch(&f.handle).unwrap();
         assert!(feed.unwatch(w, now + Duration::from_millis(i)));
         assert_eq!(feed.idle(), if i < 32 { i as usize + 1 } else { 30 });
@@ -191,10 +199,10 @@ fn idle_marks_beyond_the_limit_go_in_a_batch() {
     assert_eq!(feed.marked(), 30);
     // The longest idle went: f0..f2 are marked again, under new ids; f3 is
     // still kept.
-    let f3 = e.open("f3.txt", RW, ALL, Disposition::Open).unwrap();
+    let f3 = open_rw(&e, "f3.txt");
     let w3 = feed.watch(&f3.handle).unwrap();
     assert_eq!(feed.marked(), 30);
-    let f0 = e.open("f0.txt", RW, ALL, Disposition::Open).unwrap();
+    let f0 = open_rw(&e, "f0.txt");
     let w0 = feed.watch(&f0.handle).unwrap();
     assert_eq!(feed.marked(), 31);
     feed.unwatch(w3, now);
