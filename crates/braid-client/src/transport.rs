@@ -7,7 +7,7 @@ use crate::credits::{Credits, MAX_CHARGE};
 use crate::error::{Error, Result};
 use crate::pool::BufPool;
 use braid_smb_proto::crypto::{
-    encrypt_frame_in_place, sign_in_place, verify, Cipher, NonceGenerator, PreauthHash,
+    encrypt_frame_in_place, sign_in_place, sign_split, verify, Cipher, NonceGenerator, PreauthHash,
     SigningAlgorithm, TRANSFORM_HEADER_LEN,
 };
 use braid_smb_proto::header::flags;
@@ -297,22 +297,13 @@ impl Transport {
             encrypt_frame_in_place(e.cipher, &e.key, &nonce, req.session_id, &mut frame[4..])?;
             let n = frame.len();
             vec![self.pool.freeze(frame, 0..n)]
-        } else if let Some((algo, key)) = sign {
-            // MS-SMB2 3.2.4.1.1: sign the whole message, contiguous: the
-            // payload is copied once, into a pooled frame buffer.
-            let msg_len = req.body.len() + req.payload.len();
-            let mut frame = self.pool.take(4 + msg_len);
-            frame.extend_from_slice(&frame_len(msg_len)?);
-            frame.extend_from_slice(&req.body);
-            frame.extend_from_slice(&req.payload);
-            sign_in_place(algo, &key, &mut frame[4..])?;
-            sent_signature = Some(signature_of(&frame[4..]));
-            if let Some(p) = req.preauth.as_deref_mut() {
-                p.update(&frame[4..]);
-            }
-            let n = frame.len();
-            vec![self.pool.freeze(frame, 0..n)]
         } else {
+            if let Some((algo, key)) = sign {
+                // MS-SMB2 3.2.4.1.1: the signature covers header, body and
+                // payload; the payload is hashed where it lies, not copied.
+                sign_split(algo, &key, &mut req.body, &req.payload)?;
+                sent_signature = Some(signature_of(&req.body));
+            }
             if let Some(p) = req.preauth.as_deref_mut() {
                 p.update_parts(&[&req.body, &req.payload]);
             }

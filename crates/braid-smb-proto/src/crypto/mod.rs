@@ -35,8 +35,8 @@ pub use kdf::{
 };
 pub use preauth::{PreauthHash, PREAUTH_HASH_LEN};
 pub use signing::{
-    sign_in_place, signature_of, verify, verify_in_place, GmacVerifier, SigningAlgorithm,
-    SIGNATURE_LEN, SIGNATURE_OFFSET,
+    sign_in_place, sign_split, signature_of, verify, verify_in_place, GmacVerifier,
+    SigningAlgorithm, SIGNATURE_LEN, SIGNATURE_OFFSET,
 };
 
 /// Errors from the crypto layer. None of them carries key material.

@@ -222,6 +222,57 @@ pub fn sign_in_place(
     Ok(())
 }
 
+// MS-SMB2 3.1.4.1, as in [`sign_in_place`], for a message held in two
+// buffers: a sender with a large payload (a WRITE's data) signs it without
+// first copying it behind its header.
+/// Sign the message `head || payload` in place in `head`: `head` holds the
+/// 64-byte header and the fixed body, `payload` the data that follows it on
+/// the wire. Sets SMB2_FLAGS_SIGNED and writes the Signature; the result is
+/// what [`sign_in_place`] gives on the two joined.
+pub fn sign_split(
+    algo: SigningAlgorithm,
+    key: &[u8],
+    head: &mut [u8],
+    payload: &[u8],
+) -> Result<(), CryptoError> {
+    check_len(head)?;
+    if algo != SigningAlgorithm::HmacSha256 {
+        key16(key)?;
+    }
+    let f = le_u32(head, FLAGS_OFFSET) | flags::SIGNED;
+    head[FLAGS_OFFSET..FLAGS_OFFSET + 4].copy_from_slice(&f.to_le_bytes());
+    head[SIGNATURE_OFFSET..HEADER_LEN].fill(0);
+    let mut sig = [0u8; SIGNATURE_LEN];
+    match algo {
+        SigningAlgorithm::HmacSha256 => {
+            let mut mac =
+                <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+            mac.update(head);
+            mac.update(payload);
+            sig.copy_from_slice(&mac.finalize().into_bytes()[..SIGNATURE_LEN]);
+        }
+        SigningAlgorithm::AesCmac => {
+            let mut mac = <Cmac<Aes128> as Mac>::new_from_slice(key16(key)?).expect("16-byte key");
+            mac.update(head);
+            mac.update(payload);
+            sig.copy_from_slice(&mac.finalize().into_bytes());
+        }
+        // aws-lc's streaming GCM takes the associated data in pieces.
+        SigningAlgorithm::AesGmac => {
+            let mut ctx = super::evp::EvpGcm::encrypter(
+                super::encryption::Cipher::Aes128Gcm,
+                key,
+                &gmac_nonce(head),
+            )?;
+            ctx.aad(head)?;
+            ctx.aad(payload)?;
+            sig = ctx.tag()?.to_be_bytes();
+        }
+    }
+    head[SIGNATURE_OFFSET..HEADER_LEN].copy_from_slice(&sig);
+    Ok(())
+}
+
 // MS-SMB2 3.3.5.2.4 (server) / 3.2.5.1.3 (client): verifying the signature
 // recomputes it as in 3.1.4.1 and compares it with the received one.
 /// Verify the signature of one received SMB2 message, in constant time.
@@ -320,6 +371,36 @@ mod tests {
         }
         assert!(GmacVerifier::start(&key, &[0u8; 10]).is_err());
         assert!(GmacVerifier::start(&[0u8; 5], &[0u8; 64]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn sign_split_matches_sign_in_place(
+            algo in 0usize..3,
+            fixed in 0usize..120,
+            payload in proptest::collection::vec(any::<u8>(), 0..9000),
+            flags_in in any::<u32>(),
+        ) {
+            let algo = ALGOS[algo];
+            let key = [0x3cu8; 16];
+            let body: Vec<u8> = (0..fixed).map(|i| (i * 7) as u8).collect();
+            let mut head = message(Command::Write as u16, flags_in, 42, &body);
+            let mut whole = head.clone();
+            whole.extend_from_slice(&payload);
+            sign_in_place(algo, &key, &mut whole).unwrap();
+            sign_split(algo, &key, &mut head, &payload).unwrap();
+            prop_assert_eq!(&head[..], &whole[..head.len()]);
+            prop_assert!(verify(algo, &key, &whole));
+        }
+    }
+
+    #[test]
+    fn sign_split_rejects_short_head_and_bad_key() {
+        let mut short = [0u8; 10];
+        assert!(sign_split(SigningAlgorithm::AesGmac, &[0u8; 16], &mut short, b"x").is_err());
+        let mut head = message(Command::Write as u16, 0, 1, &[]);
+        assert!(sign_split(SigningAlgorithm::AesCmac, &[0u8; 5], &mut head, b"x").is_err());
+        assert!(sign_split(SigningAlgorithm::AesGmac, &[0u8; 5], &mut head, b"x").is_err());
     }
 
     const ALGOS: [SigningAlgorithm; 3] = [
