@@ -206,19 +206,26 @@ pub fn sign_in_place(
     key: &[u8],
     msg: &mut [u8],
 ) -> Result<(), CryptoError> {
-    check_len(msg)?;
-    if algo != SigningAlgorithm::HmacSha256 {
-        key16(key)?;
-    }
-    let f = le_u32(msg, FLAGS_OFFSET) | flags::SIGNED;
-    msg[FLAGS_OFFSET..FLAGS_OFFSET + 4].copy_from_slice(&f.to_le_bytes());
-    msg[SIGNATURE_OFFSET..HEADER_LEN].fill(0);
+    prepare_to_sign(algo, key, msg)?;
     let sig = match algo {
         // The message is mutable and contiguous here: one GHASH pass.
         SigningAlgorithm::AesGmac => gmac_contiguous(key16(key)?, &gmac_nonce(msg), msg),
         _ => signature_of(algo, key, msg)?,
     };
     msg[SIGNATURE_OFFSET..HEADER_LEN].copy_from_slice(&sig);
+    Ok(())
+}
+
+/// Check the key and the header's length, set SMB2_FLAGS_SIGNED and zero
+/// the Signature field: what every signer does before computing the MAC.
+fn prepare_to_sign(algo: SigningAlgorithm, key: &[u8], head: &mut [u8]) -> Result<(), CryptoError> {
+    check_len(head)?;
+    if algo != SigningAlgorithm::HmacSha256 {
+        key16(key)?;
+    }
+    let f = le_u32(head, FLAGS_OFFSET) | flags::SIGNED;
+    head[FLAGS_OFFSET..FLAGS_OFFSET + 4].copy_from_slice(&f.to_le_bytes());
+    head[SIGNATURE_OFFSET..HEADER_LEN].fill(0);
     Ok(())
 }
 
@@ -235,13 +242,7 @@ pub fn sign_split(
     head: &mut [u8],
     payload: &[u8],
 ) -> Result<(), CryptoError> {
-    check_len(head)?;
-    if algo != SigningAlgorithm::HmacSha256 {
-        key16(key)?;
-    }
-    let f = le_u32(head, FLAGS_OFFSET) | flags::SIGNED;
-    head[FLAGS_OFFSET..FLAGS_OFFSET + 4].copy_from_slice(&f.to_le_bytes());
-    head[SIGNATURE_OFFSET..HEADER_LEN].fill(0);
+    prepare_to_sign(algo, key, head)?;
     let mut sig = [0u8; SIGNATURE_LEN];
     match algo {
         SigningAlgorithm::HmacSha256 => {
