@@ -274,7 +274,7 @@ impl Transport {
 
         // Build the frame: 4-byte Direct TCP transport header (MS-SMB2 2.1),
         // then the message; header+body and payload stay separate buffers
-        // unless signing/encryption needs the message contiguous.
+        // (signed where they lie) unless encryption needs them contiguous.
         let enc = sec.and_then(|s| s.encrypt.clone());
         let sign = sec.and_then(|s| s.sign);
         // The signature sent, which a server echoes on errors it cannot
