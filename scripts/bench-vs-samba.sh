@@ -124,7 +124,8 @@ mode_options() {
 
 cpu_of() { python3 tests/e2e/servers.py cpu "$1"; }   # -> "SECONDS NPROCS"
 
-# measure SERVER MODE OP REP -> appends "mode op server rep seconds cpu_seconds" to RESULTS
+# measure SERVER MODE OP REP -> appends "mode op server rep seconds server_cpu client_cpu
+# client_faults" to RESULTS
 measure() {
     local s=$1 mode=$2 op=$3 rep=$4 cmd cpu0 n0 cpu1 n1 t0 t1 ccpu cflt
     case $op in

@@ -113,31 +113,20 @@ pub fn signature_of(
     msg: &[u8],
 ) -> Result<[u8; SIGNATURE_LEN], CryptoError> {
     check_len(msg)?;
-    let mut out = [0u8; SIGNATURE_LEN];
     match algo {
-        // MS-SMB2 3.1.4.1: dialects 2.0.2 and 2.1 use HMAC-SHA256 and keep
-        // the first 16 bytes of the 32-byte MAC.
-        SigningAlgorithm::HmacSha256 => {
-            let mut mac =
-                <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
-            mac.update(&msg[..SIGNATURE_OFFSET]);
-            mac.update(&ZERO_SIGNATURE);
-            mac.update(&msg[HEADER_LEN..]);
-            out.copy_from_slice(&mac.finalize().into_bytes()[..SIGNATURE_LEN]);
-        }
-        // MS-SMB2 3.1.4.1: AES-128-CMAC [RFC4493].
-        SigningAlgorithm::AesCmac => {
-            let mut mac = <Cmac<Aes128> as Mac>::new_from_slice(key16(key)?).expect("16-byte key");
-            mac.update(&msg[..SIGNATURE_OFFSET]);
-            mac.update(&ZERO_SIGNATURE);
-            mac.update(&msg[HEADER_LEN..]);
-            out.copy_from_slice(&mac.finalize().into_bytes());
+        SigningAlgorithm::HmacSha256 | SigningAlgorithm::AesCmac => {
+            let parts = [
+                &msg[..SIGNATURE_OFFSET],
+                &ZERO_SIGNATURE,
+                &msg[HEADER_LEN..],
+            ];
+            incremental_mac(algo, key, &parts)
         }
         // MS-SMB2 3.1.4.1: AES-128-GMAC [RFC4543], i.e. AES-GCM with the whole
         // message as additional data and no plaintext.
         SigningAlgorithm::AesGmac => {
             let key = key16(key)?;
-            out = if msg.len() <= GMAC_COPY_LIMIT {
+            Ok(if msg.len() <= GMAC_COPY_LIMIT {
                 let mut copy = [0u8; GMAC_COPY_LIMIT];
                 let copy = &mut copy[..msg.len()];
                 copy.copy_from_slice(msg);
@@ -145,7 +134,38 @@ pub fn signature_of(
                 gmac_contiguous(key, &gmac_nonce(msg), copy)
             } else {
                 gmac_split(key, &gmac_nonce(msg), msg)
-            };
+            })
+        }
+    }
+}
+
+/// HMAC-SHA256 or AES-128-CMAC over `parts` joined, fed piece by piece.
+/// GMAC has its own paths (`gmac_contiguous`, `gmac_split`, streaming).
+fn incremental_mac(
+    algo: SigningAlgorithm,
+    key: &[u8],
+    parts: &[&[u8]],
+) -> Result<[u8; SIGNATURE_LEN], CryptoError> {
+    let mut out = [0u8; SIGNATURE_LEN];
+    match algo {
+        // MS-SMB2 3.1.4.1: dialects 2.0.2 and 2.1 use HMAC-SHA256 and keep
+        // the first 16 bytes of the 32-byte MAC.
+        SigningAlgorithm::HmacSha256 => {
+            let mut mac =
+                <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+            parts.iter().for_each(|p| mac.update(p));
+            out.copy_from_slice(&mac.finalize().into_bytes()[..SIGNATURE_LEN]);
+        }
+        // MS-SMB2 3.1.4.1: AES-128-CMAC [RFC4493].
+        SigningAlgorithm::AesCmac => {
+            let mut mac = <Cmac<Aes128> as Mac>::new_from_slice(key16(key)?).expect("16-byte key");
+            parts.iter().for_each(|p| mac.update(p));
+            out.copy_from_slice(&mac.finalize().into_bytes());
+        }
+        SigningAlgorithm::AesGmac => {
+            return Err(CryptoError::Backend(
+                "GMAC is not computed incrementally here",
+            ))
         }
     }
     Ok(out)
@@ -243,21 +263,7 @@ pub fn sign_split(
     payload: &[u8],
 ) -> Result<(), CryptoError> {
     prepare_to_sign(algo, key, head)?;
-    let mut sig = [0u8; SIGNATURE_LEN];
-    match algo {
-        SigningAlgorithm::HmacSha256 => {
-            let mut mac =
-                <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
-            mac.update(head);
-            mac.update(payload);
-            sig.copy_from_slice(&mac.finalize().into_bytes()[..SIGNATURE_LEN]);
-        }
-        SigningAlgorithm::AesCmac => {
-            let mut mac = <Cmac<Aes128> as Mac>::new_from_slice(key16(key)?).expect("16-byte key");
-            mac.update(head);
-            mac.update(payload);
-            sig.copy_from_slice(&mac.finalize().into_bytes());
-        }
+    let sig = match algo {
         // aws-lc's streaming GCM takes the associated data in pieces.
         SigningAlgorithm::AesGmac => {
             let mut ctx = super::evp::EvpGcm::encrypter(
@@ -267,9 +273,10 @@ pub fn sign_split(
             )?;
             ctx.aad(head)?;
             ctx.aad(payload)?;
-            sig = ctx.tag()?.to_be_bytes();
+            ctx.tag()?.to_be_bytes()
         }
-    }
+        _ => incremental_mac(algo, key, &[head, payload])?,
+    };
     head[SIGNATURE_OFFSET..HEADER_LEN].copy_from_slice(&sig);
     Ok(())
 }
