@@ -41,6 +41,23 @@ impl BufPool {
 
     /// An empty buffer with room for at least `cap` bytes.
     pub(crate) fn take(&self, cap: usize) -> Vec<u8> {
+        let mut b = self.take_idle(cap);
+        b.clear();
+        b
+    }
+
+    /// A buffer of exactly `len` bytes whose contents are left over from
+    /// its last use (zeros where it never held any): for callers that
+    /// overwrite every byte, without paying to clear them first.
+    pub(crate) fn take_sized(&self, len: usize) -> Vec<u8> {
+        let mut b = self.take_idle(len);
+        b.resize(len, 0);
+        b
+    }
+
+    /// An idle buffer with room for `cap` bytes, its old length kept (the
+    /// bytes it has written are initialized), or a new empty one.
+    fn take_idle(&self, cap: usize) -> Vec<u8> {
         if cap < POOL_MIN {
             return Vec::with_capacity(cap);
         }
@@ -57,13 +74,13 @@ impl BufPool {
     }
 
     /// Give a buffer back for reuse (dropped if it is small or the pool is
-    /// full; the oldest idle buffer makes room for a larger newcomer).
-    fn put(&self, mut b: Vec<u8>) {
+    /// full; the oldest idle buffer makes room for a larger newcomer). Its
+    /// length is kept so that [`BufPool::take_sized`] can reuse its bytes.
+    fn put(&self, b: Vec<u8>) {
         let cap = b.capacity();
         if !(POOL_MIN..=MAX_IDLE_BYTES).contains(&cap) {
             return;
         }
-        b.clear();
         let mut idle = self.lock();
         while !idle.bufs.is_empty()
             && (idle.bufs.len() >= MAX_IDLE || idle.bytes + cap > MAX_IDLE_BYTES)
@@ -141,6 +158,30 @@ mod tests {
         assert_eq!(again.as_ptr(), ptr);
         assert!(again.is_empty());
         assert_eq!(again.capacity(), cap);
+    }
+
+    #[test]
+    fn a_sized_buffer_reuses_old_bytes_and_zeroes_only_new_ones() {
+        let pool = BufPool::new();
+        let mut b = pool.take_sized(2 * POOL_MIN);
+        assert_eq!(b, vec![0u8; 2 * POOL_MIN]);
+        b.fill(9);
+        let ptr = b.as_ptr();
+        drop(pool.freeze(b, 0..1));
+        // Shorter: the same buffer, cut to length, its bytes as left.
+        let b = pool.take_sized(POOL_MIN);
+        assert_eq!(b.as_ptr(), ptr);
+        assert_eq!(b.len(), POOL_MIN);
+        assert!(b.iter().all(|&x| x == 9));
+        drop(pool.freeze(b, 0..1));
+        // Longer than its last use: those bytes, then zeros.
+        let b = pool.take_sized(POOL_MIN + 10);
+        assert_eq!(b.as_ptr(), ptr);
+        assert!(b[..POOL_MIN].iter().all(|&x| x == 9));
+        assert_eq!(&b[POOL_MIN..], &[0u8; 10]);
+        drop(pool.freeze(b, 0..1));
+        // take still hands out an empty buffer.
+        assert!(pool.take(POOL_MIN).is_empty());
     }
 
     #[test]

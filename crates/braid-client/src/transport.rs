@@ -7,8 +7,8 @@ use crate::credits::{Credits, MAX_CHARGE};
 use crate::error::{Error, Result};
 use crate::pool::BufPool;
 use braid_smb_proto::crypto::{
-    encrypt_frame_in_place, sign_in_place, sign_split, verify, Cipher, NonceGenerator, PreauthHash,
-    SigningAlgorithm, TRANSFORM_HEADER_LEN,
+    encrypt_frame_in_place, encrypt_frame_split, sign_in_place, sign_split, verify, Cipher,
+    NonceGenerator, PreauthHash, SigningAlgorithm, SPLIT_SCRATCH_LEN, TRANSFORM_HEADER_LEN,
 };
 use braid_smb_proto::header::flags;
 use braid_smb_proto::{Command, Header, Message, NtStatus, HEADER_LEN};
@@ -282,20 +282,26 @@ impl Transport {
         let mut sent_signature = None;
         let parts: Vec<Bytes> = if let Some(e) = enc {
             // MS-SMB2 3.2.4.1.8 / 3.1.4.3: encrypted messages are not signed.
-            // The payload is copied once, into a pooled frame buffer, and
-            // encrypted there.
+            // Header and body are copied into a pooled frame buffer; the
+            // payload is encrypted from where it lies into the same frame.
             let msg_len = req.body.len() + req.payload.len();
-            let mut frame = self.pool.take(4 + TRANSFORM_HEADER_LEN + msg_len);
-            frame.extend_from_slice(&frame_len(TRANSFORM_HEADER_LEN + msg_len)?);
-            frame.resize(4 + TRANSFORM_HEADER_LEN, 0);
-            frame.extend_from_slice(&req.body);
-            frame.extend_from_slice(&req.payload);
+            let n = 4 + TRANSFORM_HEADER_LEN + msg_len;
+            let mut frame = self.pool.take_sized(n + SPLIT_SCRATCH_LEN);
+            frame[..4].copy_from_slice(&frame_len(TRANSFORM_HEADER_LEN + msg_len)?);
+            let body_at = 4 + TRANSFORM_HEADER_LEN;
+            frame[body_at..body_at + req.body.len()].copy_from_slice(&req.body);
             if let Some(p) = req.preauth.as_deref_mut() {
-                p.update(&frame[4 + TRANSFORM_HEADER_LEN..]);
+                p.update_parts(&[&req.body, &req.payload]);
             }
             let nonce = e.nonces.next_nonce();
-            encrypt_frame_in_place(e.cipher, &e.key, &nonce, req.session_id, &mut frame[4..])?;
-            let n = frame.len();
+            encrypt_frame_split(
+                e.cipher,
+                &e.key,
+                &nonce,
+                req.session_id,
+                &mut frame[4..],
+                &req.payload,
+            )?;
             vec![self.pool.freeze(frame, 0..n)]
         } else {
             if let Some((algo, key)) = sign {

@@ -269,6 +269,73 @@ pub fn encrypt_frame_in_place(
     Ok(())
 }
 
+/// Room [`encrypt_frame_split`] needs past the end of the frame: AES-GCM
+/// leaves its tag behind the ciphertext before it moves to the header.
+pub const SPLIT_SCRATCH_LEN: usize = 16;
+
+/// [`encrypt_frame_in_place`] for a message in two parts, whose last part
+/// (`payload`, a WRITE's data) is encrypted from where it lies instead of
+/// being copied into the frame first.
+///
+/// `frame` is the transform header's room, the message's first part
+/// (`frame[TRANSFORM_HEADER_LEN..TRANSFORM_HEADER_LEN + head_len]`), then
+/// room for the ciphertext of `payload` and [`SPLIT_SCRATCH_LEN`] scratch
+/// bytes: `frame.len()` must be `TRANSFORM_HEADER_LEN + head_len +
+/// payload.len() + SPLIT_SCRATCH_LEN`. The transform frame is
+/// `frame[..frame.len() - SPLIT_SCRATCH_LEN]`, byte for byte what
+/// [`encrypt_frame_in_place`] makes of the whole message.
+pub fn encrypt_frame_split(
+    cipher: Cipher,
+    key: &[u8],
+    nonce: &[u8; 16],
+    session_id: u64,
+    frame: &mut [u8],
+    payload: &[u8],
+) -> Result<(), CryptoError> {
+    let msg_len = frame
+        .len()
+        .checked_sub(TRANSFORM_HEADER_LEN + SPLIT_SCRATCH_LEN)
+        .filter(|n| *n >= payload.len())
+        .ok_or(CryptoError::BadTransformHeader(
+            "no room for the header, the payload and the scratch",
+        ))?;
+    let head_len = msg_len - payload.len();
+    if gcm_alg(cipher).is_none() {
+        // CCM has no streaming interface here: copy, then seal in one piece.
+        let end = TRANSFORM_HEADER_LEN + msg_len;
+        frame[TRANSFORM_HEADER_LEN + head_len..end].copy_from_slice(payload);
+        return encrypt_frame_in_place(cipher, key, nonce, session_id, &mut frame[..end]);
+    }
+    check_key(cipher, key)?;
+    let original_message_size =
+        u32::try_from(msg_len).map_err(|_| CryptoError::MessageTooLarge(msg_len))?;
+    let header = TransformHeader {
+        signature: [0; 16],
+        nonce: *nonce,
+        original_message_size,
+        flags: TRANSFORM_FLAG_ENCRYPTED,
+        session_id,
+    };
+    let (hdr, msg) = frame.split_at_mut(TRANSFORM_HEADER_LEN);
+    header.write_to(hdr);
+    let (head, payload_out) = msg.split_at_mut(head_len);
+    let alg = gcm_alg(cipher).expect("GCM checked above");
+    // One GCM stream over head then payload: the same ciphertext and tag as
+    // sealing the two end to end.
+    gcm_key(alg, key)
+        .seal_in_place_scatter(
+            gcm_nonce(&nonce[..cipher.nonce_len()]),
+            aws_lc_rs::aead::Aad::from(&hdr[AAD_RANGE]),
+            head,
+            payload,
+            payload_out,
+        )
+        .map_err(|_| CryptoError::MessageTooLarge(msg_len))?;
+    let tag_at = payload.len();
+    hdr[SIGNATURE_RANGE].copy_from_slice(&payload_out[tag_at..tag_at + 16]);
+    Ok(())
+}
+
 /// Encrypt `message` into a newly allocated transform frame (header +
 /// ciphertext). Copies the message once; prefer [`encrypt_frame_in_place`]
 /// on the hot path.
@@ -873,5 +940,48 @@ mod tests {
             f[i] ^= 1 << bit;
             prop_assert!(decrypt_in_place(cipher, key, &mut f).is_err());
         }
+
+        // A message encrypted in two parts, the second from where it lies,
+        // is the frame encrypt_message makes of the whole; the scratch and
+        // the room left for the payload may hold anything beforehand.
+        #[test]
+        fn split_encryption_is_whole_message_encryption(
+            cipher in cipher_strategy(),
+            key in prop::collection::vec(any::<u8>(), 32),
+            nonce in prop::array::uniform16(any::<u8>()),
+            session_id in any::<u64>(),
+            head in prop::collection::vec(any::<u8>(), 0..300),
+            payload in prop::collection::vec(any::<u8>(), 0..3000),
+            junk in any::<u8>(),
+        ) {
+            let key = &key[..cipher.key_len()];
+            let whole = [&head[..], &payload[..]].concat();
+            let want = encrypt_message(cipher, key, &nonce, session_id, &whole).unwrap();
+            let mut frame = vec![junk; TRANSFORM_HEADER_LEN];
+            frame.extend_from_slice(&head);
+            frame.resize(frame.len() + payload.len() + SPLIT_SCRATCH_LEN, junk);
+            encrypt_frame_split(cipher, key, &nonce, session_id, &mut frame, &payload).unwrap();
+            prop_assert_eq!(&frame[..want.len()], &want[..]);
+            prop_assert_eq!(frame.len(), want.len() + SPLIT_SCRATCH_LEN);
+        }
+    }
+
+    #[test]
+    fn split_encryption_checks_its_room() {
+        let key = [1u8; 16];
+        let nonce = [2u8; 16];
+        for cipher in CIPHERS {
+            let key = &[1u8; 32][..cipher.key_len()];
+            // No room for the scratch behind the payload.
+            let mut short = vec![0u8; TRANSFORM_HEADER_LEN + 10];
+            assert!(encrypt_frame_split(cipher, key, &nonce, 1, &mut short, &[0; 10]).is_err());
+            // Exactly enough: an empty first part.
+            let mut exact = vec![0u8; TRANSFORM_HEADER_LEN + 10 + SPLIT_SCRATCH_LEN];
+            assert!(encrypt_frame_split(cipher, key, &nonce, 1, &mut exact, &[0; 10]).is_ok());
+        }
+        let mut bad_key = vec![0u8; TRANSFORM_HEADER_LEN + SPLIT_SCRATCH_LEN];
+        assert!(
+            encrypt_frame_split(Cipher::Aes256Gcm, &key, &nonce, 1, &mut bad_key, &[]).is_err()
+        );
     }
 }

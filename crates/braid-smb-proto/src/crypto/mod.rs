@@ -25,8 +25,9 @@ pub mod preauth;
 pub mod signing;
 
 pub use encryption::{
-    decrypt_in_place, encrypt_frame_in_place, encrypt_in_place, encrypt_message, Cipher,
-    DecryptStream, NonceGenerator, TransformHeader, TRANSFORM_FLAG_ENCRYPTED, TRANSFORM_HEADER_LEN,
+    decrypt_in_place, encrypt_frame_in_place, encrypt_frame_split, encrypt_in_place,
+    encrypt_message, Cipher, DecryptStream, NonceGenerator, TransformHeader, SPLIT_SCRATCH_LEN,
+    TRANSFORM_FLAG_ENCRYPTED, TRANSFORM_HEADER_LEN,
 };
 pub use kdf::{
     derive_channel_signing_key, derive_session_keys, kdf, sp800_108_counter_hmac_sha256,
