@@ -4,23 +4,21 @@
 //! hash by (delta X_j) * H^(n+2-j) (counting the length block). The bulk
 //! passes run in aws-lc; these run a handful of times per message.
 
-use aes::cipher::{BlockEncrypt, KeyInit};
+use aes::cipher::BlockEncrypt;
 use aes::{Aes128, Aes256};
+use ghash::universal_hash::{KeyInit, UniversalHash};
+use ghash::GHash;
 
-// GF(2^128) multiplication in GCM's bit order (NIST SP 800-38D, Algorithm 1),
-// on blocks read big-endian into u128 (bit 0 of the spec = the MSB here).
-// Branch-free in the operands.
+// GF(2^128) multiplication in GCM's bit order (NIST SP 800-38D 6.3), on
+// blocks read big-endian into u128 (bit 0 of the spec = the MSB here): the
+// GHASH of the one block x under the key y is x * y. RustCrypto's `ghash`
+// multiplies with CLMUL where the CPU has it (constant time either way);
+// a bit-by-bit multiply cost ~2% of a signed 1 MiB READ stream's CPU in the
+// ~25 multiplications each message's tag correction takes.
 pub(crate) fn gf_mul(x: u128, y: u128) -> u128 {
-    const R: u128 = 0xE1 << 120;
-    let mut z = 0u128;
-    let mut v = y;
-    for i in 0..128 {
-        let bit = (x >> (127 - i)) & 1;
-        z ^= v & 0u128.wrapping_sub(bit);
-        let lsb = v & 1;
-        v = (v >> 1) ^ (R & 0u128.wrapping_sub(lsb));
-    }
-    z
+    let mut g = GHash::new(&y.to_be_bytes().into());
+    g.update(&[x.to_be_bytes().into()]);
+    u128::from_be_bytes(g.finalize().into())
 }
 
 /// x^e in GF(2^128); `e` is public (derived from the message length).
@@ -53,4 +51,41 @@ pub(crate) fn hash_subkey(key: &[u8]) -> u128 {
         n => unreachable!("AES key of {n} bytes; callers check the length"),
     }
     u128::from_be_bytes(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    // NIST SP 800-38D Algorithm 1, bit by bit: the oracle for gf_mul.
+    fn gf_mul_by_the_book(x: u128, y: u128) -> u128 {
+        const R: u128 = 0xE1 << 120;
+        let mut z = 0u128;
+        let mut v = y;
+        for i in 0..128 {
+            if (x >> (127 - i)) & 1 == 1 {
+                z ^= v;
+            }
+            v = if v & 1 == 1 { (v >> 1) ^ R } else { v >> 1 };
+        }
+        z
+    }
+
+    #[test]
+    fn one_is_the_identity_and_zero_absorbs() {
+        let one = 1u128 << 127;
+        let x = 0x0388_DACE_60B6_A392_F328_C2B9_71B2_FE78;
+        assert_eq!(gf_mul(x, one), x);
+        assert_eq!(gf_mul(one, x), x);
+        assert_eq!(gf_mul(x, 0), 0);
+    }
+
+    proptest! {
+        #[test]
+        fn gf_mul_is_the_spec_multiplication(x in any::<u128>(), y in any::<u128>()) {
+            prop_assert_eq!(gf_mul(x, y), gf_mul_by_the_book(x, y));
+            prop_assert_eq!(gf_mul(x, y), gf_mul(y, x));
+        }
+    }
 }
