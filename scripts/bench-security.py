@@ -35,7 +35,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,11 +59,12 @@ def run_bench(srv: servers.Server, args, security: str, rw: str, duration: float
             "--security", security, "--rw", rw, "--dir", f"bench-{srv.target}",
             "--quiet", "--json"]
     env = dict(os.environ, BRAID_PASSWORD=srv.password)
-    cpu0, _ = servers.tree_cpu(srv.pid)
+    cpu0, n0 = servers.tree_cpu(srv.pid)
     kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu1, _ = servers.tree_cpu(srv.pid)
+    # smbd serves the connection from a child that exits after it closes.
+    cpu1, _ = servers.settled_tree_cpu(srv.pid, n0)
     if out.returncode != 0:
         raise RuntimeError(f"braid bench failed on {srv.target}:\n{out.stderr}")
     report = json.loads(out.stdout)

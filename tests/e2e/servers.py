@@ -67,18 +67,40 @@ def process_tree(pid: int) -> list[int]:
 
 def tree_cpu(pid: int) -> tuple[float, int]:
     """(CPU seconds, process count) of pid and its descendants: utime + stime of
-    each live process plus cutime + cstime (children that exited and were reaped)."""
+    each live process plus cutime + cstime (children that exited and were reaped).
+
+    Each process is read after its parent (process_tree's order). A child that
+    exits and is reaped while the tree is read has its CPU moved into its
+    parent's cutime: read before the parent, it would count twice; gone by the
+    time it is read, not at all. Either way one of its reads fails, and then
+    the whole tree is read again."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total, count = 0, 0
-    for p in process_tree(pid):
-        try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # fields[0] is stat field 3 (state): utime..cstime are fields 14-17.
-        total += sum(int(x) for x in fields[11:15])
-        count += 1
-    return total / ticks, count
+    for _ in range(50):
+        total, count, lost = 0, 0, False
+        for p in process_tree(pid):
+            try:
+                fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                lost = True
+                break
+            # fields[0] is stat field 3 (state): utime..cstime are fields 14-17.
+            total += sum(int(x) for x in fields[11:15])
+            count += 1
+        if not lost:
+            return total / ticks, count
+    raise RuntimeError(f"the process tree of {pid} kept changing while read")
+
+
+def settled_tree_cpu(pid: int, baseline_count: int, timeout: float = 5.0) -> tuple[float, int]:
+    """tree_cpu once the tree is back to baseline_count processes (a client's
+    connection just closed: smbd's per-connection child exits and is reaped
+    into its parent's cutime), or after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        seconds, count = tree_cpu(pid)
+        if count <= baseline_count or time.monotonic() > deadline:
+            return seconds, count
+        time.sleep(0.05)
 
 
 @dataclass
