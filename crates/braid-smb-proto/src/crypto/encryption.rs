@@ -252,20 +252,31 @@ pub fn encrypt_frame_in_place(
             "no room for the 52-byte header",
         ));
     }
-    let msg_len = frame.len() - TRANSFORM_HEADER_LEN;
+    let (hdr, msg) = frame.split_at_mut(TRANSFORM_HEADER_LEN);
+    write_transform_header(hdr, nonce, msg.len(), session_id)?;
+    let tag = seal(cipher, key, nonce, &hdr[AAD_RANGE], msg)?;
+    hdr[SIGNATURE_RANGE].copy_from_slice(&tag);
+    Ok(())
+}
+
+/// The TRANSFORM_HEADER of a `msg_len`-byte message, Signature zero until
+/// the tag is known.
+fn write_transform_header(
+    hdr: &mut [u8],
+    nonce: &[u8; 16],
+    msg_len: usize,
+    session_id: u64,
+) -> Result<(), CryptoError> {
     let original_message_size =
         u32::try_from(msg_len).map_err(|_| CryptoError::MessageTooLarge(msg_len))?;
-    let header = TransformHeader {
+    TransformHeader {
         signature: [0; 16],
         nonce: *nonce,
         original_message_size,
         flags: TRANSFORM_FLAG_ENCRYPTED,
         session_id,
-    };
-    let (hdr, msg) = frame.split_at_mut(TRANSFORM_HEADER_LEN);
-    header.write_to(hdr);
-    let tag = seal(cipher, key, nonce, &hdr[AAD_RANGE], msg)?;
-    hdr[SIGNATURE_RANGE].copy_from_slice(&tag);
+    }
+    .write_to(hdr);
     Ok(())
 }
 
@@ -300,26 +311,16 @@ pub fn encrypt_frame_split(
             "no room for the header, the payload and the scratch",
         ))?;
     let head_len = msg_len - payload.len();
-    if gcm_alg(cipher).is_none() {
+    let Some(alg) = gcm_alg(cipher) else {
         // CCM has no streaming interface here: copy, then seal in one piece.
         let end = TRANSFORM_HEADER_LEN + msg_len;
         frame[TRANSFORM_HEADER_LEN + head_len..end].copy_from_slice(payload);
         return encrypt_frame_in_place(cipher, key, nonce, session_id, &mut frame[..end]);
-    }
-    check_key(cipher, key)?;
-    let original_message_size =
-        u32::try_from(msg_len).map_err(|_| CryptoError::MessageTooLarge(msg_len))?;
-    let header = TransformHeader {
-        signature: [0; 16],
-        nonce: *nonce,
-        original_message_size,
-        flags: TRANSFORM_FLAG_ENCRYPTED,
-        session_id,
     };
+    check_key(cipher, key)?;
     let (hdr, msg) = frame.split_at_mut(TRANSFORM_HEADER_LEN);
-    header.write_to(hdr);
+    write_transform_header(hdr, nonce, msg_len, session_id)?;
     let (head, payload_out) = msg.split_at_mut(head_len);
-    let alg = gcm_alg(cipher).expect("GCM checked above");
     // One GCM stream over head then payload: the same ciphertext and tag as
     // sealing the two end to end.
     gcm_key(alg, key)
