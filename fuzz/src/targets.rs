@@ -9,7 +9,10 @@ use braid_smb_proto::auth::ntlmssp::{
 };
 use braid_smb_proto::auth::spnego::{parse_token, ClientStep, SpnegoClient, SpnegoServer, SpnegoStep, Token};
 use braid_smb_proto::codec::Message;
-use braid_smb_proto::crypto::{self, decrypt_in_place, encrypt_message, Cipher, SigningAlgorithm, TransformHeader};
+use braid_smb_proto::crypto::{
+    self, decrypt_in_place, encrypt_frame_split, encrypt_message, Cipher, SigningAlgorithm, TransformHeader,
+    SPLIT_SCRATCH_LEN,
+};
 use braid_smb_proto::fscc::file_info::{decode_full_ea_list, decode_set_file_info, encode_full_ea_list};
 use braid_smb_proto::fscc::security::{SecurityDescriptor, Sid};
 use braid_smb_proto::fscc::quota::{decode_quota_list, encode_quota_list, QueryQuotaInfo};
@@ -576,7 +579,9 @@ pub fn security_descriptor(data: &[u8]) {
 /// * mode 0: a received transform frame: TransformHeader::decode (and
 ///   decode(encode(h)) == h), then decrypt_in_place under each cipher;
 /// * mode 1: cipher byte, 16-byte nonce, u16 bit position, plaintext:
-///   encrypt_message then decrypt_in_place gives the plaintext back, and
+///   encrypt_message then decrypt_in_place gives the plaintext back,
+///   encrypt_frame_split of the same plaintext cut in two (where the bit
+///   position says) makes the same frame, and
 ///   flipping any one bit of the frame makes decryption fail.
 pub fn transform(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else { return };
@@ -608,6 +613,15 @@ pub fn transform(data: &[u8]) {
     assert_eq!(&f[range], plain);
     assert_eq!(h.session_id, sid);
     assert_eq!(h.nonce, nonce);
+    // The same message encrypted in two parts, split where `flip` says,
+    // the second part from where it lies: the same frame.
+    let at = flip % (plain.len() + 1);
+    let mut split = vec![0xA5u8; 52];
+    split.extend_from_slice(&plain[..at]);
+    split.resize(split.len() + plain.len() - at + SPLIT_SCRATCH_LEN, 0x5A);
+    encrypt_frame_split(cipher, key_for(cipher), &nonce, sid, &mut split, &plain[at..])
+        .expect("encrypt in two parts");
+    assert_eq!(&split[..frame.len()], &frame[..], "split at {at} ({cipher:?})");
     let mut g = frame.clone();
     let bit = flip % (g.len() * 8);
     g[bit / 8] ^= 1 << (bit % 8);
