@@ -122,12 +122,12 @@ mode_options() {
     esac
 }
 
-cpu_of() { python3 tests/e2e/servers.py cpu "$1"; }   # -> "SECONDS NPROCS"
+cpu_of() { python3 tests/e2e/servers.py cpu "$@"; }   # [--settle-to N] PID -> "SECONDS NPROCS"
 
 # measure SERVER MODE OP REP -> appends "mode op server rep seconds server_cpu client_cpu
 # client_faults" to RESULTS
 measure() {
-    local s=$1 mode=$2 op=$3 rep=$4 cmd cpu0 n0 cpu1 n1 t0 t1 ccpu cflt
+    local s=$1 mode=$2 op=$3 rep=$4 cmd cpu0 n0 cpu1 t0 t1 ccpu cflt
     case $op in
         get) cmd="get big /dev/null" ;;
         # Each server overwrites its own file: truncation recycles the
@@ -158,11 +158,7 @@ sys.exit(rc)' "$WORK/client" env "${CLIENT_ENV[@]}" timeout 600 smbclient "//127
     t1=$(date +%s.%N)
     read -r ccpu cflt <"$WORK/client.cpu"
     # Wait for smbd's per-connection child to exit and be reaped into cutime.
-    for _ in $(seq 100); do
-        read -r cpu1 n1 < <(cpu_of "${PID[$s]}")
-        [ "$n1" -le "$n0" ] && break
-        sleep 0.05
-    done
+    read -r cpu1 _ < <(cpu_of --settle-to "$n0" "${PID[$s]}")
     awk -v s="$s" -v m="$mode" -v o="$op" -v r="$rep" -v sz="$SIZE" \
         -v w="$(awk -v a="$t1" -v b="$t0" 'BEGIN { print a - b }')" \
         -v c="$(awk -v a="$cpu1" -v b="$cpu0" 'BEGIN { print a - b }')" \

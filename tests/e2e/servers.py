@@ -69,11 +69,11 @@ def tree_cpu(pid: int) -> tuple[float, int]:
     """(CPU seconds, process count) of pid and its descendants: utime + stime of
     each live process plus cutime + cstime (children that exited and were reaped).
 
-    Each process is read after its parent (process_tree's order). A child that
-    exits and is reaped while the tree is read has its CPU moved into its
-    parent's cutime: read before the parent, it would count twice; gone by the
-    time it is read, not at all. Either way one of its reads fails, and then
-    the whole tree is read again."""
+    A child reaped while the tree is read has its CPU moved into its parent's
+    cutime: read before its parent it would count twice, and skipped it would
+    not count at all. So each process is read after its parent
+    (process_tree's order), and when one has gone by the time it is read, the
+    whole tree is read again."""
     ticks = os.sysconf("SC_CLK_TCK")
     for _ in range(50):
         total, count, lost = 0, 0, False
@@ -599,10 +599,15 @@ def main() -> int:
     p_stop.add_argument("pid", type=int)
     p_cpu = sub.add_parser("cpu", help="print CPU seconds and process count of PID's tree")
     p_cpu.add_argument("pid", type=int)
+    p_cpu.add_argument("--settle-to", type=int, metavar="N",
+                       help="first wait (up to 5 s) until the tree has at most N processes")
     args = parser.parse_args()
 
     if args.cmd == "cpu":
-        seconds, count = tree_cpu(args.pid)
+        if args.settle_to is None:
+            seconds, count = tree_cpu(args.pid)
+        else:
+            seconds, count = settled_tree_cpu(args.pid, args.settle_to)
         print(f"{seconds:.2f} {count}")
         return 0
 
