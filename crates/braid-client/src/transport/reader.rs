@@ -57,7 +57,8 @@ enum Arriving {
 }
 
 impl Arriving {
-    /// Decide from the frame's first 64 bytes.
+    /// Decide from the frame's first 64 bytes (MS-SMB2 3.2.5.1.3: a signed
+    /// response is verified with the key of the request it answers).
     fn decide(t: &Transport, head: &[u8]) -> Self {
         if head[..4] == TRANSFORM_PROTOCOL_ID {
             return Arriving::Whole;
