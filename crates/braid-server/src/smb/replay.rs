@@ -11,16 +11,26 @@
 //! sends them again on another channel with the replay flag. While a
 //! session has more than one channel (or the request is itself a replay),
 //! the server keeps a bounded per-session record of recently completed
-//! modifying requests, keyed by a fingerprint of the request body (which
-//! names the open, offset, length and data). A replay whose fingerprint
-//! matches a completed request gets the original result and is not applied
-//! again; one that matches a request still in progress waits for it and
-//! then gets its result.
+//! modifying requests, keyed by a fingerprint of the whole request body
+//! (which names the open, offset, length and every byte of data). A replay
+//! whose fingerprint matches a completed request gets the original result
+//! and is not applied again; one that matches a request still in progress
+//! waits for it and then gets its result.
+//!
+//! The fingerprint must cover every byte: a replayed WRITE answered from a
+//! different earlier WRITE (same open, offset and length, other data) would
+//! be reported written and never applied. It is a GMAC (AES-128-GCM with no
+//! plaintext) under a key drawn at random once per process: a 128-bit
+//! universal hash, so two different bodies collide with probability at most
+//! (blocks / 2^128) whatever their content, and it runs on the same
+//! hardware GHASH as signing (a keyless hash such as SipHash is ~20x
+//! slower per byte; xxh3's fast paths are chosen at compile time only).
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::Hasher;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
+use rand::RngCore;
 
 use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::header::{flags, Command, HEADER_LEN};
@@ -35,10 +45,6 @@ use crate::session::Session;
 
 /// Completed requests remembered per session.
 const MAX_COMPLETED: usize = 512;
-/// Bodies up to this size are hashed whole; larger ones by length, fixed
-/// part, and their first and last 64 KiB.
-const FULL_HASH_LIMIT: usize = 256 * 1024;
-const SAMPLE: usize = 64 * 1024;
 
 /// The outcome of a completed request: status and response message
 /// (64-byte placeholder header + body).
@@ -100,21 +106,29 @@ fn file_id_of(command: Command, msg: &[u8]) -> Option<FileId> {
     }
 }
 
-/// A fingerprint of the request body: what a replay repeats exactly.
+/// A fingerprint of the request body: what a replay repeats exactly (the
+/// header differs: message id, flags, channel sequence, signature).
 fn fingerprint(command: Command, msg: &[u8]) -> u128 {
+    static KEY: OnceLock<LessSafeKey> = OnceLock::new();
+    let key = KEY.get_or_init(|| {
+        let mut k = [0u8; 16];
+        rand::thread_rng().fill_bytes(&mut k);
+        LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &k).expect("16-byte key"))
+    });
     let body = &msg[HEADER_LEN.min(msg.len())..];
-    let mut a = DefaultHasher::new();
-    let mut b = DefaultHasher::new();
-    a.write_u16(command as u16);
-    b.write_u64(body.len() as u64);
-    if body.len() <= FULL_HASH_LIMIT {
-        a.write(body);
-        b.write(body);
-    } else {
-        a.write(&body[..SAMPLE]);
-        b.write(&body[body.len() - SAMPLE..]);
-    }
-    ((a.finish() as u128) << 64) | b.finish() as u128
+    // The command goes into the nonce: the same body under two commands
+    // gets unrelated fingerprints. One fixed nonce per command is sound
+    // here: the tag is never sent anywhere, it only compares bodies.
+    let mut nonce = [0u8; 12];
+    nonce[..2].copy_from_slice(&(command as u16).to_le_bytes());
+    let tag = key
+        .seal_in_place_separate_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(body),
+            &mut [],
+        )
+        .expect("a request body is far below the GCM AAD limit");
+    u128::from_be_bytes(tag.as_ref().try_into().expect("16-byte tag"))
 }
 
 /// Dispatch `command`, applying channel-sequence verification and replay
@@ -213,6 +227,30 @@ mod tests {
         assert_ne!(
             fingerprint(Command::Write, &a),
             fingerprint(Command::Write, &b)
+        );
+    }
+
+    #[test]
+    fn fingerprint_covers_every_byte_of_a_large_write() {
+        // Two 1 MiB WRITEs to one range whose first and last 64 KiB agree
+        // (zeros around changed data, as a disk image's blocks often are):
+        // a replay of the second must not be taken for the first.
+        let mut a = vec![0u8; HEADER_LEN + 48 + (1 << 20)];
+        a[HEADER_LEN + 8] = 7; // offset in the WRITE's fixed part
+        let mut b = a.clone();
+        a[HEADER_LEN + 48 + (512 << 10)] = 1;
+        b[HEADER_LEN + 48 + (512 << 10)] = 2;
+        assert_ne!(
+            fingerprint(Command::Write, &a),
+            fingerprint(Command::Write, &b)
+        );
+        assert_eq!(
+            fingerprint(Command::Write, &a),
+            fingerprint(Command::Write, &a.clone())
+        );
+        assert_ne!(
+            fingerprint(Command::Write, &a),
+            fingerprint(Command::SetInfo, &a)
         );
     }
 
