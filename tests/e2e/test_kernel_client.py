@@ -100,7 +100,11 @@ ready_then_wait
 # 4 runs of 4 against Samba and 2 of 3 against Braid (2026-11-26); cp
 # reported ECONNABORTED or, when the write came from background
 # writeback, nothing. An fsync's writes are sent again on the new channel
-# (6 runs of 6).
+# (6 runs of 6) -- unless the cut lands while the fsync's own WRITE is on
+# the wire: then dd fails with ECONNABORTED and that copy keeps the hole
+# (1 run of 6 with the other core busy, 2026-11-27). The client says so to
+# the application; the host checks that every copy it did not call failed
+# is whole.
 (nc -l -p {go_port} < /dev/null > /dev/null; touch /tmp/stop) &
 say copying
 n=0
@@ -338,6 +342,10 @@ class Console:
             return self.text()
         return "\n".join(lines[starts[0]:(ends[0] + 1 if ends else None)])
 
+    def all_marks(self, mark: str) -> list[list[str]]:
+        """The words of every line the guest marked `mark`, in order."""
+        return [ln.split()[1:] for ln in list(self.lines) if ln.split()[:2] == ["@@", mark]]
+
     def marked(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         for line in self.lines:
@@ -428,14 +436,21 @@ def test_kernel_client_multichannel_sealed(kernel, lab, tmp_path):
     output = console.text()
     assert marks.get("guest-done") == ["0"], output
     assert marks["md5 first"] == marks["md5 source"], output
-    copies, bad = (int(x) for x in marks["copies"])
+    copies = int(marks["copies"][0])
+    story = console.between("copying", "debugdata-start")
     # A bad copy names itself (bad-copy N size S, cmp's first difference)
     # among the client's kernel messages, which the last 80 lines may cut.
-    assert copies >= 3 and bad == 0, console.between("copying", "debugdata-start")
-    assert "copy-failed" not in marks, output
+    bad = {int(w[1]) for w in console.all_marks("bad-copy")}
+    failed = {int(w[1]): " ".join(w[2:]) for w in console.all_marks("copy-failed")}
+    # Linux 6.1 drops a WRITE whose send the cut broke and fails that copy
+    # (see MULTICHANNEL); it must say so, and only for the cut.
+    assert bad <= set(failed), story
+    assert len(failed) <= 1, story
+    assert all("connection abort" in why for why in failed.values()), story
+    assert copies - len(failed) >= 3, story
     assert marks["channels"] == ["3"], output  # "Channel: N" lines: the 3 bound ones
     assert (secret / "first.bin").stat().st_size == MIB << 20
-    for i in range(1, copies + 1):
+    for i in set(range(1, copies + 1)) - set(failed):
         assert (secret / f"loop{i}.bin").read_bytes() == (secret / "first.bin").read_bytes(), i
     assert marks["listed"] == ["200", "100"], output
     assert marks["content"] == ["file", "10"], output
