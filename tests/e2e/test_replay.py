@@ -43,43 +43,42 @@ def block(middle: bytes) -> bytes:
     return b"\0" * pad + middle + b"\0" * (MIB - pad - len(middle))
 
 
+@pytest.fixture
+def image(smb_server, remote_dir):
+    """A new file `image` open for reading and writing."""
+    c = RawClient(smb_server)
+    try:
+        op = c.open(f"{remote_dir}\\image", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
+        yield op
+        op.close(False)
+    finally:
+        c.close()
+
+
 def test_a_replayed_write_is_applied_when_only_its_middle_differs(
-        smb_server, remote_dir, monkeypatch):
+        smb_server, remote_dir, image, monkeypatch):
     """Two replayed WRITEs of one range whose data differ only in the middle
     are two writes: the second lands (a server that took it for a replay of
     the first would answer it written and keep the first's data)."""
     first, second = block(os.urandom(4096)), block(os.urandom(4096))
-    c = RawClient(smb_server)
-    try:
-        op = c.open(f"{remote_dir}\\image", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
-        with replaying(monkeypatch):
-            assert op.write(first, 0) == MIB
-            assert op.write(second, 0) == MIB
-        assert op.read(0, MIB) == second
-        op.close(False)
-    finally:
-        c.close()
+    with replaying(monkeypatch):
+        assert image.write(first, 0) == MIB
+        assert image.write(second, 0) == MIB
+    assert image.read(0, MIB) == second
     assert (smb_server.share_dir / remote_dir / "image").read_bytes() == second
 
 
 @pytest.mark.skipif(os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
                     reason="Samba applies a replayed WRITE again")
-def test_a_replayed_write_seen_before_is_not_applied_again(
-        smb_server, remote_dir, monkeypatch):
+def test_a_replayed_write_seen_before_is_not_applied_again(image, monkeypatch):
     """A replay of a WRITE the server already carried out gets that
     WRITE's answer and does not undo a newer WRITE to the same range (the
     case a write retried on a second channel after its first channel died
     must not hit)."""
     original, newer = block(os.urandom(4096)), block(os.urandom(4096))
-    c = RawClient(smb_server)
-    try:
-        op = c.open(f"{remote_dir}\\image", FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
-        with replaying(monkeypatch):
-            assert op.write(original, 0) == MIB
-        assert op.write(newer, 0) == MIB
-        with replaying(monkeypatch):
-            assert op.write(original, 0) == MIB
-        assert op.read(0, MIB) == newer
-        op.close(False)
-    finally:
-        c.close()
+    with replaying(monkeypatch):
+        assert image.write(original, 0) == MIB
+    assert image.write(newer, 0) == MIB
+    with replaying(monkeypatch):
+        assert image.write(original, 0) == MIB
+    assert image.read(0, MIB) == newer
