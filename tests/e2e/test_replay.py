@@ -82,3 +82,27 @@ def test_a_replayed_write_seen_before_is_not_applied_again(image, monkeypatch):
     with replaying(monkeypatch):
         assert image.write(original, 0) == MIB
     assert image.read(0, MIB) == newer
+
+
+@pytest.mark.skipif(os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
+                    reason="Samba applies a replayed WRITE again")
+def test_a_replayed_append_is_applied_once(smb_server, remote_dir, monkeypatch):
+    """An append (offset 0xFFFFFFFFFFFFFFFF through an open that may only
+    append, MS-FSA 2.1.5.3) is not idempotent: its replay gets the first
+    execution's answer and adds nothing, while the same bytes sent again
+    as a new request (no replay flag) are a second append."""
+    FILE_APPEND_DATA, SYNCHRONIZE, READ_ATTRIBUTES = 0x4, 0x100000, 0x80
+    line = b"one line of a log\n"
+    c = RawClient(smb_server)
+    try:
+        log = c.open(f"{remote_dir}\\log", FILE_APPEND_DATA | SYNCHRONIZE | READ_ATTRIBUTES,
+                     CreateDisposition.FILE_CREATE)
+        with replaying(monkeypatch):
+            assert log.write(line, 0xFFFFFFFFFFFFFFFF) == len(line)
+            assert log.write(line, 0xFFFFFFFFFFFFFFFF) == len(line)
+        assert (smb_server.share_dir / remote_dir / "log").read_bytes() == line
+        assert log.write(line, 0xFFFFFFFFFFFFFFFF) == len(line)
+        assert (smb_server.share_dir / remote_dir / "log").read_bytes() == line * 2
+        log.close(False)
+    finally:
+        c.close()
