@@ -125,7 +125,7 @@ enum UserCmd {
 
 // mimalloc rather than glibc's malloc: each large request frame is a fresh
 // 1-8 MiB buffer, freed on whichever thread finished with it. With mimalloc
-// the server took 6-13% less CPU per GiB written (1 MiB WRITEs, plain,
+// the server took 4-13% less CPU per GiB written (1 MiB WRITEs, plain,
 // signed and encrypted) and its resident memory after a mixed load fell from
 // 223 MB (glibc keeps its arenas) to 33 MB; reads and 4 KiB I/O unchanged
 // (docs/BENCHMARKS.md, run 24).

@@ -19,20 +19,17 @@
 //!
 //! The fingerprint must cover every byte: a replayed WRITE answered from a
 //! different earlier WRITE (same open, offset and length, other data) would
-//! be reported written and never applied. It is a GMAC (AES-128-GCM with no
-//! plaintext) under a key drawn at random once per process: a 128-bit
-//! universal hash, so two different bodies collide with probability at most
-//! (blocks / 2^128) whatever their content, and it runs on the same
-//! hardware GHASH as signing (a keyless hash such as SipHash is ~20x
-//! slower per byte; xxh3's fast paths are chosen at compile time only).
+//! be reported written and never applied. It is the proto crate's
+//! `BodyDigest` (a GMAC under a key drawn at random once per process), on
+//! the same hardware GHASH as signing: a keyless hash such as SipHash is
+//! ~20x slower per byte, and xxh3's fast paths are chosen at compile time
+//! only.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, OnceLock};
 
-use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM};
-use rand::RngCore;
-
 use braid_smb_proto::codec::{FileId, Message};
+use braid_smb_proto::crypto::BodyDigest;
 use braid_smb_proto::header::{flags, Command, HEADER_LEN};
 use braid_smb_proto::messages::negotiate::dialect;
 use braid_smb_proto::messages::write::decode_write_request_ref;
@@ -109,26 +106,11 @@ fn file_id_of(command: Command, msg: &[u8]) -> Option<FileId> {
 /// A fingerprint of the request body: what a replay repeats exactly (the
 /// header differs: message id, flags, channel sequence, signature).
 fn fingerprint(command: Command, msg: &[u8]) -> u128 {
-    static KEY: OnceLock<LessSafeKey> = OnceLock::new();
-    let key = KEY.get_or_init(|| {
-        let mut k = [0u8; 16];
-        rand::thread_rng().fill_bytes(&mut k);
-        LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &k).expect("16-byte key"))
-    });
+    static DIGEST: OnceLock<BodyDigest> = OnceLock::new();
     let body = &msg[HEADER_LEN.min(msg.len())..];
-    // The command goes into the nonce: the same body under two commands
-    // gets unrelated fingerprints. One fixed nonce per command is sound
-    // here: the tag is never sent anywhere, it only compares bodies.
-    let mut nonce = [0u8; 12];
-    nonce[..2].copy_from_slice(&(command as u16).to_le_bytes());
-    let tag = key
-        .seal_in_place_separate_tag(
-            Nonce::assume_unique_for_key(nonce),
-            Aad::from(body),
-            &mut [],
-        )
-        .expect("a request body is far below the GCM AAD limit");
-    u128::from_be_bytes(tag.as_ref().try_into().expect("16-byte tag"))
+    DIGEST
+        .get_or_init(BodyDigest::random)
+        .digest(command as u16, body)
 }
 
 /// Dispatch `command`, applying channel-sequence verification and replay

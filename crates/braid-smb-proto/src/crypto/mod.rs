@@ -36,7 +36,7 @@ pub use kdf::{
 };
 pub use preauth::{PreauthHash, PREAUTH_HASH_LEN};
 pub use signing::{
-    sign_in_place, sign_split, signature_of, verify, verify_in_place, GmacVerifier,
+    sign_in_place, sign_split, signature_of, verify, verify_in_place, BodyDigest, GmacVerifier,
     SigningAlgorithm, SIGNATURE_LEN, SIGNATURE_OFFSET,
 };
 
