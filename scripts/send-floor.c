@@ -1,5 +1,5 @@
 // send-floor: what it costs one thread to send a cached file over loopback
-// TCP in 1 MiB responses, four ways, with no SMB server around it (for
+// TCP in 1 MiB responses, seven ways, with no SMB server around it (for
 // docs/BENCHMARKS.md run 25). It bounds what any SMB server can spend per
 // GiB on a READ response on this machine.
 //
