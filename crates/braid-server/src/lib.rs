@@ -17,6 +17,7 @@ pub mod lease;
 pub mod logon_throttle;
 pub mod lsa;
 pub mod metrics;
+pub mod nfs;
 pub mod notify;
 pub mod oplock;
 pub mod order;

@@ -65,6 +65,11 @@ impl Server {
             .collect()
     }
 
+    /// The NFS listeners' addresses (empty when NFS is off).
+    pub fn nfs_local_addrs(&self) -> Vec<std::net::SocketAddr> {
+        Vec::new()
+    }
+
     /// Where a reload (`reload.rs`) reads the config from.
     pub fn set_config_source(&self, source: crate::reload::ConfigSource) {
         let _ = self.state.config_source.set(source);
