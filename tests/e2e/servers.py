@@ -1,4 +1,5 @@
-"""Start and stop the SMB server under test: Braid, or Samba's smbd as a reference.
+"""Start and stop the SMB server under test: Braid, or Samba's smbd as a reference;
+and the NFSv4.1 server under test (start_nfs): Braid's, or nfs-ganesha's.
 
 Used by the pytest fixture (conftest.py) and, through the small command line at
 the bottom, by the shell scripts (conformance run, benchmark):
@@ -10,6 +11,19 @@ the bottom, by the shell scripts (conformance run, benchmark):
 Both servers listen on loopback only. Samba runs with a private configuration
 whose state lives entirely under the work directory; it authenticates a system
 user (created with useradd if missing) whose password is set with smbpasswd.
+
+NFS: Braid serves its share NAME at the NFSv4 pseudo path /NAME
+(`--nfs-listen`); nfs-ganesha (FSAL VFS, NFSv4.1 only, AUTH_SYS, no
+rpcbind) runs as root with a private config and state under the work
+directory and exports the same path. Ganesha is given Bind_addr, but has
+been seen listening on every address regardless (field notes; here, on
+2026-11-28, it bound [::ffff:127.0.0.1] only): its port is taken free on
+all addresses, and a test that needs another address runs it in a network
+namespace of its own (`wrap`). Both are up once they answer an ONC RPC
+NULL call (nfs_rpc.py).
+
+    python3 tests/e2e/servers.py start-nfs --target ganesha --export-dir D --workdir W
+        -> prints "PID PORT /EXPORT" once the server answers NULL.
 """
 
 from __future__ import annotations
@@ -575,6 +589,158 @@ def start_samba(share_dir: Path, workdir: Path, port: int | None = None,
                   proc.pid, log_path, proc, user2=user2)
 
 
+@dataclass
+class NfsServer:
+    """An NFSv4.1 server: export_dir served at the pseudo path `export`
+    ("/share"), on host:port."""
+    target: str
+    host: str
+    port: int
+    export: str
+    export_dir: Path
+    workdir: Path
+    pid: int
+    log_path: Path
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+
+    alive = Server.alive
+    log_tail = Server.log_tail
+    stop = Server.stop
+
+    @property
+    def pynfs_target(self) -> str:
+        """HOST:PORT/PATH, as pynfs's testserver.py takes it."""
+        return f"{self.host}:{self.port}{self.export}"
+
+
+GANESHA_CONF = """\
+# nfs-ganesha for Braid's tests: NFSv4.1 only, AUTH_SYS, no rpcbind, NLM,
+# rquota or UDP; all state under {w}.
+NFS_CORE_PARAM {{
+    NFS_Port = {port};
+    Bind_addr = {host};
+    Protocols = 4;
+    Enable_NLM = false;
+    Enable_RQUOTA = false;
+    Enable_UDP = false;
+}}
+NFSv4 {{
+    Minor_Versions = 1;
+    Graceless = true;
+    RecoveryBackend = fs;
+    RecoveryRoot = {w}/recov;
+    Only_Numeric_Owners = true;
+}}
+EXPORT {{
+    Export_Id = 1;
+    Path = {export_dir};
+    Pseudo = {export};
+    Protocols = 4;
+    Transports = TCP;
+    Access_Type = RW;
+    Squash = No_Root_Squash;
+    SecType = sys;
+    FSAL {{ Name = VFS; }}
+}}
+"""
+
+
+def _ganesha_bin() -> str:
+    for candidate in (shutil.which("ganesha.nfsd"), "/usr/bin/ganesha.nfsd",
+                      "/usr/sbin/ganesha.nfsd"):
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise RuntimeError("ganesha.nfsd not found: apt-get install --no-install-recommends "
+                       "nfs-ganesha nfs-ganesha-vfs")
+
+
+def _wait_for_nfs(host: str, port: int, proc: subprocess.Popen, log_path: Path,
+                  wrap=None, timeout: float = START_TIMEOUT) -> None:
+    """Until the server answers an NFSv4 NULL call (from inside wrap's
+    network namespace when given)."""
+    if str(Path(__file__).resolve().parent) not in sys.path:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import nfs_rpc  # tests/e2e/nfs_rpc.py, beside this file
+    try:
+        if wrap is None:
+            nfs_rpc.wait_for_null(host, port, timeout, alive=lambda: proc.poll() is None)
+            return
+        # Poll from inside the namespace: nothing outside it reaches host.
+        script = Path(nfs_rpc.__file__)
+        deadline = time.monotonic() + timeout
+        while True:
+            r = subprocess.run(wrap([sys.executable, str(script), "ping", f"{host}:{port}",
+                                     "-t", "2"]), capture_output=True, text=True)
+            if r.returncode == 0:
+                return
+            if proc.poll() is not None:
+                raise RuntimeError("the NFS server exited before answering NULL")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no NFS NULL answer from {host}:{port} within {timeout}s "
+                                   f"({r.stdout.strip()})")
+            time.sleep(0.2)
+    except RuntimeError as e:
+        if proc.poll() is None:
+            stop_pid(proc.pid)
+        raise RuntimeError(f"{e}; log {log_path}:\n"
+                           + (log_path.read_text(errors="replace")[-4000:]
+                              if log_path.exists() else "(no log)")) from None
+
+
+def start_ganesha(export_dir: Path, workdir: Path, port: int | None = None,
+                  export: str = DEFAULT_SHARE, host: str = "127.0.0.1",
+                  wrap=None) -> NfsServer:
+    """nfs-ganesha serving export_dir at /export on host:port. It may
+    listen on every address whatever Bind_addr says: without `wrap` (a
+    function that puts an argv in a network namespace) the port is one
+    free on all of them."""
+    binary = _ganesha_bin()
+    if os.geteuid() != 0:
+        raise RuntimeError("nfs-ganesha needs root")
+    port = port or free_port("0.0.0.0")
+    (workdir / "recov").mkdir(parents=True, exist_ok=True)
+    conf = workdir / "ganesha.conf"
+    conf.write_text(GANESHA_CONF.format(port=port, host=host, w=workdir,
+                                        export_dir=export_dir, export="/" + export))
+    log_path = workdir / "ganesha.log"
+    argv = [binary, "-F", "-f", str(conf), "-L", str(log_path),
+            "-p", str(workdir / "ganesha.pid"), "-N", "NIV_EVENT"]
+    proc = _spawn(wrap(argv) if wrap else argv, workdir / "ganesha.stdout", workdir)
+    _wait_for_nfs(host, port, proc, log_path, wrap)
+    return NfsServer("ganesha", host, port, "/" + export, export_dir, workdir, proc.pid,
+                     log_path, proc)
+
+
+def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
+                    export: str = DEFAULT_SHARE, host: str = "127.0.0.1",
+                    wrap=None) -> NfsServer:
+    """Braid serving export_dir as share `export`, over NFSv4.1 on
+    host:port (its pseudo path /export) and over SMB on a loopback port."""
+    if not BRAID_BIN.exists():
+        raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
+    port = port or free_port(host if wrap is None else "127.0.0.1")
+    password = "Pw-" + secrets.token_hex(8)
+    log_path = workdir / "braid.log"
+    argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{free_port()}",
+            "--share", f"{export}={export_dir}", "--nfs-listen", f"{host}:{port}",
+            "--user", f"{DEFAULT_USER}:{password}",
+            "--admin-listen", f"127.0.0.1:{free_port()}"]
+    argv += os.environ.get("BRAID_EXTRA_ARGS", "").split()
+    proc = _spawn(wrap(argv) if wrap else argv, log_path, workdir)
+    _wait_for_nfs(host, port, proc, log_path, wrap)
+    return NfsServer("braid", host, port, "/" + export, export_dir, workdir, proc.pid,
+                     log_path, proc)
+
+
+def start_nfs(target: str, export_dir: Path, workdir: Path, **kwargs) -> NfsServer:
+    """The NFSv4.1 server under test: braid or ganesha."""
+    if target == "braid":
+        return start_braid_nfs(export_dir, workdir, **kwargs)
+    if target == "ganesha":
+        return start_ganesha(export_dir, workdir, **kwargs)
+    raise ValueError(f"unknown NFS target {target!r} (expected braid or ganesha)")
+
+
 def start(target: str, share_dir: Path, workdir: Path, **kwargs) -> Server:
     if target == "braid":
         return start_braid(share_dir, workdir, **kwargs)
@@ -595,6 +761,12 @@ def main() -> int:
     p_start.add_argument("--share", default=DEFAULT_SHARE)
     p_start.add_argument("--user", default=DEFAULT_USER)
     p_start.add_argument("--password")
+    p_nfs = sub.add_parser("start-nfs", help="start an NFSv4.1 server, print PID PORT /EXPORT")
+    p_nfs.add_argument("--target", choices=["braid", "ganesha"], required=True)
+    p_nfs.add_argument("--export-dir", type=Path, required=True)
+    p_nfs.add_argument("--workdir", type=Path, required=True)
+    p_nfs.add_argument("--port", type=int)
+    p_nfs.add_argument("--export", default=DEFAULT_SHARE)
     p_stop = sub.add_parser("stop", help="stop a server (and its children) by PID")
     p_stop.add_argument("pid", type=int)
     p_cpu = sub.add_parser("cpu", help="print CPU seconds and process count of PID's tree")
@@ -613,6 +785,13 @@ def main() -> int:
 
     if args.cmd == "stop":
         stop_pid(args.pid)
+        return 0
+    if args.cmd == "start-nfs":
+        args.export_dir.mkdir(parents=True, exist_ok=True)
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        nfs = start_nfs(args.target, args.export_dir.resolve(), args.workdir.resolve(),
+                        port=args.port, export=args.export)
+        print(nfs.pid, nfs.port, nfs.export)
         return 0
     args.share_dir.mkdir(parents=True, exist_ok=True)
     args.workdir.mkdir(parents=True, exist_ok=True)
