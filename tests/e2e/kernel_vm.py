@@ -1,16 +1,23 @@
-"""The Linux kernel's SMB3 client (cifs.ko) as a test client.
+"""The Linux kernel's SMB3 client (cifs.ko) and NFSv4.1 client (nfsv4.ko) as
+test clients.
 
-This machine has no cifs module of its own, so the client runs in a small
+This machine has neither module of its own, so the client runs in a small
 virtual machine: Debian's kernel package (the version `linux-image-amd64`
 names), booted by qemu under software emulation with a busybox initramfs
-that loads cifs.ko and the virtio network driver, runs a shell script and
-powers off. The VM's network card is a tap device inside a network
+that loads the client's modules (cifs.ko, or nfsv4.ko) and the virtio
+network driver, runs a shell script and powers off. The VM's network card is a tap device inside a network
 namespace of the test's own, where Braid listens on addresses from the
 benchmarking range (198.18.0.0/15) that nothing else on the machine uses.
 
     python3 tests/e2e/kernel_vm.py prepare    # download and unpack the kernel (scripts/test.sh)
 
-The kernel is unpacked once into target/kernel-client/ and reused.
+The kernel is unpacked once into target/kernel-client/ and reused; a tree
+unpacked with fewer module directories than MODULE_DIRS names (before the
+NFS client's were added) is unpacked again.
+
+run_nfs_script() boots the VM once with a script that has an NFSv4 export
+mounted (`mount -i -t nfs4 -o vers=...,port=N HOST:/PATH /mnt`) and returns
+the console's lines.
 """
 
 from __future__ import annotations
@@ -36,7 +43,13 @@ MODULE_DIRS = ("kernel/crypto", "kernel/arch/x86/crypto", "kernel/lib", "kernel/
                "kernel/fs/netfs", "kernel/fs/fscache", "kernel/fs/nls",
                "kernel/net/dns_resolver", "kernel/net/core/failover.ko",
                "kernel/drivers/net/virtio_net.ko", "kernel/drivers/net/net_failover.ko",
-               "kernel/drivers/virtio")
+               "kernel/drivers/virtio",
+               # The NFSv4 client: nfsv4 pulls nfs, lockd, sunrpc, grace
+               # (nfs_common), fscache, netfs and dns_resolver.
+               "kernel/net/sunrpc", "kernel/fs/nfs", "kernel/fs/lockd",
+               "kernel/fs/nfs_common")
+# Written into an unpacked tree: the MODULE_DIRS it was unpacked with.
+DIRS_STAMP = "module-dirs.txt"
 GUEST_ADDRESS = "198.18.0.2"
 PREFIX = 24
 
@@ -44,7 +57,7 @@ INIT = """#!/bin/sh
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-for m in virtio_pci virtio_net cifs; do modprobe $m || echo "@@ modprobe-failed $m"; done
+for m in virtio_pci virtio_net {modules}; do modprobe $m || echo "@@ modprobe-failed $m"; done
 ip link set lo up
 ip link set eth0 up
 ip addr add {guest}/{prefix} dev eth0
@@ -80,14 +93,19 @@ def _kernel_package() -> str:
 
 
 def cached() -> Kernel | None:
+    """The unpacked kernel, if it holds every directory of MODULE_DIRS."""
     for d in sorted(CACHE.glob("*/vmlinuz")):
+        stamp = d.parent / DIRS_STAMP
+        if not stamp.exists() or stamp.read_text().split() != list(MODULE_DIRS):
+            continue
         version = d.parent.name
         return Kernel(version, d, d.parent / "lib" / "modules" / version)
     return None
 
 
 def prepare() -> Kernel:
-    """The kernel, downloaded and unpacked on first use (a 70 MB package)."""
+    """The kernel, downloaded and unpacked on first use (a 70 MB package),
+    and again when MODULE_DIRS has grown since."""
     have = cached()
     if have is not None:
         return have
@@ -115,6 +133,9 @@ def prepare() -> Kernel:
                 shutil.copy2(src_modules / name, modules / name)
         _run([str(BUSYBOX), "depmod", "-b", str(dest), version])
         shutil.copy2(unpacked / "boot" / f"vmlinuz-{version}", dest / "vmlinuz")
+        (dest / DIRS_STAMP).write_text("\n".join(MODULE_DIRS) + "\n")
+        # An older tree of the same version (fewer modules) gives way.
+        shutil.rmtree(CACHE / version, ignore_errors=True)
         dest.rename(CACHE / version)
     kernel = cached()
     assert kernel is not None
@@ -135,8 +156,12 @@ def missing_tools() -> str | None:
     return None
 
 
-def build_initrd(kernel: Kernel, guest_script: str, out: Path) -> Path:
-    """A gzipped newc cpio: busybox, the modules, /init, /guest-test.sh."""
+def build_initrd(kernel: Kernel, guest_script: str, out: Path,
+                 modules: tuple[str, ...] = ("cifs",),
+                 files: dict[str, Path] | None = None) -> Path:
+    """A gzipped newc cpio: busybox, the modules, /init (which loads
+    `modules` and what they need), /guest-test.sh, and `files` (path in
+    the VM: file on the host, copied with its mode)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for d in ("bin", "sbin", "proc", "sys", "dev", "mnt", "mnt2", "tmp"):
@@ -149,9 +174,14 @@ def build_initrd(kernel: Kernel, guest_script: str, out: Path) -> Path:
         (root / "sbin" / "modprobe").symlink_to("../bin/busybox")
         shutil.copytree(kernel.modules, root / "lib" / "modules" / kernel.version)
         init = root / "init"
-        init.write_text(INIT.format(guest=GUEST_ADDRESS, prefix=PREFIX))
+        init.write_text(INIT.format(guest=GUEST_ADDRESS, prefix=PREFIX,
+                                    modules=" ".join(modules)))
         init.chmod(0o755)
         (root / "guest-test.sh").write_text(guest_script)
+        for inside, source in (files or {}).items():
+            dest = root / inside.lstrip("/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest)
         names = subprocess.run(["find", "."], cwd=root, check=True, capture_output=True).stdout
         archive = subprocess.run([str(BUSYBOX), "cpio", "-o", "-H", "newc"], cwd=root,
                                  input=names, check=True, capture_output=True).stdout
@@ -201,6 +231,82 @@ def boot(kernel: Kernel, initrd: Path, ns: NetNs, timeout: float) -> subprocess.
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, errors="replace",
                             start_new_session=True)
+
+
+# ---- the NFSv4 client ---------------------------------------------------------
+
+NFS_MODULES = ("nfsv4",)  # modprobe pulls nfs, lockd, sunrpc, grace, fscache, netfs
+GO_PORT = 7777
+
+# What every script run_nfs_script boots with: `ok NAME` and `fail NAME
+# DETAIL` print the marker lines the tests assert on; `pause NAME` prints
+# "@@ pause NAME" and waits until the host has looked (a TCP connection to
+# GO_PORT from the host; see run_nfs_script's at_pause).
+NFS_HELPERS = r"""
+ok() {{ echo "OK $*"; }}
+fail() {{ echo "FAIL $*"; }}
+pause() {{ echo "@@ pause $1"; nc -l -p {go_port} < /dev/null > /dev/null || fail "pause-$1" no-go; }}
+"""
+
+
+def nfs_mount_command(server: str, port: int, path: str, mountpoint: str = "/mnt",
+                      vers: str = "4.1", options: str = "nconnect=4") -> str:
+    """busybox's mount of an NFSv4 export (no mount.nfs helper: -i). The
+    version is always spelled out: the kernel's own default is 4.0, and
+    the 4.2-then-4.1 fallback belongs to mount.nfs."""
+    opts = f"vers={vers}" + (f",{options}" if options else "") + f",port={port}"
+    return f"mount -i -t nfs4 -o {opts} {server}:{path} {mountpoint}"
+
+
+def send_go(ns: NetNs, timeout: float = 60.0) -> None:
+    """Let a paused guest go on: connect to the port it listens on."""
+    ns.run([sys.executable, "-c", "import socket, sys, time\n"
+            "for _ in range(200):\n"
+            "    try:\n"
+            "        socket.create_connection((sys.argv[1], int(sys.argv[2])), 5).close(); break\n"
+            "    except OSError: time.sleep(0.1)\n"
+            "else: sys.exit(1)",
+            GUEST_ADDRESS, str(GO_PORT)], timeout=timeout)
+
+
+def run_nfs_script(kernel: Kernel, ns: NetNs, script: str, workdir: Path, timeout: float,
+                   files: dict[str, Path] | None = None, at_pause=None) -> list[str]:
+    """Boot the VM once with the NFS client's modules and run `script`
+    (NFS_HELPERS' functions defined first; mount with nfs_mount_command).
+    At each `pause NAME` of the script, at_pause(NAME) runs on the host
+    and then the guest goes on; an exception it raises is raised again
+    once the VM is off. Returns the console's lines (kernel messages, the
+    script's output, "@@ guest-done STATUS" last when it finished)."""
+    initrd = build_initrd(kernel, NFS_HELPERS.format(go_port=GO_PORT) + script,
+                          workdir / "initrd-nfs.gz", modules=NFS_MODULES, files=files)
+    vm = boot(kernel, initrd, ns, timeout)
+    lines: list[str] = []
+    failure: BaseException | None = None
+    try:
+        assert vm.stdout is not None
+        for line in vm.stdout:
+            line = line.rstrip("\r\n")
+            lines.append(line)
+            if line.startswith("@@ pause "):
+                try:
+                    if at_pause is not None and failure is None:
+                        at_pause(line.split()[2])
+                except Exception as e:  # noqa: BLE001 - raised after the VM is off
+                    failure = e
+                finally:
+                    send_go(ns)
+        vm.wait(30)
+    finally:
+        if vm.poll() is None:
+            vm.kill()
+            try:
+                os.killpg(vm.pid, 9)
+            except ProcessLookupError:
+                pass
+            vm.wait(10)
+    if failure is not None:
+        raise failure
+    return lines
 
 
 def main() -> int:

@@ -1,0 +1,316 @@
+"""The Linux kernel's NFSv4.1 client (nfsv4.ko, Debian's kernel in a VM:
+kernel_vm.py) against the NFS server under test.
+
+BRAID_E2E_TARGET picks the server: braid (default; `braid serve --share
+share=DIR --nfs-listen ...`, the share at the pseudo path /share) or
+ganesha (nfs-ganesha 4.3, NFSv4.1 only, the reference this test is checked
+against). It runs in a network namespace of the test's own, where the VM's
+tap device reaches it at 198.18.0.1 (as in test_kernel_client.py).
+
+ONE boot (boots are slow) mounts the export with
+`vers=4.1,nconnect=4,port=N` and checks, each check printing `OK name` or
+`FAIL name detail` (one pytest test per check):
+- 8 MiB of known pseudo-random bytes (carried in the initramfs) written
+  with dd and read back after dropping the page cache; the host sees the
+  same bytes in the export directory;
+- create, rename, hard link, symlink (readlink gives the target), a
+  directory of 2000 entries listed (and counted on the host), delete;
+- flock(2) and fcntl(2) locks between two processes of the client (a small
+  static C tool, built here with cc: busybox has no flock);
+- nconnect: 4 `xprt: tcp` lines in /proc/self/mountstats, each having
+  carried RPCs, and 4 established TCP connections seen by the server
+  (`ss -tn` in the namespace);
+- vers=4.2 and vers=4.0 mounts against the 4.1-only server fail cleanly
+  (mount exits non-zero within a minute, nothing is mounted) and a 4.1
+  mount works again after them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import kernel_vm
+import servers
+
+TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
+
+pytestmark = [
+    pytest.mark.skipif(TARGET not in ("braid", "ganesha"),
+                       reason=f"no NFS server for BRAID_E2E_TARGET={TARGET}"),
+    pytest.mark.skipif(kernel_vm.missing_tools() is not None,
+                       reason=str(kernel_vm.missing_tools())),
+]
+
+SERVER = "198.18.0.1"
+PORT = 20490
+EXPORT = "share"
+MIB = 8
+DIR_ENTRIES = 2000
+VM_TIMEOUT = 360
+SEED = 20261128
+
+# flock(2) and fcntl(2) locks for the guest (static: the initramfs has no C
+# library). Exit status 0: done / got the lock; 1: the lock is held
+# elsewhere (EWOULDBLOCK, EAGAIN, EACCES); 2: anything else.
+LOCKTOOL_C = r"""
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static int fd_of(const char *path) {
+    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0) { fprintf(stderr, "open %s: %s\n", path, strerror(errno)); exit(2); }
+    return fd;
+}
+static void wait_for(const char *ready, const char *release) {
+    close(open(ready, O_WRONLY | O_CREAT, 0644));
+    for (int i = 0; i < 6000 && access(release, F_OK) != 0; i++) usleep(50000);
+}
+static struct flock range(const char *type, const char *start, const char *len) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type[0] == 'r' ? F_RDLCK : F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = atoll(start);
+    fl.l_len = atoll(len);
+    return fl;
+}
+static int busy(int e) { return e == EWOULDBLOCK || e == EAGAIN || e == EACCES; }
+
+int main(int argc, char **argv) {
+    if (argc == 5 && !strcmp(argv[1], "flock-hold")) {       /* FILE READY RELEASE */
+        int fd = fd_of(argv[2]);
+        if (flock(fd, LOCK_EX) != 0) { perror("flock"); return 2; }
+        wait_for(argv[3], argv[4]);
+        return flock(fd, LOCK_UN) == 0 ? 0 : 2;
+    }
+    if (argc == 3 && !strcmp(argv[1], "flock-try")) {        /* FILE */
+        int fd = fd_of(argv[2]);
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        if (busy(errno)) return 1;
+        perror("flock"); return 2;
+    }
+    if (argc == 8 && !strcmp(argv[1], "fcntl-hold")) {       /* FILE r|w START LEN READY RELEASE */
+        int fd = fd_of(argv[2]);
+        struct flock fl = range(argv[3], argv[4], argv[5]);
+        if (fcntl(fd, F_SETLKW, &fl) != 0) { perror("F_SETLKW"); return 2; }
+        wait_for(argv[6], argv[7]);
+        fl.l_type = F_UNLCK;
+        return fcntl(fd, F_SETLK, &fl) == 0 ? 0 : 2;
+    }
+    if (argc == 6 && !strcmp(argv[1], "fcntl-try")) {        /* FILE r|w START LEN */
+        int fd = fd_of(argv[2]);
+        struct flock fl = range(argv[3], argv[4], argv[5]);
+        if (fcntl(fd, F_SETLK, &fl) == 0) return 0;
+        if (busy(errno)) return 1;
+        perror("F_SETLK"); return 2;
+    }
+    if (argc == 6 && !strcmp(argv[1], "fcntl-get")) {        /* FILE r|w START LEN */
+        int fd = fd_of(argv[2]);
+        struct flock fl = range(argv[3], argv[4], argv[5]);
+        if (fcntl(fd, F_GETLK, &fl) != 0) { perror("F_GETLK"); return 2; }
+        if (fl.l_type == F_UNLCK) printf("unlocked\n");
+        else printf("locked %s %lld %lld\n", fl.l_type == F_WRLCK ? "w" : "r",
+                    (long long)fl.l_start, (long long)fl.l_len);
+        return 0;
+    }
+    fprintf(stderr, "usage: locktool flock-hold|flock-try|fcntl-hold|fcntl-try|fcntl-get ...\n");
+    return 2;
+}
+"""
+
+# The guest's script (kernel_vm.NFS_HELPERS' ok/fail/pause first).
+GUEST = r"""
+M=/mnt
+lt=/bin/locktool
+# expect NAME STATUS CMD...: the command exits with STATUS.
+expect() {{ n=$1; want=$2; shift 2; "$@"; got=$?; [ $got = $want ] && ok $n || fail $n "exit $got, not $want: $*"; }}
+# await FILE: wait up to 60 s for FILE to appear.
+await() {{ i=0; while [ ! -e $1 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; [ -e $1 ]; }}
+
+if {mount}; then ok mount; else fail mount "exit $?"; dmesg | tail -n 20; exit 1; fi
+grep " $M nfs4 " /proc/mounts | grep -q "vers=4.1" && ok mounted-4.1 || fail mounted-4.1 "$(grep " $M " /proc/mounts)"
+
+# --- data: known bytes written, read back past the page cache ---
+if dd if=/data.bin of=$M/big.bin bs=1M conv=fsync 2>/tmp/dd.err; then ok write; else fail write "$(cat /tmp/dd.err)"; fi
+echo 3 > /proc/sys/vm/drop_caches
+want=$(md5sum < /data.bin); got=$(md5sum < $M/big.bin)
+[ "$want" = "$got" ] && ok read-back || fail read-back "md5 $got, wrote $want"
+size=$(stat -c %s $M/big.bin)
+[ "$size" = $(({mib} * 1048576)) ] && ok size || fail size "$size"
+
+# --- metadata ---
+mkdir $M/d && ok mkdir || fail mkdir "exit $?"
+echo hello > $M/d/f && [ "$(cat $M/d/f)" = hello ] && ok create || fail create "$(cat $M/d/f 2>&1)"
+mv $M/d/f $M/d/g && [ ! -e $M/d/f ] && [ "$(cat $M/d/g)" = hello ] && ok rename || fail rename "$(ls $M/d)"
+ln $M/d/g $M/d/h && [ "$(stat -c %h $M/d/g)" = 2 ] && [ "$(stat -c %i $M/d/g)" = "$(stat -c %i $M/d/h)" ] \
+    && ok hardlink || fail hardlink "links $(stat -c %h $M/d/g)"
+ln -s g $M/d/s && [ "$(readlink $M/d/s)" = g ] && [ "$(cat $M/d/s)" = hello ] \
+    && ok symlink || fail symlink "readlink '$(readlink $M/d/s)'"
+mkdir $M/many && (cd $M/many && seq 1 {entries} | sed 's/^/entry-/' | xargs touch) \
+    && ok many-created || fail many-created "exit $?"
+n=$(ls $M/many | wc -l)
+[ "$n" = {entries} ] && ok listing || fail listing "$n entries, not {entries}"
+n=$(ls -l $M/many | grep -c entry-)
+[ "$n" = {entries} ] && ok listing-stat || fail listing-stat "$n entries, not {entries}"
+
+# --- nconnect ---
+n=$(grep -cE '^[[:space:]]*xprt:[[:space:]]+tcp ' /proc/self/mountstats)
+[ "$n" = 4 ] && ok xprt-count || fail xprt-count "$n xprt: tcp lines, not 4"
+idle=$(grep -E '^[[:space:]]*xprt:[[:space:]]+tcp ' /proc/self/mountstats | awk '$8 == 0' | wc -l)
+[ "$idle" = 0 ] && ok xprt-used || fail xprt-used "$idle connections sent no RPC: $(grep xprt: /proc/self/mountstats | tr '\t' ' ')"
+grep -E 'xprt:' /proc/self/mountstats | tr '\t' ' ' | sed 's/^/mountstats /'
+pause host-view
+
+# --- locks (two processes of this client) ---
+rm -f /tmp/r1 /tmp/g1
+$lt flock-hold $M/d/lock /tmp/r1 /tmp/g1 & holder=$!
+if await /tmp/r1; then
+    expect flock-conflict 1 $lt flock-try $M/d/lock
+    touch /tmp/g1; wait $holder && ok flock-holder || fail flock-holder "holder exit $?"
+    expect flock-free 0 $lt flock-try $M/d/lock
+else
+    fail flock-conflict "the holder never got its lock"; kill $holder
+fi
+rm -f /tmp/r2 /tmp/g2
+$lt fcntl-hold $M/d/lock w 0 100 /tmp/r2 /tmp/g2 & holder=$!
+if await /tmp/r2; then
+    expect fcntl-conflict 1 $lt fcntl-try $M/d/lock w 50 10
+    expect fcntl-read-conflict 1 $lt fcntl-try $M/d/lock r 0 1
+    expect fcntl-other-range 0 $lt fcntl-try $M/d/lock w 100 100
+    got=$($lt fcntl-get $M/d/lock w 10 10)
+    [ "$got" = "locked w 0 100" ] && ok fcntl-getlk || fail fcntl-getlk "'$got'"
+    touch /tmp/g2; wait $holder && ok fcntl-holder || fail fcntl-holder "holder exit $?"
+    expect fcntl-free 0 $lt fcntl-try $M/d/lock w 0 100
+else
+    fail fcntl-conflict "the holder never got its lock"; kill $holder
+fi
+rm -f /tmp/r3 /tmp/g3
+$lt fcntl-hold $M/d/lock r 0 100 /tmp/r3 /tmp/g3 & holder=$!
+if await /tmp/r3; then
+    expect fcntl-shared 0 $lt fcntl-try $M/d/lock r 0 100
+    touch /tmp/g3; wait $holder
+else
+    fail fcntl-shared "the holder never got its lock"; kill $holder
+fi
+
+# --- delete ---
+rm $M/d/h $M/d/s && [ ! -e $M/d/h ] && [ "$(stat -c %h $M/d/g)" = 1 ] && ok unlink || fail unlink "$(ls $M/d)"
+# (after-refusals: the host made it at pause host-view, for the remount)
+rm -r $M/many $M/d $M/big.bin && [ "$(ls $M)" = after-refusals ] && ok delete || fail delete "left: $(ls $M)"
+umount $M && ok umount || fail umount "exit $?"
+
+# --- other minor versions, refused by a 4.1-only server ---
+for v in 4.2 4.0; do
+    timeout 60 {mount_other} 2>/tmp/m.err; rc=$?
+    if grep -q " /mnt2 " /proc/mounts; then fail refuse-$v "mounted"; umount /mnt2
+    elif [ $rc = 0 ]; then fail refuse-$v "mount exited 0"
+    elif [ $rc = 143 ] || [ $rc = 137 ]; then fail refuse-$v "mount hung (killed after 60 s)"
+    else ok refuse-$v; echo "refused $v: exit $rc $(cat /tmp/m.err)"; fi
+done
+if {mount} && [ -f $M/after-refusals ] ; then ok remount; else fail remount "exit $? $(ls $M 2>&1)"; fi
+umount $M
+echo "@@ checks-done"
+"""
+
+CHECKS = ["mount", "mounted-4.1", "write", "read-back", "size", "mkdir", "create", "rename",
+          "hardlink", "symlink", "many-created", "listing", "listing-stat", "xprt-count",
+          "xprt-used", "flock-conflict", "flock-holder", "flock-free", "fcntl-conflict",
+          "fcntl-read-conflict", "fcntl-other-range", "fcntl-getlk", "fcntl-holder",
+          "fcntl-free", "fcntl-shared", "unlink", "delete", "umount", "refuse-4.2",
+          "refuse-4.0", "remount"]
+# What the host checks at the guest's `pause host-view`.
+HOST_CHECKS = ["host-bytes", "host-listing", "host-connections"]
+
+
+def _locktool(workdir: Path) -> Path:
+    src, out = workdir / "locktool.c", workdir / "locktool"
+    src.write_text(LOCKTOOL_C)
+    subprocess.run(["cc", "-static", "-O2", "-o", str(out), str(src)], check=True,
+                   capture_output=True, timeout=120)
+    return out
+
+
+@pytest.fixture(scope="module")
+def nfs_vm(tmp_path_factory):
+    """Boot once; returns ({check: (ok, detail)}, console lines)."""
+    kernel = kernel_vm.prepare()
+    base = tmp_path_factory.mktemp(f"nfs-kernel-{TARGET}-")
+    export_dir, workdir = base / "export", base / "server"
+    export_dir.mkdir()
+    workdir.mkdir()
+    data = random.Random(SEED).randbytes(MIB << 20)
+    (base / "data.bin").write_bytes(data)
+    files = {"/data.bin": base / "data.bin", "/bin/locktool": _locktool(base)}
+    mount = kernel_vm.nfs_mount_command(SERVER, PORT, "/" + EXPORT)
+    other = kernel_vm.nfs_mount_command(SERVER, PORT, "/" + EXPORT, "/mnt2", vers="$v",
+                                        options="")
+    script = GUEST.format(mount=mount, mount_other=other, mib=MIB, entries=DIR_ENTRIES)
+
+    host: dict[str, tuple[bool, str]] = {}
+    ns = kernel_vm.NetNs([SERVER])
+    server = None
+    try:
+        server = servers.start_nfs(TARGET, export_dir, workdir, port=PORT, export=EXPORT,
+                                   host=SERVER, wrap=ns.argv)
+
+        def at_pause(name):
+            if name != "host-view":
+                return
+            big = export_dir / "big.bin"
+            same = big.exists() and big.read_bytes() == data
+            host["host-bytes"] = (same, "" if same else
+                                  f"export holds {big.stat().st_size if big.exists() else 'no'}"
+                                  " bytes / different bytes")
+            many = export_dir / "many"
+            n = len(list(many.iterdir())) if many.is_dir() else 0
+            host["host-listing"] = (n == DIR_ENTRIES, f"{n} entries in {many}")
+            ss = ns.run(["ss", "-Htn", "state", "established", "( sport = :%d )" % PORT])
+            conns = [ln for ln in ss.stdout.splitlines() if kernel_vm.GUEST_ADDRESS in ln]
+            host["host-connections"] = (len(conns) == 4,
+                                        f"{len(conns)} connections from the VM:\n{ss.stdout}")
+            (export_dir / "after-refusals").write_bytes(b"")
+
+        lines = kernel_vm.run_nfs_script(kernel, ns, script, base, VM_TIMEOUT, files=files,
+                                         at_pause=at_pause)
+        if server.alive() is False:
+            pytest.fail(f"{TARGET} died during the VM run; log tail:\n{server.log_tail()}")
+    finally:
+        if server is not None:
+            server.stop()
+        ns.close()
+    (base / "console.log").write_text("\n".join(lines) + "\n")
+    results: dict[str, tuple[bool, str]] = dict(host)
+    for line in lines:
+        words = line.split(maxsplit=2)
+        if len(words) >= 2 and words[0] in ("OK", "FAIL"):
+            results.setdefault(words[1], (words[0] == "OK", words[2] if len(words) > 2 else ""))
+    return results, lines, base
+
+
+def test_vm_finished(nfs_vm):
+    results, lines, base = nfs_vm
+    tail = "\n".join(lines[-60:])
+    assert "@@ checks-done" in lines, f"the guest script did not finish:\n{tail}"
+    unknown = sorted(set(results) - set(CHECKS) - set(HOST_CHECKS))
+    assert not unknown, f"markers the test does not know: {unknown}"
+
+
+@pytest.mark.parametrize("check", CHECKS + HOST_CHECKS)
+def test_nfs_kernel(nfs_vm, check):
+    results, lines, base = nfs_vm
+    if check not in results:
+        pytest.fail(f"no marker for {check} (console in {base / 'console.log'}):\n"
+                    + "\n".join(lines[-40:]))
+    ok, detail = results[check]
+    failed = sorted(name for name, (good, _) in results.items() if not good)
+    assert ok, f"{check}: {detail} (all failed checks: {', '.join(failed)})"
