@@ -4,6 +4,10 @@ The server under test is chosen by BRAID_E2E_TARGET:
   braid (default)  target/release/braid serve (build it first; $BRAID_BIN overrides)
   samba            Samba's smbd with a private config (the reference the suites are
                    validated against)
+  ganesha          nfs-ganesha, the NFSv4.1 reference: only the NFS suites run
+                   (test_nfs_*.py); every other test is skipped
+The NFS suites (test_nfs_*.py) start their NFS server themselves
+(servers.start_nfs) and skip with samba.
 
 Each test module gets its own server on a free loopback port with a fresh share
 directory; it is stopped by PID when the module is done.
@@ -34,6 +38,17 @@ class SmbTarget(NamedTuple):
 
 def pytest_report_header(config):
     return f"e2e target: {TARGET}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """With BRAID_E2E_TARGET=ganesha only the NFS suites run: ganesha serves
+    no SMB, and Braid's own tests have no Braid to run against."""
+    if TARGET != "ganesha":
+        return
+    skip = pytest.mark.skip(reason="BRAID_E2E_TARGET=ganesha runs the NFS suites only")
+    for item in items:
+        if not item.path.name.startswith("test_nfs_"):
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="module")
