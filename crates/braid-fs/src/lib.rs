@@ -35,6 +35,7 @@ mod netatalk_meta;
 mod open_access;
 mod open_table;
 pub mod path;
+pub mod posix;
 mod posix_lock;
 pub mod quota;
 mod resource_fork_file;

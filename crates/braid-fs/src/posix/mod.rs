@@ -1,0 +1,259 @@
+//! The POSIX, handle-based face of the file service, for NFSv4.1.
+//!
+//! NFS needs POSIX semantics (case-sensitive names, hard links, symlinks,
+//! fifos/sockets/devices, mode bits, numeric owners), so this layer works on
+//! objects, not paths: every object is an `O_PATH` fd and every name
+//! operation is an `*at` syscall relative to a directory fd with one
+//! validated name component. Nothing is resolved by path, so nothing a
+//! client sends can walk outside the share: names are one component (not
+//! empty, at most 255 bytes, no '/', no NUL, not "." or ".."), lookups never
+//! follow symlinks, and the parent of the share root is refused.
+//!
+//! Handles are described in `handle.rs`; credentials in `cred.rs`.
+//!
+//! One share is one file system: a lookup that would cross a mount point
+//! fails with EXDEV, because a kernel handle means nothing on another file
+//! system. Handles are bound to inodes, not paths (like knfsd's
+//! `no_subtree_check`): an object a client once reached and a local user then
+//! moved out of the share stays reachable by its handle.
+
+mod attr;
+mod create;
+mod cred;
+mod dir_ops;
+mod handle;
+mod io;
+mod object;
+mod readdir;
+mod sys;
+mod types;
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+
+pub use cred::{current_fsgid, current_fsuid};
+pub use handle::MAX_HANDLE;
+pub use object::Object;
+pub use types::*;
+
+use cred::CredGuard;
+use handle::HandleCache;
+use object::ObjectInner;
+
+/// Objects the handle cache keeps by default (each holds one fd).
+pub const DEFAULT_CACHE_ENTRIES: usize = 16384;
+
+pub struct PosixShare {
+    export_id: u32,
+    key: [u8; 32],
+    root: Object,
+    cache: HandleCache,
+    /// Running as root: switch to the client's fs ids per call and let the
+    /// kernel check; otherwise check mode bits here.
+    privileged: bool,
+}
+
+impl PosixShare {
+    /// `export_id` is a stable number for this share (the server derives it
+    /// from the share name); `key` is the server's persistent 32-byte handle
+    /// key (the server keeps it in its state dir, 0600).
+    pub fn new(root: &Path, export_id: u32, key: [u8; 32]) -> std::io::Result<PosixShare> {
+        PosixShare::with_cache(root, export_id, key, DEFAULT_CACHE_ENTRIES)
+    }
+
+    /// As [`PosixShare::new`], with the handle cache bounded to `entries`.
+    pub fn with_cache(
+        root: &Path,
+        export_id: u32,
+        key: [u8; 32],
+        entries: usize,
+    ) -> std::io::Result<PosixShare> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(root.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        let fd =
+            sys::openat(libc::AT_FDCWD, &c, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(to_io)?;
+        let attr = sys::statx(fd.as_raw_fd()).map_err(to_io)?;
+        let (ty, kernel) = sys::name_to_handle(fd.as_raw_fd()).map_err(to_io)?;
+        let handle = handle::encode(&key, export_id, ty, &kernel)
+            .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EOVERFLOW))?;
+        let root = Object(Arc::new(ObjectInner {
+            fd,
+            handle,
+            kind: attr.kind,
+            dev: attr.dev,
+            ino: attr.fileid,
+            is_root: true,
+        }));
+        // SAFETY: geteuid cannot fail.
+        let privileged = unsafe { libc::geteuid() } == 0;
+        Ok(PosixShare {
+            export_id,
+            key,
+            root,
+            cache: HandleCache::new(entries),
+            privileged,
+        })
+    }
+
+    /// A fresh random handle key, for a server that has none stored yet.
+    pub fn generate_key() -> [u8; 32] {
+        rand::random()
+    }
+
+    pub fn export_id(&self) -> u32 {
+        self.export_id
+    }
+
+    pub fn root(&self) -> Object {
+        self.root.clone()
+    }
+
+    /// Reads only the export id from a wire handle (the server picks the
+    /// share by it); None if malformed. The MAC is checked by `resolve`.
+    pub fn export_id_of(handle: &[u8]) -> Option<u32> {
+        handle::parse(handle).map(|p| p.export_id)
+    }
+
+    /// RFC 8881 4.2.3: resolves a handle this share issued. BadHandle if it
+    /// is malformed, its MAC is wrong or it belongs to another export; Stale
+    /// if the object is gone (not resolvable any more, or a non-directory
+    /// with no links left, or a removed directory).
+    pub fn resolve(&self, handle: &[u8]) -> PosixResult<Object> {
+        let p = handle::parse(handle).ok_or(PosixError::BadHandle)?;
+        if p.export_id != self.export_id || !p.mac_ok(&self.key) {
+            return Err(PosixError::BadHandle);
+        }
+        if handle == self.root.handle() {
+            return Ok(self.root());
+        }
+        if let Some(inner) = self.cache.get(handle) {
+            let obj = Object(inner);
+            match sys::statx(obj.fd()) {
+                // rmdir and the last unlink both leave nlink 0.
+                Ok(a) if a.nlink > 0 => return Ok(obj),
+                _ => {
+                    self.cache.remove(handle);
+                    return Err(PosixError::Stale);
+                }
+            }
+        }
+        let fd = match self.retry_fds(|| sys::open_by_handle(self.root.fd(), p.ty, p.kernel)) {
+            Ok(fd) => fd,
+            // ESTALE/ENOENT: gone. EPERM: an unprivileged server cannot
+            // open by handle, so an uncached handle is as good as gone.
+            Err(PosixError::Errno(e @ (libc::EMFILE | libc::ENFILE | libc::ENOMEM))) => {
+                return Err(PosixError::Errno(e))
+            }
+            Err(_) => return Err(PosixError::Stale),
+        };
+        let attr = sys::statx(fd.as_raw_fd()).map_err(|_| PosixError::Stale)?;
+        if attr.dev != self.root.0.dev || attr.nlink == 0 {
+            return Err(PosixError::Stale);
+        }
+        let obj = ObjectInner {
+            fd,
+            handle: handle.to_vec(),
+            kind: attr.kind,
+            dev: attr.dev,
+            ino: attr.fileid,
+            is_root: false,
+        };
+        Ok(Object(self.cache.insert(Arc::new(obj))))
+    }
+
+    /// Wraps a fresh `O_PATH` fd into an Object, reusing the cached one
+    /// when there is one.
+    pub(crate) fn make_object(&self, fd: OwnedFd) -> PosixResult<Object> {
+        let attr = sys::statx(fd.as_raw_fd())?;
+        if attr.dev != self.root.0.dev {
+            return Err(PosixError::Errno(libc::EXDEV));
+        }
+        if (attr.dev, attr.fileid) == self.root.key() {
+            return Ok(self.root());
+        }
+        let (ty, kernel) = sys::name_to_handle(fd.as_raw_fd())?;
+        let handle = handle::encode(&self.key, self.export_id, ty, &kernel)
+            .ok_or(PosixError::Errno(libc::EOVERFLOW))?;
+        let inner = ObjectInner {
+            fd,
+            handle,
+            kind: attr.kind,
+            dev: attr.dev,
+            ino: attr.fileid,
+            is_root: false,
+        };
+        Ok(Object(self.cache.insert(Arc::new(inner))))
+    }
+
+    /// Runs `f`, and once more after halving the cache if it ran out of fds:
+    /// the cache is the one big holder of fds we can give back.
+    pub(crate) fn retry_fds<T>(&self, mut f: impl FnMut() -> PosixResult<T>) -> PosixResult<T> {
+        match f() {
+            Err(PosixError::Errno(libc::EMFILE | libc::ENFILE)) => {
+                self.cache.shrink();
+                f()
+            }
+            r => r,
+        }
+    }
+
+    /// The client's identity on this thread while the guard lives (root
+    /// server only; an unprivileged one checks mode bits instead).
+    pub(crate) fn as_cred(&self, cred: &Credentials) -> PosixResult<Option<CredGuard>> {
+        if self.privileged {
+            CredGuard::enter(cred).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Mode-bit check done here only when the kernel will not do it as the
+    /// client (unprivileged server).
+    pub(crate) fn check_own(&self, cred: &Credentials, obj: &Object, want: u32) -> PosixResult<()> {
+        if self.privileged {
+            return Ok(());
+        }
+        cred::require(cred, &sys::statx(obj.fd())?, want)
+    }
+}
+
+pub(crate) fn require_dir(dir: &Object) -> PosixResult<()> {
+    if dir.kind() == ObjectKind::Directory {
+        Ok(())
+    } else {
+        Err(PosixError::Errno(libc::ENOTDIR))
+    }
+}
+
+fn to_io(e: PosixError) -> std::io::Error {
+    match e {
+        PosixError::Errno(n) => std::io::Error::from_raw_os_error(n),
+        other => std::io::Error::other(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_is_bounded() {
+        let dir = std::env::temp_dir().join(format!("braid-posix-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..200 {
+            std::fs::write(dir.join(format!("f{i}")), b"").unwrap();
+        }
+        let share = PosixShare::with_cache(&dir, 1, [1; 32], 32).unwrap();
+        let root = share.root();
+        let cred = Credentials::root();
+        for i in 0..200 {
+            share
+                .lookup(&cred, &root, format!("f{i}").as_bytes())
+                .unwrap();
+        }
+        assert!(share.cache.len() <= 32, "{}", share.cache.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
