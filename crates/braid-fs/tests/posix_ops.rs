@@ -9,7 +9,7 @@ use braid_fs::posix::*;
 use posix_util::*;
 
 #[test]
-fn create_lookup_getattr_readdir_round_trip() {
+fn posix_create_lookup_getattr_readdir_round_trip() {
     let e = env();
     let s = &e.share;
     let r = s.root();
@@ -145,7 +145,7 @@ fn create_lookup_getattr_readdir_round_trip() {
 }
 
 #[test]
-fn bad_names_are_refused() {
+fn posix_bad_names_are_refused() {
     let e = env();
     let s = &e.share;
     let r = s.root();
@@ -181,7 +181,7 @@ fn bad_names_are_refused() {
 }
 
 #[test]
-fn symlinks_are_never_followed() {
+fn posix_symlinks_are_never_followed() {
     let e = env();
     let s = &e.share;
     let r = s.root();
@@ -212,7 +212,7 @@ fn symlinks_are_never_followed() {
 }
 
 #[test]
-fn rename_link_remove() {
+fn posix_rename_link_remove() {
     let e = env();
     let s = &e.share;
     let r = s.root();
@@ -293,7 +293,7 @@ fn rename_link_remove() {
 }
 
 #[test]
-fn open_write_read_truncate_times() {
+fn posix_open_write_read_truncate_times() {
     let e = env();
     let s = &e.share;
     let r = s.root();
@@ -410,7 +410,7 @@ fn open_write_read_truncate_times() {
 }
 
 #[test]
-fn access_bits_follow_mode() {
+fn posix_access_bits_follow_mode() {
     let e = env();
     let s = &e.share;
     let r = s.root();

@@ -48,6 +48,10 @@ pub struct PosixShare {
     export_id: u32,
     key: [u8; 32],
     root: Object,
+    /// A real (not O_PATH) fd of the root: open_by_handle_at refuses O_PATH
+    /// mount fds. None when we may not read the root (then only cached
+    /// handles resolve).
+    mount_fd: Option<OwnedFd>,
     cache: HandleCache,
     /// Running as root: switch to the client's fs ids per call and let the
     /// kernel check; otherwise check mode bits here.
@@ -75,6 +79,7 @@ impl PosixShare {
         let fd =
             sys::openat(libc::AT_FDCWD, &c, libc::O_PATH | libc::O_DIRECTORY, 0).map_err(to_io)?;
         let attr = sys::statx(fd.as_raw_fd()).map_err(to_io)?;
+        let mount_fd = sys::reopen(fd.as_raw_fd(), libc::O_RDONLY | libc::O_DIRECTORY).ok();
         let (ty, kernel) = sys::name_to_handle(fd.as_raw_fd()).map_err(to_io)?;
         let handle = handle::encode(&key, export_id, ty, &kernel)
             .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EOVERFLOW))?;
@@ -92,6 +97,7 @@ impl PosixShare {
             export_id,
             key,
             root,
+            mount_fd,
             cache: HandleCache::new(entries),
             privileged,
         })
@@ -139,7 +145,11 @@ impl PosixShare {
                 }
             }
         }
-        let fd = match self.retry_fds(|| sys::open_by_handle(self.root.fd(), p.ty, p.kernel)) {
+        let Some(mount_fd) = &self.mount_fd else {
+            return Err(PosixError::Stale);
+        };
+        let open = || sys::open_by_handle(mount_fd.as_raw_fd(), p.ty, p.kernel);
+        let fd = match self.retry_fds(open) {
             Ok(fd) => fd,
             // ESTALE/ENOENT: gone. EPERM: an unprivileged server cannot
             // open by handle, so an uncached handle is as good as gone.

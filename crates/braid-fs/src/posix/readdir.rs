@@ -70,14 +70,9 @@ impl PosixShare {
         let can_search =
             self.privileged || cred::mode_allows(cred, &sys::statx(dir.fd())?, MAY_EXEC);
         let _as = self.as_cred(cred)?;
-        let fd = self.retry_fds(|| {
-            sys::openat(
-                dir.fd(),
-                c".",
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW,
-                0,
-            )
-        })?;
+        // Not openat(dir, "."): that would need search permission as well,
+        // and listing names needs only read permission.
+        let fd = self.retry_fds(|| sys::reopen(dir.fd(), libc::O_RDONLY | libc::O_DIRECTORY))?;
         if cookie != 0 {
             let off = i64::try_from(cookie - COOKIE_SHIFT)
                 .map_err(|_| PosixError::Errno(libc::EINVAL))?;

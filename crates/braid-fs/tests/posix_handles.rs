@@ -1,0 +1,148 @@
+//! RFC 8881 4.2 / 4.2.3: handles are opaque, at most 128 bytes, persistent
+//! across restarts, bound to their export and unforgeable.
+
+mod posix_util;
+
+use braid_fs::posix::*;
+use posix_util::*;
+
+#[test]
+fn posix_handle_survives_restart() {
+    let e = env();
+    let r = e.share.root();
+    let (d, _) = e
+        .share
+        .create(
+            &root(),
+            &r,
+            b"d",
+            CreateKind::Directory,
+            0o755,
+            &SetAttrs::default(),
+        )
+        .unwrap();
+    let f = mkfile(&e, &d, "f");
+    let (fh, dh, rh) = (
+        f.handle().to_vec(),
+        d.handle().to_vec(),
+        r.handle().to_vec(),
+    );
+    let ino = f.fileid();
+    drop((f, d, r));
+
+    // A new share with the same key and export id: nothing is cached.
+    let again = PosixShare::new(&e.dir, EXPORT, KEY).unwrap();
+    assert_eq!(
+        again.root().handle(),
+        &rh[..],
+        "the root's handle is stable"
+    );
+    let f = again.resolve(&fh).unwrap();
+    assert_eq!(f.fileid(), ino);
+    assert_eq!(f.kind(), ObjectKind::File);
+    assert_eq!(f.handle(), &fh[..]);
+    let d = again.resolve(&dh).unwrap();
+    assert_eq!(d.kind(), ObjectKind::Directory);
+    assert!(!d.is_root());
+    assert!(again.resolve(&rh).unwrap().is_root());
+    // Usable: parent and lookup work from a resolved handle.
+    assert!(again.parent(&root(), &d).unwrap().unwrap().is_root());
+    assert_eq!(again.lookup(&root(), &d, b"f").unwrap(), f);
+    assert_eq!(PosixShare::export_id_of(&fh), Some(EXPORT));
+}
+
+#[test]
+fn posix_tampered_handles_are_bad() {
+    let e = env();
+    let f = mkfile(&e, &e.share.root(), "f");
+    let h = f.handle().to_vec();
+    assert!(h.len() <= 128);
+    for i in 0..h.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut bad = h.clone();
+            bad[i] ^= bit;
+            assert_eq!(
+                e.share.resolve(&bad).unwrap_err(),
+                PosixError::BadHandle,
+                "byte {i} bit {bit:#x}"
+            );
+        }
+    }
+    for bad in [&h[..h.len() - 1], &[][..], &h[..1]] {
+        assert_eq!(e.share.resolve(bad).unwrap_err(), PosixError::BadHandle);
+    }
+    let mut long = h.clone();
+    long.push(0);
+    assert_eq!(e.share.resolve(&long).unwrap_err(), PosixError::BadHandle);
+    assert_eq!(PosixShare::export_id_of(&[1, 2, 3]), None);
+    assert_eq!(e.share.resolve(&h).unwrap(), f);
+}
+
+#[test]
+fn posix_handles_are_bound_to_export_and_key() {
+    let e = env();
+    let f = mkfile(&e, &e.share.root(), "f");
+    let h = f.handle().to_vec();
+    // Same directory, another export id: the handle names export 7.
+    let other_export = PosixShare::new(&e.dir, EXPORT + 1, KEY).unwrap();
+    assert_eq!(other_export.resolve(&h).unwrap_err(), PosixError::BadHandle);
+    assert_ne!(other_export.root().handle(), e.share.root().handle());
+    // Same export id, another key (another server).
+    let other_key = PosixShare::new(&e.dir, EXPORT, [0x11; 32]).unwrap();
+    assert_eq!(other_key.resolve(&h).unwrap_err(), PosixError::BadHandle);
+    assert_eq!(
+        other_key.resolve(e.share.root().handle()).unwrap_err(),
+        PosixError::BadHandle
+    );
+    // A second share of another directory gives its own handles.
+    let e2 = env();
+    let g = mkfile(&e2, &e2.share.root(), "g");
+    let b = PosixShare::new(&e2.dir, EXPORT + 2, KEY).unwrap();
+    assert_eq!(b.resolve(&h).unwrap_err(), PosixError::BadHandle);
+    assert_eq!(
+        e.share.resolve(g.handle()).unwrap(),
+        g,
+        "same export id and key: same server"
+    );
+}
+
+#[test]
+fn posix_removed_objects_are_stale() {
+    let e = env();
+    let s = &e.share;
+    let r = s.root();
+    let f = mkfile(&e, &r, "f");
+    let (d, _) = s
+        .create(
+            &root(),
+            &r,
+            b"d",
+            CreateKind::Directory,
+            0o755,
+            &SetAttrs::default(),
+        )
+        .unwrap();
+    let (fh, dh) = (f.handle().to_vec(), d.handle().to_vec());
+    s.remove(&root(), &r, b"f").unwrap();
+    s.remove(&root(), &r, b"d").unwrap();
+    // Still held by us (so the inode lives on), and maybe cached: Stale.
+    assert_eq!(s.resolve(&fh).unwrap_err(), PosixError::Stale);
+    assert_eq!(s.resolve(&dh).unwrap_err(), PosixError::Stale);
+    drop((f, d));
+    // After a restart (open_by_handle_at path): Stale too.
+    let again = PosixShare::new(&e.dir, EXPORT, KEY).unwrap();
+    assert_eq!(again.resolve(&fh).unwrap_err(), PosixError::Stale);
+    assert_eq!(again.resolve(&dh).unwrap_err(), PosixError::Stale);
+
+    // A file replaced by rename is gone too.
+    let a = mkfile(&e, &r, "a");
+    mkfile(&e, &r, "b");
+    let ah = a.handle().to_vec();
+    s.rename(&root(), &r, b"b", &r, b"a").unwrap();
+    assert_eq!(s.resolve(&ah).unwrap_err(), PosixError::Stale);
+    // One link left is enough to stay valid.
+    let c = mkfile(&e, &r, "c");
+    s.link(&root(), &c, &r, b"c2").unwrap();
+    s.remove(&root(), &r, b"c").unwrap();
+    assert_eq!(s.resolve(c.handle()).unwrap(), c);
+}
