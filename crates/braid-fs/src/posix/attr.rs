@@ -25,8 +25,24 @@ impl PosixShare {
             if !self.privileged {
                 check_setattr(cred, &sys::statx(obj.fd())?, attrs)?;
             }
-            let _as = self.as_cred(cred)?;
-            apply(obj, attrs)?;
+            let guard = self.as_cred(cred)?;
+            apply_owner_mode_size(obj, attrs)?;
+            let times = [attrs.atime, attrs.mtime];
+            let only_now = times.contains(&Some(SetTime::ServerNow))
+                && !times.iter().any(|t| matches!(t, Some(SetTime::Client(_))));
+            match apply_times(obj, attrs) {
+                // Linux lets a writer who is not the owner set both times to
+                // now, but not one of them (utimensat(2)). NFS sets them
+                // separately (RFC 8881 5.8.2.37 time_modify_set
+                // SET_TO_SERVER_TIME4) and, as knfsd does, write permission
+                // is enough for that: checked as the client, done as us.
+                Err(PosixError::Errno(libc::EPERM)) if only_now && guard.is_some() => {
+                    sys::access_fd(obj.fd(), libc::W_OK)?;
+                    drop(guard);
+                    apply_times(obj, attrs)?;
+                }
+                r => r?,
+            }
         }
         sys::statx(obj.fd())
     }
@@ -67,6 +83,11 @@ impl PosixShare {
 /// (a chown clears suid/sgid, so the mode must come after it), then mode,
 /// size, and times last (a truncate moves mtime).
 pub(crate) fn apply(obj: &Object, attrs: &SetAttrs) -> PosixResult<()> {
+    apply_owner_mode_size(obj, attrs)?;
+    apply_times(obj, attrs)
+}
+
+fn apply_owner_mode_size(obj: &Object, attrs: &SetAttrs) -> PosixResult<()> {
     let fd = obj.fd();
     if attrs.uid.is_some() || attrs.gid.is_some() {
         sys::chown_fd(
@@ -86,6 +107,12 @@ pub(crate) fn apply(obj: &Object, attrs: &SetAttrs) -> PosixResult<()> {
             _ => return Err(PosixError::Errno(libc::EINVAL)),
         }
     }
+    Ok(())
+}
+
+/// Times go last: a truncate moves mtime.
+fn apply_times(obj: &Object, attrs: &SetAttrs) -> PosixResult<()> {
+    let fd = obj.fd();
     let t = |s: Option<SetTime>| match s {
         None | Some(SetTime::DontChange) => libc::timespec {
             tv_sec: 0,

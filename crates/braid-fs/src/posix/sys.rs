@@ -226,6 +226,26 @@ pub(crate) fn readlink_fd(fd: RawFd) -> PosixResult<Vec<u8>> {
     Ok(buf)
 }
 
+/// Permission check with the thread's fs ids (AT_EACCESS: not the real
+/// ids), so ACLs and the client's groups count as they would for an open.
+pub(crate) fn access_fd(fd: RawFd, mode: i32) -> PosixResult<()> {
+    // SAFETY: "" with AT_EMPTY_PATH names the fd itself.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_faccessat2,
+            fd,
+            c"".as_ptr(),
+            mode,
+            libc::AT_EACCESS | libc::AT_EMPTY_PATH,
+        )
+    };
+    if r < 0 {
+        Err(err())
+    } else {
+        Ok(())
+    }
+}
+
 pub(crate) fn chmod_fd(fd: RawFd, mode: u32) -> PosixResult<()> {
     let p = proc_path(fd);
     // SAFETY: NUL-terminated path.
