@@ -26,6 +26,16 @@ fn posix_exclusive_create_is_idempotent_per_verifier() {
     assert!(dc.after > dc.before);
     let a = s.getattr(&f).unwrap();
     assert_eq!((a.mode, a.uid, a.mtime.sec), (0o444, 1234, 77));
+    // Attributes go in before the mode takes effect.
+    let sized = SetAttrs {
+        size: Some(3),
+        ..Default::default()
+    };
+    let (ro, _, _) = s
+        .create_file(&u, &r, b"ro", 0o444, CreateMode::Guarded, &sized)
+        .unwrap();
+    let a = s.getattr(&ro).unwrap();
+    assert_eq!((a.mode, a.size), (0o444, 3));
     // The retry (a lost reply) finds the same file.
     let (again, created, _) = s
         .create_file(&u, &r, b"x", 0o444, v1, &SetAttrs::default())

@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use std::os::fd::AsRawFd;
 
 use super::cred::{self, MAY_EXEC, MAY_WRITE};
-use super::dir_ops::{change_of, dir_change, finish_new};
+use super::dir_ops::{change_of, dir_change};
 use super::types::*;
 use super::{attr, require_dir, sys, Object, PosixShare};
 
@@ -53,11 +53,9 @@ impl PosixShare {
         };
         let _as = self.as_cred(cred)?;
         for _ in 0..RACE_RETRIES {
-            let initial = match (how, self.privileged) {
-                // user.* xattrs need write permission, even for the owner.
-                (CreateMode::Exclusive { .. }, false) => 0o600,
-                _ => perm,
-            };
+            // Owner read/write until the attributes are in: a truncate or a
+            // user.* xattr would otherwise be refused by the file's own mode.
+            let initial = perm | 0o600;
             let flags = libc::O_CREAT | libc::O_EXCL | libc::O_RDONLY | libc::O_NOFOLLOW;
             let made = if may_create {
                 self.retry_fds(|| sys::openat(dir.fd(), &c, flags, initial))
@@ -73,11 +71,8 @@ impl PosixShare {
                         .and_then(|obj| {
                             if let CreateMode::Exclusive { verifier } = how {
                                 sys::set_xattr(obj.fd(), verf_name, &verifier)?;
-                                if initial != perm {
-                                    sys::chmod_fd(obj.fd(), perm)?;
-                                }
                             }
-                            finish_new(&obj, perm, attrs)?;
+                            finish_new_file(&obj, perm, attrs)?;
                             Ok(obj)
                         });
                     return match done {
@@ -140,4 +135,26 @@ impl PosixShare {
         }
         Err(PosixError::Errno(libc::EAGAIN))
     }
+}
+
+/// The client's attributes on a file we just created (with owner rw), then
+/// its final mode, exactly (the process umask does not apply to NFS clients,
+/// which apply their own).
+fn finish_new_file(obj: &Object, perm: u32, attrs: &SetAttrs) -> PosixResult<()> {
+    let mut rest = SetAttrs {
+        mode: None,
+        ..attrs.clone()
+    };
+    if rest.size == Some(0) {
+        // Already empty; a no-op that needs no permission.
+        rest.size = None;
+    }
+    if !rest.is_empty() {
+        attr::apply(obj, &rest)?;
+    }
+    let want = attrs.mode.unwrap_or(perm) & 0o7777;
+    if sys::statx(obj.fd())?.mode != want {
+        sys::chmod_fd(obj.fd(), want)?;
+    }
+    Ok(())
 }

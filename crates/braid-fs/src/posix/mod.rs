@@ -266,4 +266,62 @@ mod tests {
         assert!(share.cache.len() <= 32, "{}", share.cache.len());
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    /// What an unprivileged server does: mode-bit checks here, and only
+    /// cached handles resolve. (Run as root, with the privilege switched off.)
+    #[test]
+    fn unprivileged_checks_mode_bits_itself() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("braid-posix-unpriv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("private")).unwrap();
+        std::fs::write(dir.join("secret"), b"s").unwrap();
+        std::fs::set_permissions(dir.join("private"), PermissionsExt::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(dir.join("secret"), PermissionsExt::from_mode(0o600)).unwrap();
+        let privileged = PosixShare::new(&dir, 1, [1; 32]).unwrap();
+        let uncached = privileged
+            .lookup(&Credentials::root(), &privileged.root(), b"secret")
+            .unwrap()
+            .handle()
+            .to_vec();
+        let mut share = PosixShare::new(&dir, 1, [1; 32]).unwrap();
+        share.privileged = false;
+        share.mount_fd = None;
+        let u = Credentials {
+            uid: 1234,
+            gid: 1234,
+            groups: vec![],
+        };
+        let root = share.root();
+        let eacces = Err(PosixError::Errno(libc::EACCES));
+        let eperm = Err(PosixError::Errno(libc::EPERM));
+        assert_eq!(share.resolve(&uncached).map(|_| ()), Err(PosixError::Stale));
+        let private = share.lookup(&u, &root, b"private").unwrap();
+        let secret = share.lookup(&u, &root, b"secret").unwrap();
+        assert_eq!(share.resolve(secret.handle()).unwrap(), secret);
+        assert_eq!(share.lookup(&u, &private, b"x").map(|_| ()), eacces);
+        assert_eq!(share.readdir(&u, &private, 0, 9).map(|_| ()), eacces);
+        let none = SetAttrs::default();
+        let mk = share.create_file(&u, &private, b"n", 0o644, CreateMode::Unchecked, &none);
+        assert_eq!(mk.map(|_| ()), eacces);
+        assert_eq!(share.remove(&u, &root, b"secret").map(|_| ()), eacces);
+        assert_eq!(
+            share.open_file(&u, &secret, true, false, false).map(|_| ()),
+            eacces
+        );
+        let chown = SetAttrs {
+            uid: Some(1234),
+            ..SetAttrs::default()
+        };
+        assert_eq!(share.setattr(&u, &secret, &chown).map(|_| ()), eperm);
+        let chmod = SetAttrs {
+            mode: Some(0o777),
+            ..SetAttrs::default()
+        };
+        assert_eq!(share.setattr(&u, &secret, &chmod).map(|_| ()), eperm);
+        assert!(share
+            .open_file(&Credentials::root(), &secret, true, true, false)
+            .is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
