@@ -33,7 +33,7 @@ impl PosixShare {
             match apply_times(obj, attrs) {
                 // Linux lets a writer who is not the owner set both times to
                 // now, but not one of them (utimensat(2)). NFS sets them
-                // separately (RFC 8881 5.8.2.37 time_modify_set
+                // separately (RFC 8881 time_modify_set,
                 // SET_TO_SERVER_TIME4) and, as knfsd does, write permission
                 // is enough for that: checked as the client, done as us.
                 Err(PosixError::Errno(libc::EPERM)) if only_now && guard.is_some() => {

@@ -1,9 +1,10 @@
 //! Wire file handles and the cache that resolves them.
 //!
 //! RFC 8881 4.2: a handle is opaque to the client, at most NFS4_FHSIZE
-//! (128) bytes. 4.2.3 wants it persistent (the same object keeps the same
-//! handle across server restarts) and 4.2.1 says the server decides what a
-//! handle means. Ours:
+//! (128) bytes. Ours are persistent in the sense of 4.2.2 (the same object
+//! keeps the same handle across server restarts, and a removed object's
+//! handle is stale, never another object's), and 4.2.1 leaves what a
+//! handle means to the server. Ours:
 //!
 //! ```text
 //! version (1) | export_id (u32 BE) | kernel handle type (i32 BE)

@@ -122,10 +122,10 @@ impl PosixShare {
         handle::parse(handle).map(|p| p.export_id)
     }
 
-    /// RFC 8881 4.2.3: resolves a handle this share issued. BadHandle if it
-    /// is malformed, its MAC is wrong or it belongs to another export; Stale
-    /// if the object is gone (not resolvable any more, or a non-directory
-    /// with no links left, or a removed directory).
+    /// RFC 8881 4.2.2 (persistent filehandles): resolves a handle this share
+    /// issued. BadHandle if it is malformed, its MAC is wrong or it belongs
+    /// to another export; Stale if the object is gone (not resolvable any
+    /// more, or a non-directory with no links left, or a removed directory).
     pub fn resolve(&self, handle: &[u8]) -> PosixResult<Object> {
         let p = handle::parse(handle).ok_or(PosixError::BadHandle)?;
         if p.export_id != self.export_id || !p.mac_ok(&self.key) {

@@ -30,7 +30,7 @@ impl Object {
         self.0.kind
     }
 
-    /// The inode number (RFC 8881 5.8.2.23 fileid).
+    /// The inode number (the RFC 8881 fileid attribute).
     pub fn fileid(&self) -> u64 {
         self.0.ino
     }

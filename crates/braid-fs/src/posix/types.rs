@@ -149,7 +149,7 @@ impl SetAttrs {
     }
 }
 
-/// Directory change info (RFC 8881 3.3.12, change_info4): the parent's
+/// Directory change info (RFC 8881 change_info4): the parent's
 /// change attribute before and after.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DirChange {
