@@ -56,6 +56,29 @@ pub struct ShareConfig {
     /// CHANGE_NOTIFY and break directory leases (as Samba's `kernel change
     /// notify`), and host writes break the caching of files.
     pub notify_host_changes: bool,
+    /// The protocols the share is served over (`protocols`).
+    pub protocols: Protocols,
+    /// What its NFS export allows (`nfs_clients`, `root_squash`, ...);
+    /// used only when `protocols.nfs` and the server listens for NFS.
+    pub nfs: crate::nfs::export::NfsExportOptions,
+}
+
+/// The protocols a share is served over. Without `smb` the share is in no
+/// SMB share list and a TREE_CONNECT to it gets STATUS_BAD_NETWORK_NAME,
+/// as for an unknown share; without `nfs` it is not exported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Protocols {
+    pub smb: bool,
+    pub nfs: bool,
+}
+
+impl Default for Protocols {
+    fn default() -> Self {
+        Protocols {
+            smb: true,
+            nfs: true,
+        }
+    }
 }
 
 impl ShareConfig {
@@ -84,6 +107,8 @@ impl ShareConfig {
             mac: MacShareOptions::default(),
             change_notify: true,
             notify_host_changes: true,
+            protocols: Protocols::default(),
+            nfs: Default::default(),
         }
     }
 }
@@ -226,7 +251,23 @@ pub struct ServerConfig {
     /// logons are refused for the rest of it (`logon_throttle.rs`); 0: no
     /// limit.
     pub logon_failures_per_minute: u32,
+    /// Addresses the NFSv4.1 server listens on; empty: NFS off.
+    pub nfs_listen: Vec<SocketAddr>,
+    /// The NFSv4 lease (RFC 8881 8.1, FATTR4_LEASE_TIME): a client that
+    /// does not renew for this long loses its state. Default 90 s, as
+    /// Linux's nfsd (nfs-ganesha's is 60 s).
+    pub nfs_lease_time: Duration,
+    /// The grace period after a restart (RFC 8881 8.4.2.1) in which
+    /// clients reclaim their state; at least the lease (default: equal).
+    pub nfs_grace_time: Duration,
+    /// Where state that must outlive the process is kept (the NFS file
+    /// handle key, NFS client records); None: nothing is kept, and NFS
+    /// file handles go stale when the server restarts.
+    pub state_dir: Option<PathBuf>,
 }
+
+/// `nfs_lease_time`'s default (RFC 8881 8.1; Linux nfsd's 90 s).
+pub const DEFAULT_NFS_LEASE_TIME: Duration = Duration::from_secs(90);
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -269,6 +310,10 @@ impl Default for ServerConfig {
             logon_failures_per_minute: 30,
             min_dialect: braid_smb_proto::messages::negotiate::dialect::SMB202,
             hosts: Default::default(),
+            nfs_listen: Vec::new(),
+            nfs_lease_time: DEFAULT_NFS_LEASE_TIME,
+            nfs_grace_time: DEFAULT_NFS_LEASE_TIME,
+            state_dir: None,
         }
     }
 }

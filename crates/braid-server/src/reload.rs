@@ -189,11 +189,13 @@ fn next_homes(
     Ok(next)
 }
 
-/// Only what share lists show changed: the clients connected keep on.
+/// Only what share lists show changed, or the NFS export options (which
+/// SMB clients do not see): the SMB clients connected keep on.
 fn differs_in_listing_only(before: &ShareConfig, now: &ShareConfig) -> bool {
     let listed_as_now = ShareConfig {
         comment: now.comment.clone(),
         browseable: now.browseable,
+        nfs: now.nfs.clone(),
         ..before.clone()
     };
     listed_as_now == *now
@@ -324,6 +326,20 @@ fn restart_needed(old: &ServerConfig, new: &ServerConfig) -> Vec<&'static str> {
     if old.admin_token.as_deref() != new.admin_token.as_deref() {
         keys.push("admin_token_file");
     }
+    // The NFS listeners, lease and grace period, and where NFS keeps its
+    // handle key and client records, are taken at start.
+    if old.nfs_listen != new.nfs_listen {
+        keys.push("nfs_listen");
+    }
+    if old.nfs_lease_time != new.nfs_lease_time {
+        keys.push("nfs_lease_time_secs");
+    }
+    if old.nfs_grace_time != new.nfs_grace_time {
+        keys.push("nfs_grace_time_secs");
+    }
+    if old.state_dir != new.state_dir {
+        keys.push("state_dir");
+    }
     keys
 }
 
@@ -352,6 +368,12 @@ mod tests {
         let mut elsewhere = before.clone();
         elsewhere.path = dir.join("elsewhere");
         assert!(!differs_in_listing_only(&before, &elsewhere));
+        let mut squashed = before.clone();
+        squashed.nfs.squash = crate::nfs::export::Squash::All;
+        assert!(differs_in_listing_only(&before, &squashed));
+        let mut nfs_only = before.clone();
+        nfs_only.protocols.smb = false;
+        assert!(!differs_in_listing_only(&before, &nfs_only));
     }
 
     fn state_serving(config: ServerConfig) -> Arc<ServerState> {
@@ -476,5 +498,19 @@ mod tests {
         assert_eq!(restart_needed(&old, &new), ["listen"]);
         assert!(settings_changed(&old, &old).is_empty());
         assert!(restart_needed(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn nfs_listeners_and_state_dir_need_a_restart() {
+        let old = ServerConfig::default();
+        let mut new = old.clone();
+        new.nfs_listen = vec!["127.0.0.1:20490".parse().unwrap()];
+        new.nfs_lease_time = std::time::Duration::from_secs(60);
+        new.state_dir = Some("/var/lib/braid".into());
+        assert_eq!(
+            restart_needed(&old, &new),
+            ["nfs_listen", "nfs_lease_time_secs", "state_dir"]
+        );
+        assert!(settings_changed(&old, &new).is_empty());
     }
 }

@@ -94,15 +94,8 @@ pub enum ExportAccess {
     ReadWrite,
 }
 
-// TODO: switch to `pub use braid_fs::posix::Credentials;` once braid-fs
-// has it (being added); the fields are the same.
 /// The ids an NFS request acts as, after squashing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Credentials {
-    pub uid: u32,
-    pub gid: u32,
-    pub groups: Vec<u32>,
-}
+pub use braid_fs::posix::Credentials;
 
 impl NfsExportOptions {
     /// What the client at `peer` may do: nothing from a port of 1024 or
@@ -135,7 +128,12 @@ impl NfsExportOptions {
     /// `anon_gid` and gid 0 among the groups to `anon_gid`; `all_squash`
     /// maps every caller to `anon_uid`/`anon_gid` with no groups; AUTH_NONE
     /// callers (`None` ids) are the anonymous user whatever the squash.
-    pub fn map_credentials(&self, uid: Option<u32>, gid: Option<u32>, groups: &[u32]) -> Credentials {
+    pub fn map_credentials(
+        &self,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        groups: &[u32],
+    ) -> Credentials {
         let anonymous = Credentials {
             uid: self.anon_uid,
             gid: self.anon_gid,
@@ -189,7 +187,10 @@ mod tests {
         assert_eq!((o.anon_uid, o.anon_gid), (65534, 65534));
         assert_eq!(o.sec, [SecFlavor::Sys]);
         assert!(!o.secure_port && !o.read_only && o.clients.is_empty());
-        assert_eq!(o.access_for(peer("203.0.113.9:40000")), ExportAccess::ReadWrite);
+        assert_eq!(
+            o.access_for(peer("203.0.113.9:40000")),
+            ExportAccess::ReadWrite
+        );
         assert!(o.allows_flavor(SecFlavor::Sys));
         assert!(!o.allows_flavor(SecFlavor::None));
     }
@@ -209,8 +210,14 @@ mod tests {
             ],
             ..Default::default()
         };
-        assert_eq!(o.access_for(peer("192.168.1.5:900")), ExportAccess::ReadOnly);
-        assert_eq!(o.access_for(peer("192.168.7.1:900")), ExportAccess::ReadWrite);
+        assert_eq!(
+            o.access_for(peer("192.168.1.5:900")),
+            ExportAccess::ReadOnly
+        );
+        assert_eq!(
+            o.access_for(peer("192.168.7.1:900")),
+            ExportAccess::ReadWrite
+        );
         assert_eq!(o.access_for(peer("10.0.0.1:900")), ExportAccess::Denied);
         assert_eq!(
             o.access_for(peer("[::ffff:192.168.7.1]:900")),
@@ -221,7 +228,10 @@ mod tests {
             read_only: true,
             ..o.clone()
         };
-        assert_eq!(ro.access_for(peer("192.168.7.1:900")), ExportAccess::ReadOnly);
+        assert_eq!(
+            ro.access_for(peer("192.168.7.1:900")),
+            ExportAccess::ReadOnly
+        );
         assert_eq!(ro.access_for(peer("10.0.0.1:900")), ExportAccess::Denied);
     }
 
@@ -231,7 +241,10 @@ mod tests {
             secure_port: true,
             ..Default::default()
         };
-        assert_eq!(o.access_for(peer("127.0.0.1:1023")), ExportAccess::ReadWrite);
+        assert_eq!(
+            o.access_for(peer("127.0.0.1:1023")),
+            ExportAccess::ReadWrite
+        );
         assert_eq!(o.access_for(peer("127.0.0.1:1024")), ExportAccess::Denied);
     }
 
@@ -276,7 +289,10 @@ mod tests {
             assert_eq!((c.uid, c.gid, c.groups), (1500, 1501, vec![]));
         }
         for squash in [Squash::None, Squash::Root, Squash::All] {
-            let o = NfsExportOptions { squash, ..o.clone() };
+            let o = NfsExportOptions {
+                squash,
+                ..o.clone()
+            };
             let c = o.map_credentials(None, None, &[]);
             assert_eq!((c.uid, c.gid, c.groups), (1500, 1501, vec![]), "{squash:?}");
         }
