@@ -123,9 +123,9 @@ impl SrvsvcBackend for SrvsvcView<'_> {
         }
         let count = |name: &str| connections.get(&name.to_lowercase()).copied().unwrap_or(0);
         let served = self.state.served();
+        // Shares not served over SMB (`protocols`) are not listed.
         let mut shares: Vec<ShareEntry> = served
-            .shares
-            .values()
+            .smb_listed()
             .map(|s| ShareEntry {
                 name: s.name.clone(),
                 share_type: share_type::DISK,
@@ -136,7 +136,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             .collect();
         // The caller's own home share (`homes.rs`), as Samba lists it.
         if let (Some(homes), Some(me)) = (&served.homes, self.caller_account()) {
-            if self.state.share(&me).is_none() {
+            if self.state.share(&me).is_none() && served.homes_listed_over_smb() {
                 shares.push(ShareEntry {
                     name: me.clone(),
                     share_type: share_type::DISK,

@@ -34,6 +34,9 @@ pub struct Share {
     /// Changes made on the host are reported and break directory leases
     /// and cached files' caching (`host_watch.rs`).
     pub notify_host_changes: bool,
+    /// The protocols it is served over: SMB finds it only with `smb`
+    /// (`ServerState::smb_share_for`, srvsvc's share lists).
+    pub protocols: crate::config::Protocols,
     /// Set when a reload ended this share (`reload.rs`); shared with the
     /// copies that only list it differently.
     retired: Arc<std::sync::atomic::AtomicBool>,
@@ -84,6 +87,7 @@ impl Share {
             mac: s.mac.clone(),
             change_notify: s.change_notify,
             notify_host_changes: s.notify_host_changes,
+            protocols: s.protocols,
             retired: Default::default(),
         })
     }
@@ -133,6 +137,7 @@ impl Share {
             change_notify: self.change_notify,
             // A snapshot does not change.
             notify_host_changes: false,
+            protocols: self.protocols,
             retired: self.retired.clone(),
         }
     }
@@ -165,6 +170,16 @@ impl Served {
             shares,
             homes,
         })
+    }
+
+    /// The shares SMB share lists show (srvsvc): those served over SMB.
+    pub fn smb_listed(&self) -> impl Iterator<Item = &Arc<Share>> {
+        self.shares.values().filter(|s| s.protocols.smb)
+    }
+
+    /// Whether the home shares are served, and so listed, over SMB.
+    pub fn homes_listed_over_smb(&self) -> bool {
+        self.config.homes.as_ref().is_some_and(|h| h.protocols.smb)
     }
 
     /// Whether any share asks for changes made on the host.
@@ -212,6 +227,8 @@ pub struct ServerState {
     /// binary gave one; one reload runs at a time.
     pub(crate) config_source: std::sync::OnceLock<crate::reload::ConfigSource>,
     pub(crate) reloading: tokio::sync::Mutex<()>,
+    /// The NFS server's state, when NFS is served (admin API, reload).
+    pub nfs: std::sync::OnceLock<Arc<crate::nfs::NfsState>>,
     next_session_id: AtomicU64,
     /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
     /// keeps its id when reconnected on another session).
@@ -279,6 +296,7 @@ impl ServerState {
             // them in 32-bit variables (smbtorture smb2.session-id does).
             // A random start below 2^31 leaves 2^31 ids before they would
             // grow past 32 bits.
+            nfs: std::sync::OnceLock::new(),
             next_session_id: AtomicU64::new(u64::from(rand::random::<u32>() >> 1).max(1)),
             next_connection_id: AtomicU64::new(1),
         })
@@ -338,6 +356,12 @@ impl ServerState {
             }
         }
     }
+
+    /// The share `name` as an SMB TREE_CONNECT finds it (`share_for`): a
+    /// share not served over SMB (`protocols` without "smb") is as unknown.
+    pub fn smb_share_for(&self, name: &str, user: Option<&str>) -> Option<Arc<Share>> {
+        self.share_for(name, user).filter(|s| s.protocols.smb)
+    }
 }
 
 /// MS-DTYP 2.3.3: 100-ns intervals since 1601-01-01.
@@ -369,6 +393,48 @@ pub fn from_filetime(ft: u64) -> SystemTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn a_share_without_smb_is_unknown_to_smb() {
+        let base = std::env::temp_dir().join(format!("braid-state-proto-{}", std::process::id()));
+        for d in ["both", "nfsonly", "homes/alice"] {
+            std::fs::create_dir_all(base.join(d)).unwrap();
+        }
+        let nfs_only = crate::config::Protocols {
+            smb: false,
+            nfs: true,
+        };
+        let config = ServerConfig {
+            shares: vec![
+                crate::config::ShareConfig::with_defaults("Both", &base.join("both")),
+                crate::config::ShareConfig {
+                    protocols: nfs_only,
+                    ..crate::config::ShareConfig::with_defaults("NfsOnly", &base.join("nfsonly"))
+                },
+            ],
+            homes: Some(crate::config::ShareConfig {
+                protocols: nfs_only,
+                notify_host_changes: false,
+                ..crate::config::ShareConfig::with_defaults("homes", &base.join("homes/%U"))
+            }),
+            ..ServerConfig::default()
+        };
+        let files = FileService::new(Arc::new(braid_fs::SystemClock));
+        let state =
+            ServerState::new(config, crate::userdb::UserDb::default().into(), files).unwrap();
+        assert!(state.smb_share_for("both", None).is_some());
+        assert!(state.smb_share_for("NFSONLY", Some("alice")).is_none());
+        assert!(state.share("nfsonly").is_some(), "still served, over NFS");
+        assert!(state.smb_share_for("alice", Some("alice")).is_none());
+        assert!(state.share_for("alice", Some("alice")).is_some());
+        let listed: Vec<String> = state
+            .served()
+            .smb_listed()
+            .map(|s| s.name.clone())
+            .collect();
+        assert_eq!(listed, ["Both"]);
+        assert!(!state.served().homes_listed_over_smb());
+    }
+
     #[test]
     fn filetime_round_trips() {
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_700_000_000, 123_456_700);

@@ -29,7 +29,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let (share, kind) = if name.eq_ignore_ascii_case("IPC$") {
         (None, share_type::PIPE)
     } else {
-        // A configured share, or the user's own (`homes.rs`).
+        // A configured share, or the user's own (`homes.rs`); one not
+        // served over SMB (`protocols`) is as unknown.
         let user = session
             .identity
             .lock()
@@ -40,7 +41,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         let server = req.conn.server.clone();
         let name_owned = name.to_string();
         let found = crate::smb::blocking(move || {
-            Ok::<_, braid_fs::FsError>(server.share_for(&name_owned, user.as_deref()))
+            Ok::<_, braid_fs::FsError>(server.smb_share_for(&name_owned, user.as_deref()))
         })
         .await?;
         match found {
