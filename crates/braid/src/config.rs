@@ -68,6 +68,17 @@ pub struct FileConfig {
     /// Model string shown to macOS clients, which pick the server's Finder
     /// icon by it (default "MacSamba").
     pub macos_model: Option<String>,
+    /// Addresses the NFSv4.1 server listens on, e.g. ["0.0.0.0:2049"];
+    /// none or []: no NFS (docs/CONFIG.md, "NFS exports").
+    pub nfs_listen: Option<Vec<String>>,
+    /// NFSv4 lease in seconds (default 90; 10 to 3600).
+    pub nfs_lease_time_secs: Option<u64>,
+    /// NFSv4 grace period after a restart, in seconds (default: the
+    /// lease; at least the lease, at most 3600).
+    pub nfs_grace_time_secs: Option<u64>,
+    /// Directory for state that must outlive the process (the NFS file
+    /// handle key, NFS client records); created (0700) if missing.
+    pub state_dir: Option<PathBuf>,
     /// Interfaces reported to multichannel clients; none: auto-detect.
     #[serde(default, rename = "interface")]
     pub interfaces: Vec<InterfaceEntry>,
@@ -178,6 +189,27 @@ pub struct ShareEntry {
     /// false).
     #[serde(default)]
     pub macos_delete_empty_appledouble: bool,
+    /// The protocols the share is served over: "smb", "nfs" (default
+    /// both; `homes` only "smb").
+    pub protocols: Option<Vec<String>>,
+    /// NFS clients that may mount the share, each a network or address
+    /// optionally followed by "ro" or "rw", e.g. ["10.0.0.0/8", "192.168.1.5 ro"]
+    /// (default: every client the server admits, read-write).
+    pub nfs_clients: Option<Vec<String>>,
+    /// The NFS export is read-only (default: the share's `read_only`).
+    pub nfs_read_only: Option<bool>,
+    /// NFS callers' uid 0 and gid 0 are the anonymous ids (default true).
+    pub root_squash: Option<bool>,
+    /// Every NFS caller is the anonymous user (default false).
+    pub all_squash: Option<bool>,
+    /// The anonymous uid of NFS squashing and AUTH_NONE (default 65534).
+    pub anon_uid: Option<i64>,
+    /// The anonymous gid (default 65534).
+    pub anon_gid: Option<i64>,
+    /// NFS clients must use a source port below 1024 (default false).
+    pub nfs_secure_port: Option<bool>,
+    /// NFS security flavours accepted: "sys", "none" (default ["sys"]).
+    pub nfs_sec: Option<Vec<String>>,
 }
 
 /// A size in the config: a number of bytes, or a string with a binary
@@ -256,6 +288,15 @@ impl ShareEntry {
             macos_wipe_blank_resource_fork: false,
             macos_metadata: None,
             macos_delete_empty_appledouble: false,
+            protocols: None,
+            nfs_clients: None,
+            nfs_read_only: None,
+            root_squash: None,
+            all_squash: None,
+            anon_uid: None,
+            anon_gid: None,
+            nfs_secure_port: None,
+            nfs_sec: None,
         }
     }
 }
@@ -323,6 +364,245 @@ pub fn parse(text: &str) -> Result<FileConfig, String> {
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     s.parse::<SocketAddr>().map_err(|_| {
         format!("listen: '{s}' is not an address:port such as 127.0.0.1:4445 or [::1]:445")
+    })
+}
+
+/// One `nfs_listen` entry or `--nfs-listen` flag.
+pub fn parse_nfs_listen(s: &str) -> Result<SocketAddr, String> {
+    s.trim().parse::<SocketAddr>().map_err(|_| {
+        format!(
+            "nfs_listen: '{s}' is not an address:port such as 127.0.0.1:20490 or [::]:2049 \
+             (--nfs-listen off turns NFS off)"
+        )
+    })
+}
+
+/// `nfs_lease_time_secs` and `nfs_grace_time_secs`: the lease (default
+/// 90 s) and the grace period (default the lease, and never shorter: a
+/// client must be able to renew once within it to reclaim its state, RFC
+/// 8881 8.4.2.1).
+pub fn nfs_times(
+    lease: Option<u64>,
+    grace: Option<u64>,
+) -> Result<(std::time::Duration, std::time::Duration), String> {
+    let lease = lease.unwrap_or(braid_server::config::DEFAULT_NFS_LEASE_TIME.as_secs());
+    if !(10..=3600).contains(&lease) {
+        return Err(format!(
+            "nfs_lease_time_secs = {lease}: use a value from 10 to 3600 (default 90)"
+        ));
+    }
+    let grace = grace.unwrap_or(lease);
+    if !(lease..=3600).contains(&grace) {
+        return Err(format!(
+            "nfs_grace_time_secs = {grace}: use a value from the lease time ({lease}) to 3600, \
+             so that clients have a lease's time to reclaim their state"
+        ));
+    }
+    Ok((
+        std::time::Duration::from_secs(lease),
+        std::time::Duration::from_secs(grace),
+    ))
+}
+
+/// `state_dir`: made (mode 0700) if missing; its parent must exist.
+pub fn prepare_state_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::DirBuilderExt;
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(format!(
+            "state_dir = {}: not a directory; give a directory for Braid's state, e.g. /var/lib/braid",
+            dir.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| {
+                format!(
+                    "state_dir = {}: cannot create it: {e}; create it (mode 0700) or fix the path",
+                    dir.display()
+                )
+            }),
+        Err(e) => Err(format!("state_dir = {}: {e}", dir.display())),
+    }
+}
+
+/// The share's `protocols` (default both; `homes`, each user's own share,
+/// only SMB: an NFS client mounts with no user to pick the home by).
+pub fn share_protocols(
+    s: &ShareEntry,
+    is_homes: bool,
+) -> Result<braid_server::config::Protocols, String> {
+    let Some(list) = &s.protocols else {
+        return Ok(braid_server::config::Protocols {
+            smb: true,
+            nfs: !is_homes,
+        });
+    };
+    if list.is_empty() {
+        return Err(format!(
+            "share '{}': protocols = []: list at least one of \"smb\" and \"nfs\", \
+             or remove the share",
+            s.name
+        ));
+    }
+    let mut p = braid_server::config::Protocols {
+        smb: false,
+        nfs: false,
+    };
+    for name in list {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "smb" => p.smb = true,
+            "nfs" => p.nfs = true,
+            _ => {
+                return Err(format!(
+                    "share '{}': protocols: '{name}' is not a protocol; use \"smb\" and/or \"nfs\"",
+                    s.name
+                ))
+            }
+        }
+    }
+    if p.nfs && is_homes {
+        return Err(format!(
+            "share '{}': each user's own share (a path with %U) is served over SMB only; \
+             remove \"nfs\" from protocols",
+            s.name
+        ));
+    }
+    Ok(p)
+}
+
+/// The export keys a share without NFS must not have.
+fn nfs_keys_set(s: &ShareEntry) -> Vec<&'static str> {
+    [
+        ("nfs_clients", s.nfs_clients.is_some()),
+        ("nfs_read_only", s.nfs_read_only.is_some()),
+        ("root_squash", s.root_squash.is_some()),
+        ("all_squash", s.all_squash.is_some()),
+        ("anon_uid", s.anon_uid.is_some()),
+        ("anon_gid", s.anon_gid.is_some()),
+        ("nfs_secure_port", s.nfs_secure_port.is_some()),
+        ("nfs_sec", s.nfs_sec.is_some()),
+    ]
+    .into_iter()
+    .filter(|(_, set)| *set)
+    .map(|(k, _)| k)
+    .collect()
+}
+
+/// One `nfs_clients` entry: "NETWORK", "NETWORK ro" or "NETWORK rw".
+pub fn parse_nfs_client(s: &str) -> Result<braid_server::nfs::export::ClientRule, String> {
+    let mut words = s.split_whitespace();
+    let Some(net) = words.next() else {
+        return Err(format!(
+            "'{s}' is empty; give a network or address, optionally followed by ro or rw, \
+             e.g. \"10.0.0.0/8\" or \"192.168.1.5 ro\""
+        ));
+    };
+    let net = braid_server::host_access::parse_net(net)?;
+    let read_only = match (words.next(), words.next()) {
+        (None, _) | (Some("rw"), None) => false,
+        (Some("ro"), None) => true,
+        _ => {
+            return Err(format!(
+                "'{s}': after the network only \"ro\" or \"rw\" may follow, \
+                 e.g. \"192.168.1.5 ro\""
+            ))
+        }
+    };
+    Ok(braid_server::nfs::export::ClientRule { net, read_only })
+}
+
+/// `anon_uid` / `anon_gid`: an unprivileged id that fits 32 bits and is
+/// not (uid_t)-1.
+fn anon_id(share: &str, key: &str, v: Option<i64>) -> Result<u32, String> {
+    let Some(v) = v else {
+        return Ok(braid_server::nfs::export::ANON_ID);
+    };
+    match u32::try_from(v) {
+        Ok(id) if id != 0 && id != u32::MAX => Ok(id),
+        _ => Err(format!(
+            "share '{share}': {key} = {v}: use an unprivileged id from 1 to 4294967294, \
+             e.g. 65534 (nobody)"
+        )),
+    }
+}
+
+/// The share's NFS export options, checked. `protocols` is the share's
+/// (`share_protocols`); a share not exported over NFS may have none.
+pub fn nfs_export(
+    s: &ShareEntry,
+    protocols: braid_server::config::Protocols,
+) -> Result<braid_server::nfs::export::NfsExportOptions, String> {
+    use braid_server::nfs::export::{NfsExportOptions, SecFlavor, Squash};
+    if !protocols.nfs {
+        let set = nfs_keys_set(s);
+        if !set.is_empty() {
+            return Err(format!(
+                "share '{}': {} apply to NFS exports, and the share is not one; \
+                 add \"nfs\" to protocols or remove them",
+                s.name,
+                set.join(", ")
+            ));
+        }
+        return Ok(NfsExportOptions::default());
+    }
+    let clients = s
+        .nfs_clients
+        .iter()
+        .flatten()
+        .map(|c| parse_nfs_client(c).map_err(|e| format!("share '{}': nfs_clients: {e}", s.name)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let sec = match &s.nfs_sec {
+        None => vec![SecFlavor::Sys],
+        Some(list) if list.is_empty() => {
+            return Err(format!(
+                "share '{}': nfs_sec = []: list at least one flavour, e.g. [\"sys\"]",
+                s.name
+            ))
+        }
+        Some(list) => {
+            let mut sec = Vec::new();
+            for f in list {
+                let flavor = match f.trim().to_ascii_lowercase().as_str() {
+                    "sys" => SecFlavor::Sys,
+                    "none" => SecFlavor::None,
+                    "krb5" | "krb5i" | "krb5p" => {
+                        return Err(format!(
+                            "share '{}': nfs_sec: '{f}' is not supported yet; use \"sys\"",
+                            s.name
+                        ))
+                    }
+                    _ => {
+                        return Err(format!(
+                            "share '{}': nfs_sec: '{f}' is not a security flavour; \
+                             use \"sys\" (AUTH_SYS) or \"none\" (AUTH_NONE)",
+                            s.name
+                        ))
+                    }
+                };
+                if !sec.contains(&flavor) {
+                    sec.push(flavor);
+                }
+            }
+            sec
+        }
+    };
+    // all_squash squashes root too, whatever root_squash says.
+    let squash = if s.all_squash.unwrap_or(false) {
+        Squash::All
+    } else if s.root_squash.unwrap_or(true) {
+        Squash::Root
+    } else {
+        Squash::None
+    };
+    Ok(NfsExportOptions {
+        clients,
+        read_only: s.nfs_read_only.unwrap_or(s.read_only),
+        squash,
+        anon_uid: anon_id(&s.name, "anon_uid", s.anon_uid)?,
+        anon_gid: anon_id(&s.name, "anon_gid", s.anon_gid)?,
+        secure_port: s.nfs_secure_port.unwrap_or(false),
+        sec,
     })
 }
 
@@ -683,6 +963,189 @@ mod tests {
         assert!(parse("[[interface]]\naddress = \"x\"\nif_index = 1\n")
             .map(|c| parse_interface(&c.interfaces[0]).is_err())
             .unwrap());
+    }
+
+    /// The first `[[share]]` of `extra` (keys of a share at /srv named d)
+    /// as served: its protocols and NFS export options.
+    fn nfs_share(
+        extra: &str,
+    ) -> Result<
+        (
+            braid_server::config::Protocols,
+            braid_server::nfs::export::NfsExportOptions,
+        ),
+        String,
+    > {
+        let c = parse(&format!(
+            "[[share]]\nname = \"d\"\npath = \"/srv\"\n{extra}"
+        ))?;
+        let p = share_protocols(&c.shares[0], false)?;
+        Ok((p, nfs_export(&c.shares[0], p)?))
+    }
+
+    #[test]
+    fn nfs_export_keys_and_their_defaults() {
+        use braid_server::nfs::export::{NfsExportOptions, SecFlavor, Squash};
+        let (p, o) = nfs_share("").unwrap();
+        assert!(p.smb && p.nfs);
+        assert_eq!(o, NfsExportOptions::default());
+        let (p, o) = nfs_share(
+            "protocols = [\"NFS\"]\nnfs_clients = [\"10.0.0.0/8\", \" 192.168.1.5  ro \", \"fd00::/8 rw\"]\n\
+             root_squash = false\nanon_uid = 1500\nanon_gid = 1501\nnfs_secure_port = true\n\
+             nfs_sec = [\"sys\", \"none\", \"sys\"]\n",
+        )
+        .unwrap();
+        assert!(!p.smb && p.nfs);
+        let clients: Vec<(String, bool)> = o
+            .clients
+            .iter()
+            .map(|c| (c.net.to_string(), c.read_only))
+            .collect();
+        assert_eq!(
+            clients,
+            [
+                ("10.0.0.0/8".to_string(), false),
+                ("192.168.1.5/32".to_string(), true),
+                ("fd00::/8".to_string(), false)
+            ]
+        );
+        assert_eq!(o.squash, Squash::None);
+        assert_eq!((o.anon_uid, o.anon_gid), (1500, 1501));
+        assert!(o.secure_port && !o.read_only);
+        assert_eq!(o.sec, [SecFlavor::Sys, SecFlavor::None]);
+        // all_squash squashes root too, whatever root_squash says.
+        let (_, o) = nfs_share("all_squash = true\nroot_squash = false\n").unwrap();
+        assert_eq!(o.squash, Squash::All);
+        // A read-only share is read-only over NFS too, unless told otherwise.
+        assert!(nfs_share("read_only = true\n").unwrap().1.read_only);
+        let (_, o) = nfs_share("read_only = true\nnfs_read_only = false\n").unwrap();
+        assert!(!o.read_only);
+        assert!(nfs_share("nfs_read_only = true\n").unwrap().1.read_only);
+        let (p, _) = nfs_share("protocols = [\"smb\"]\n").unwrap();
+        assert!(p.smb && !p.nfs);
+    }
+
+    #[test]
+    fn nonsense_nfs_keys_are_refused_in_one_line() {
+        for (extra, says) in [
+            ("protocols = []\n", "protocols = []: list at least one of"),
+            (
+                "protocols = [\"afp\"]\n",
+                "protocols: 'afp' is not a protocol",
+            ),
+            ("nfs_sec = []\n", "nfs_sec = []: list at least one flavour"),
+            (
+                "nfs_sec = [\"krb5\"]\n",
+                "nfs_sec: 'krb5' is not supported yet; use \"sys\"",
+            ),
+            ("nfs_sec = [\"krb5p\"]\n", "not supported yet"),
+            (
+                "nfs_sec = [\"unix\"]\n",
+                "nfs_sec: 'unix' is not a security flavour",
+            ),
+            (
+                "nfs_clients = [\"10.0.0.0/33\"]\n",
+                "nfs_clients: '10.0.0.0/33' is not an address",
+            ),
+            (
+                "nfs_clients = [\"*\"]\n",
+                "nfs_clients: '*' is not an address",
+            ),
+            (
+                "nfs_clients = [\"10.0.0.0/8 sync\"]\n",
+                "only \"ro\" or \"rw\"",
+            ),
+            (
+                "nfs_clients = [\"10.0.0.0/8 ro rw\"]\n",
+                "only \"ro\" or \"rw\"",
+            ),
+            ("nfs_clients = [\"\"]\n", "nfs_clients: '' is empty"),
+            ("anon_uid = -1\n", "anon_uid = -1: use an unprivileged id"),
+            ("anon_uid = 4294967296\n", "anon_uid = 4294967296"),
+            ("anon_uid = 4294967295\n", "anon_uid = 4294967295"),
+            ("anon_gid = 0\n", "anon_gid = 0"),
+            (
+                "protocols = [\"smb\"]\nnfs_clients = [\"10.0.0.0/8\"]\nroot_squash = false\n",
+                "nfs_clients, root_squash apply to NFS exports, and the share is not one; \
+                 add \"nfs\" to protocols",
+            ),
+        ] {
+            let e = nfs_share(extra).unwrap_err();
+            assert!(e.contains(says) && !e.contains('\n'), "{extra}: {e}");
+            assert!(e.starts_with("share 'd': "), "{e}");
+        }
+        // Not a key of a share, nor of the top level.
+        assert!(nfs_share("nfs_squash = true\n")
+            .unwrap_err()
+            .contains("nfs_squash"));
+    }
+
+    #[test]
+    fn home_shares_are_smb_only() {
+        let mut s = ShareEntry::new("homes", PathBuf::from("/home/%U"));
+        let p = share_protocols(&s, true).unwrap();
+        assert!(p.smb && !p.nfs);
+        s.protocols = Some(vec!["smb".into(), "nfs".into()]);
+        let e = share_protocols(&s, true).unwrap_err();
+        assert!(e.contains("remove \"nfs\" from protocols"), "{e}");
+    }
+
+    #[test]
+    fn nfs_server_keys() {
+        let c = parse(
+            "nfs_listen = [\"127.0.0.1:20490\", \"[::1]:2049\"]\nnfs_lease_time_secs = 60\n\
+             nfs_grace_time_secs = 120\nstate_dir = \"/var/lib/braid\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.nfs_listen.as_ref().unwrap().len(), 2);
+        assert_eq!(
+            parse_nfs_listen("[::1]:2049").unwrap(),
+            "[::1]:2049".parse().unwrap()
+        );
+        let e = parse_nfs_listen("localhost:2049").unwrap_err();
+        assert!(e.starts_with("nfs_listen: 'localhost:2049' is not"), "{e}");
+        let secs = |l, g| {
+            nfs_times(l, g).map(|(l, g): (std::time::Duration, std::time::Duration)| {
+                (l.as_secs(), g.as_secs())
+            })
+        };
+        assert_eq!(secs(None, None), Ok((90, 90)));
+        assert_eq!(
+            secs(c.nfs_lease_time_secs, c.nfs_grace_time_secs),
+            Ok((60, 120))
+        );
+        assert_eq!(secs(Some(120), None), Ok((120, 120)));
+        let e = secs(Some(5), None).unwrap_err();
+        assert!(
+            e.starts_with("nfs_lease_time_secs = 5: use a value from 10"),
+            "{e}"
+        );
+        let e = secs(None, Some(30)).unwrap_err();
+        assert!(
+            e.starts_with("nfs_grace_time_secs = 30: use a value from the lease time (90)"),
+            "{e}"
+        );
+        assert!(secs(None, Some(4000)).is_err());
+    }
+
+    #[test]
+    fn state_dir_is_made_private_or_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("braid-state-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let dir = base.join("state");
+        prepare_state_dir(&dir).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        prepare_state_dir(&dir).unwrap();
+        let file = base.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let e = prepare_state_dir(&file).unwrap_err();
+        assert!(e.contains("not a directory"), "{e}");
+        let e = prepare_state_dir(&base.join("no/such")).unwrap_err();
+        assert!(e.contains("cannot create it"), "{e}");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]

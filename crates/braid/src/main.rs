@@ -16,6 +16,10 @@ use clap::{Parser, Subcommand};
 
 /// The embedded default: `braid serve` with no arguments.
 const DEFAULT_LISTEN: &str = "127.0.0.1:4445";
+/// NFS's 2049 behind a 20, loopback only; the embedded share is exported
+/// to loopback clients alone.
+const DEFAULT_NFS_LISTEN: &str = "127.0.0.1:20490";
+const DEFAULT_NFS_CLIENTS: &str = "127.0.0.0/8 rw";
 const DEFAULT_SHARE: (&str, &str) = ("share", "braid-share");
 const DEFAULT_USER: (&str, &str) = ("braid", "braid");
 const DEFAULT_USERS_FILE: &str = "braid-users";
@@ -73,6 +77,10 @@ struct ServeArgs {
     /// Address to listen on (repeatable), e.g. 127.0.0.1:4445.
     #[arg(long)]
     listen: Vec<String>,
+    /// NFSv4.1 address to listen on (repeatable), e.g. 127.0.0.1:20490;
+    /// "off": no NFS.
+    #[arg(long)]
+    nfs_listen: Vec<String>,
     /// Share a directory: NAME=PATH (repeatable).
     #[arg(long)]
     share: Vec<String>,
@@ -224,6 +232,14 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         .map(|s| config::parse_listen(s))
         .collect::<Result<_, _>>()?;
 
+    cfg.nfs_listen = nfs_listen(args, &file, embedded)?;
+    let (lease, grace) = config::nfs_times(file.nfs_lease_time_secs, file.nfs_grace_time_secs)?;
+    cfg.nfs_lease_time = lease;
+    cfg.nfs_grace_time = grace;
+    if let Some(dir) = &file.state_dir {
+        config::prepare_state_dir(dir)?;
+        cfg.state_dir = Some(dir.clone());
+    }
     let mut shares = file.shares;
     // Shares given by flag have no other way to be opened to guests:
     // `--allow-guest` opens them (`[[share]]` tables say `guest_ok`).
@@ -237,6 +253,8 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         let mut share = config::ShareEntry::new(DEFAULT_SHARE.0, dir);
         share.guest_ok = args.allow_guest;
+        // NFS's AUTH_SYS believes the uid a client claims: loopback only.
+        share.nfs_clients = Some(vec![DEFAULT_NFS_CLIENTS.into()]);
         shares.push(share);
     }
     if shares.is_empty() {
@@ -302,6 +320,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         cfg.idle_timeout = std::time::Duration::from_secs(t);
     }
     cfg.encrypt = args.encrypt || file.encrypt.unwrap_or(false);
+    check_nfs_exports(&cfg)?;
     if let Some(list) = &file.ciphers {
         if list.is_empty() {
             return Err("ciphers = []: list at least one cipher, e.g. [\"aes-128-gcm\"]".into());
@@ -527,6 +546,88 @@ fn default_max_connections_per_client(max_connections: usize) -> usize {
     (max_connections / 4).max(max_connections.min(64))
 }
 
+/// `nfs_listen` and `--nfs-listen`: the config's addresses followed by
+/// the flags', or none with `--nfs-listen off`; the embedded default
+/// listens on DEFAULT_NFS_LISTEN unless told otherwise (or asked to
+/// encrypt, which NFS cannot yet).
+fn nfs_listen(
+    args: &ServeArgs,
+    file: &config::FileConfig,
+    embedded: bool,
+) -> Result<Vec<std::net::SocketAddr>, String> {
+    let off = |a: &String| a.trim().eq_ignore_ascii_case("off");
+    if args.nfs_listen.iter().any(off) {
+        if args.nfs_listen.len() > 1 {
+            return Err(
+                "--nfs-listen off turns NFS off: give it alone, or give addresses without it"
+                    .into(),
+            );
+        }
+        return Ok(Vec::new());
+    }
+    let mut list: Vec<String> = file.nfs_listen.clone().unwrap_or_default();
+    list.extend(args.nfs_listen.iter().cloned());
+    if list.is_empty() && embedded && !args.encrypt {
+        list.push(DEFAULT_NFS_LISTEN.to_string());
+    }
+    list.iter().map(|a| config::parse_nfs_listen(a)).collect()
+}
+
+/// NFS settings that make sense only together: encryption NFS cannot give
+/// yet, and exports any client could write to as anyone (warned).
+fn check_nfs_exports(cfg: &ServerConfig) -> Result<(), String> {
+    if cfg.nfs_listen.is_empty() {
+        return Ok(());
+    }
+    let exported: Vec<&ShareConfig> = cfg.shares.iter().filter(|s| s.protocols.nfs).collect();
+    if exported.is_empty() {
+        tracing::warn!(
+            "nfs_listen is set but no share is exported over NFS: \
+             add \"nfs\" to a share's protocols, or remove nfs_listen"
+        );
+    }
+    if cfg.encrypt && !exported.is_empty() {
+        return Err(
+            "encrypt = true (or --encrypt): NFS cannot encrypt yet (no krb5p); \
+             set protocols = [\"smb\"] on every share, or turn NFS off with \
+             nfs_listen = [] or --nfs-listen off"
+                .into(),
+        );
+    }
+    if let Some(s) = exported.iter().find(|s| s.encrypt) {
+        return Err(format!(
+            "share '{}': encrypt = true, but NFS cannot encrypt yet (no krb5p); \
+             add protocols = [\"smb\"] to the share, or remove encrypt",
+            s.name
+        ));
+    }
+    let beyond_loopback = cfg.nfs_listen.iter().any(|a| !a.ip().is_loopback());
+    for s in exported.iter().filter(|s| s.nfs.clients.is_empty()) {
+        if beyond_loopback {
+            tracing::warn!(
+                share = %s.name,
+                "exported over NFS to every client the server admits, and AUTH_SYS \
+                 trusts the uid a client claims: list the clients in nfs_clients"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What `braid serve` prints for an NFS listener and an exported share:
+/// the mount command that reaches it.
+fn nfs_mount_line(addr: std::net::SocketAddr, share: &str) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() => "SERVER".to_string(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!(
+        "braid: NFSv4.1 on {addr}: mount -t nfs4 -o vers=4.1,port={} {host}:/{share} /mnt",
+        addr.port()
+    )
+}
+
 fn serve(args: ServeArgs) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_new(&args.log)
         .map_err(|e| format!("--log '{}': {e}", args.log))?;
@@ -548,6 +649,20 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         if let Some(h) = &cfg.homes {
             shares.push(format!("(each user's own)={}", h.path.display()));
         }
+        let nfs_on = !cfg.nfs_listen.is_empty();
+        for (line, s) in shares.iter_mut().zip(&cfg.shares) {
+            match (s.protocols.smb, s.protocols.nfs && nfs_on) {
+                (false, _) => line.push_str(" (NFS only)"),
+                (true, false) if nfs_on => line.push_str(" (SMB only)"),
+                _ => {}
+            }
+        }
+        let nfs_exports: Vec<String> = cfg
+            .shares
+            .iter()
+            .filter(|s| s.protocols.nfs)
+            .map(|s| s.name.clone())
+            .collect();
         let server = Server::bind(cfg, users).await?;
         // SIGHUP reads the config file and flags again (`reload.rs`).
         let source = args.clone();
@@ -569,6 +684,11 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             println!("braid: admin API on http://{a}/");
         }
         println!("braid: shares {}", shares.join(", "));
+        for a in server.nfs_local_addrs() {
+            for name in &nfs_exports {
+                println!("{}", nfs_mount_line(a, name));
+            }
+        }
         if embedded {
             println!(
                 "braid: embedded default: user '{}' password '{}' (loopback only; use --user or a users file for anything else)",
@@ -658,7 +778,11 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
         });
     let snapshots = config::snapshot_config(s)?;
     let mac = config::mac_config(s)?;
+    let protocols = config::share_protocols(s, is_homes)?;
+    let nfs = config::nfs_export(s, protocols)?;
     let served = ShareConfig {
+        protocols,
+        nfs,
         snapshots,
         mac,
         change_notify: s.change_notify.unwrap_or(true),
@@ -714,9 +838,106 @@ fn home_base(template: &std::path::Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::{
-        default_max_connections_per_client, default_max_open_files,
-        default_max_open_files_per_client,
+        check_nfs_exports, default_max_connections_per_client, default_max_open_files,
+        default_max_open_files_per_client, nfs_listen, nfs_mount_line, Cli, Cmd, ServeArgs,
     };
+    use braid_server::{ServerConfig, ShareConfig};
+    use clap::Parser;
+
+    fn serve_args(flags: &[&str]) -> ServeArgs {
+        let argv = ["braid", "serve"].iter().chain(flags);
+        match Cli::try_parse_from(argv).unwrap().cmd {
+            Cmd::Serve(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn nfs_listeners_from_config_flags_and_the_embedded_default() {
+        let none = super::config::FileConfig::default();
+        let addrs = |flags: &[&str], file: &super::config::FileConfig, embedded| {
+            nfs_listen(&serve_args(flags), file, embedded)
+                .map(|v| v.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(addrs(&[], &none, true).unwrap(), ["127.0.0.1:20490"]);
+        assert!(
+            addrs(&[], &none, false).unwrap().is_empty(),
+            "NFS only when asked"
+        );
+        assert!(addrs(&["--nfs-listen", "off"], &none, true)
+            .unwrap()
+            .is_empty());
+        assert!(
+            addrs(&["--encrypt"], &none, true).unwrap().is_empty(),
+            "NFS cannot encrypt yet"
+        );
+        assert_eq!(
+            addrs(&["--nfs-listen", "127.0.0.1:0"], &none, true).unwrap(),
+            ["127.0.0.1:0"]
+        );
+        let file = super::config::parse("nfs_listen = [\"0.0.0.0:2049\"]\n").unwrap();
+        assert_eq!(
+            addrs(&["--nfs-listen", "[::1]:2049"], &file, false).unwrap(),
+            ["0.0.0.0:2049", "[::1]:2049"]
+        );
+        assert!(addrs(&["--nfs-listen", "OFF"], &file, false)
+            .unwrap()
+            .is_empty());
+        let e = addrs(
+            &["--nfs-listen", "off", "--nfs-listen", "127.0.0.1:1"],
+            &none,
+            false,
+        )
+        .unwrap_err();
+        assert!(e.starts_with("--nfs-listen off turns NFS off"), "{e}");
+        let e = addrs(&["--nfs-listen", "2049"], &none, false).unwrap_err();
+        assert!(
+            e.starts_with("nfs_listen: '2049' is not an address:port"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn nfs_cannot_serve_what_must_be_encrypted() {
+        let dir = std::env::temp_dir();
+        let mut cfg = ServerConfig {
+            shares: vec![ShareConfig::with_defaults("d", &dir)],
+            nfs_listen: vec!["127.0.0.1:20490".parse().unwrap()],
+            ..ServerConfig::default()
+        };
+        assert!(check_nfs_exports(&cfg).is_ok());
+        cfg.shares[0].encrypt = true;
+        let e = check_nfs_exports(&cfg).unwrap_err();
+        assert!(
+            e.starts_with("share 'd': encrypt = true, but NFS cannot encrypt"),
+            "{e}"
+        );
+        cfg.shares[0].protocols.nfs = false;
+        assert!(check_nfs_exports(&cfg).is_ok());
+        cfg.shares[0].protocols.nfs = true;
+        cfg.shares[0].encrypt = false;
+        cfg.encrypt = true;
+        let e = check_nfs_exports(&cfg).unwrap_err();
+        assert!(
+            e.starts_with("encrypt = true (or --encrypt): NFS cannot encrypt"),
+            "{e}"
+        );
+        cfg.nfs_listen.clear();
+        assert!(check_nfs_exports(&cfg).is_ok(), "NFS off");
+    }
+
+    #[test]
+    fn mount_lines_name_the_real_port() {
+        assert_eq!(
+            nfs_mount_line("127.0.0.1:20490".parse().unwrap(), "share"),
+            "braid: NFSv4.1 on 127.0.0.1:20490: mount -t nfs4 -o vers=4.1,port=20490 127.0.0.1:/share /mnt"
+        );
+        assert_eq!(
+            nfs_mount_line("[::1]:2049".parse().unwrap(), "d"),
+            "braid: NFSv4.1 on [::1]:2049: mount -t nfs4 -o vers=4.1,port=2049 [::1]:/d /mnt"
+        );
+        assert!(nfs_mount_line("0.0.0.0:2049".parse().unwrap(), "d").contains(" SERVER:/d "));
+    }
 
     #[test]
     fn one_client_may_have_a_quarter_of_the_connections() {
