@@ -16,6 +16,8 @@ pub struct Server {
     listeners: Vec<TcpListener>,
     /// The admin HTTP API's listener (`admin_listen`), when on.
     admin: Option<TcpListener>,
+    /// The NFSv4.1 listeners (`nfs_listen`), when on.
+    nfs: Option<crate::nfs::NfsServer>,
 }
 
 impl Server {
@@ -51,10 +53,15 @@ impl Server {
             },
             None => None,
         };
+        let nfs = crate::nfs::NfsServer::bind(&config).await?;
+        if let Some(nfs) = &nfs {
+            let _ = state.nfs.set(nfs.state.clone());
+        }
         Ok(Server {
             state,
             listeners,
             admin,
+            nfs,
         })
     }
 
@@ -67,7 +74,10 @@ impl Server {
 
     /// The NFS listeners' addresses (empty when NFS is off).
     pub fn nfs_local_addrs(&self) -> Vec<std::net::SocketAddr> {
-        Vec::new()
+        self.nfs
+            .as_ref()
+            .map(|n| n.local_addrs())
+            .unwrap_or_default()
     }
 
     /// Where a reload (`reload.rs`) reads the config from.
@@ -86,6 +96,13 @@ impl Server {
             tokio::spawn(crate::admin::serve(self.state.clone(), l));
         }
         tokio::spawn(crate::host_watch::run(self.state.clone()));
+        if let Some(nfs) = self.nfs {
+            let state = self.state.clone();
+            let admits = std::sync::Arc::new(move |ip: std::net::IpAddr| {
+                state.config().hosts.admits(ip)
+            });
+            tokio::spawn(nfs.run(admits));
+        }
         for l in self.listeners {
             let state = self.state.clone();
             tasks.push(tokio::spawn(async move {

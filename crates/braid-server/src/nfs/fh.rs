@@ -1,0 +1,117 @@
+//! Filehandles (RFC 8881 4.2): the pseudo-root that lists the exports
+//! (RFC 8881 7.3), and objects of an export, whose handles braid-fs seals
+//! so they cannot be forged into another share (`braid_fs::posix`).
+
+use std::sync::Arc;
+
+use braid_fs::posix::{Credentials, Object, PosixShare, MAX_HANDLE};
+use braid_nfs_proto::nfs4::*;
+
+use super::compound::Compound;
+use super::errors::nfs_status;
+use super::export::ExportAccess;
+use super::exports::Export;
+use super::rpc::Caller;
+use super::NfsState;
+
+/// The pseudo-root's handle. Export handles begin with braid-fs's
+/// version byte (1), so the two never meet.
+pub const PSEUDO_ROOT: &[u8] = b"\xfebraid:pseudo-root";
+
+/// The pseudo file system's own fsid (exports use their export id).
+pub const PSEUDO_FSID: fsid4 = fsid4 { major: 0, minor: 0 };
+
+#[derive(Clone)]
+pub enum Fh {
+    /// The root of the pseudo file system: a directory of the exports.
+    Pseudo,
+    Object { export: Arc<Export>, obj: Object },
+}
+
+impl Fh {
+    pub fn handle(&self) -> Vec<u8> {
+        match self {
+            Fh::Pseudo => PSEUDO_ROOT.to_vec(),
+            Fh::Object { obj, .. } => obj.handle().to_vec(),
+        }
+    }
+
+    // RFC 8881 4.2.3, 18.19.3: a malformed handle is NFS4ERR_BADHANDLE; one
+    // of ours whose object or export is gone is NFS4ERR_STALE.
+    pub fn from_wire(state: &NfsState, handle: &[u8]) -> Result<Fh, nfsstat4> {
+        if handle.is_empty() || handle.len() > MAX_HANDLE {
+            return Err(NFS4ERR_BADHANDLE);
+        }
+        if handle == PSEUDO_ROOT {
+            return Ok(Fh::Pseudo);
+        }
+        let id = PosixShare::export_id_of(handle).ok_or(NFS4ERR_BADHANDLE)?;
+        let export = state.exports.by_id(id).ok_or(NFS4ERR_STALE)?;
+        let obj = export.share.resolve(handle).map_err(|e| nfs_status(&e))?;
+        Ok(Fh::Object { export, obj })
+    }
+
+    pub fn fsid(&self) -> fsid4 {
+        match self {
+            Fh::Pseudo => PSEUDO_FSID,
+            Fh::Object { export, .. } => fsid4 {
+                major: export.id as u64,
+                minor: 0,
+            },
+        }
+    }
+}
+
+impl Compound {
+    /// The current filehandle (the dispatch table already checked there is
+    /// one for operations that need it).
+    pub fn current_fh(&self) -> Result<&Fh, nfsstat4> {
+        self.current.as_ref().ok_or(NFS4ERR_NOFILEHANDLE)
+    }
+
+    /// The current filehandle as an object of an export (operations on
+    /// files); the pseudo-root answers `pseudo`.
+    pub fn current_object(&self, pseudo: nfsstat4) -> Result<(Arc<Export>, Object), nfsstat4> {
+        match self.current_fh()? {
+            Fh::Pseudo => Err(pseudo),
+            Fh::Object { export, obj } => Ok((export.clone(), obj.clone())),
+        }
+    }
+
+    /// What this client may do on `export` (exports(5): client rules,
+    /// read-only, privileged source port).
+    pub fn export_access(&self, export: &Export) -> ExportAccess {
+        export.options.access_for(self.conn.peer)
+    }
+
+    /// RFC 8881 18.16.3, 18.32.3 etc.: changes on a read-only export are
+    /// NFS4ERR_ROFS.
+    pub fn require_write(&self, export: &Export) -> Result<(), nfsstat4> {
+        match self.export_access(export) {
+            ExportAccess::ReadWrite => Ok(()),
+            ExportAccess::ReadOnly => Err(NFS4ERR_ROFS),
+            ExportAccess::Denied => Err(NFS4ERR_ACCESS),
+        }
+    }
+
+    /// The caller's ids on `export`, after its squashing.
+    pub fn credentials(&self, export: &Export) -> Credentials {
+        match &self.caller {
+            Caller::Anonymous => export.options.map_credentials(None, None, &[]),
+            Caller::Sys { uid, gid, gids, .. } => {
+                export.options.map_credentials(Some(*uid), Some(*gid), gids)
+            }
+        }
+    }
+
+    /// Make `fh` current, if this client may use its export.
+    pub fn set_current(&mut self, fh: Fh) -> Result<(), nfsstat4> {
+        if let Fh::Object { export, .. } = &fh {
+            if self.export_access(export) == ExportAccess::Denied {
+                return Err(NFS4ERR_ACCESS);
+            }
+        }
+        self.current = Some(fh);
+        Ok(())
+    }
+}

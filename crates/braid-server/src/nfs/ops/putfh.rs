@@ -1,0 +1,15 @@
+//! OP_PUTFH (RFC 8881 18.19): every handle is checked (sealed by this
+//! server, of an export this client may use) before it becomes current.
+
+use braid_nfs_proto::nfs4::*;
+
+use crate::nfs::compound::Compound;
+use crate::nfs::fh::Fh;
+
+pub fn run(c: &mut Compound, a: &PUTFH4args) -> PUTFH4res {
+    let status = match Fh::from_wire(&c.state, &a.object).and_then(|fh| c.set_current(fh)) {
+        Ok(()) => NFS4_OK,
+        Err(e) => e,
+    };
+    PUTFH4res { status }
+}

@@ -1,0 +1,12 @@
+//! OP_PUTROOTFH (RFC 8881 18.21): the pseudo-root, whose entries are the
+//! NFS exports (RFC 8881 7.3).
+
+use braid_nfs_proto::nfs4::*;
+
+use crate::nfs::compound::Compound;
+use crate::nfs::fh::Fh;
+
+pub fn run(c: &mut Compound) -> PUTROOTFH4res {
+    c.current = Some(Fh::Pseudo);
+    PUTROOTFH4res { status: NFS4_OK }
+}

@@ -1,0 +1,12 @@
+//! NFSv4.1 state: client records (EXCHANGE_ID), sessions and their slot
+//! tables, connections, stateids, the grace period after a restart, and the
+//! store that keeps client records across restarts.
+
+pub mod clients;
+pub mod connections;
+pub mod grace;
+pub mod reaper;
+pub mod sessions;
+pub mod slots;
+pub mod stateids;
+pub mod store;
