@@ -18,7 +18,8 @@ shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     targets=(framing smb2_header smb2_requests smb2_responses negotiate_contexts create_contexts
-             fscc_set_info security_descriptor ntlmssp spnego der transform dcerpc lsarpc)
+             fscc_set_info security_descriptor ntlmssp spnego der transform dcerpc lsarpc
+             nfs_record rpc_call nfs_compound nfs_attrs)
 fi
 
 if [ "${FUZZ_STABLE:-0}" != 1 ] && cargo fuzz --version >/dev/null 2>&1 && rustup run nightly rustc --version >/dev/null 2>&1; then

@@ -1,4 +1,4 @@
-//! Fuzz targets for `braid-smb-proto`, shared by the cargo-fuzz binaries in
+//! Fuzz targets for `braid-smb-proto` and `braid-nfs-proto`, shared by the cargo-fuzz binaries in
 //! `fuzz_targets/` (one per decoder family) and by the stable-toolchain
 //! `replay` binary that CI uses to run the committed corpora.
 //!
@@ -7,6 +7,7 @@
 //! back what the first decode gave.
 
 pub mod dcerpc;
+pub mod nfs;
 pub mod seeds;
 pub mod targets;
 
@@ -26,6 +27,10 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("transform", targets::transform),
     ("dcerpc", dcerpc::dcerpc),
     ("lsarpc", dcerpc::lsarpc),
+    ("nfs_record", nfs::nfs_record),
+    ("rpc_call", nfs::rpc_call),
+    ("nfs_compound", nfs::nfs_compound),
+    ("nfs_attrs", nfs::nfs_attrs),
 ];
 
 pub fn target_by_name(name: &str) -> Option<fn(&[u8])> {

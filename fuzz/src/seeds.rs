@@ -569,5 +569,6 @@ pub fn all() -> Vec<Seed> {
     for (name, bytes) in crate::dcerpc::lsarpc_seeds() {
         s.push(("lsarpc", name, bytes));
     }
+    s.extend(crate::nfs::seeds());
     s
 }
