@@ -143,7 +143,9 @@ pub fn dispatch(c: &mut Compound, op: &nfs_argop4) -> nfs_resop4 {
         nfs_argop4::OP_LOOKUPP => nfs_resop4::OP_LOOKUPP(ops::lookupp::run(c)),
         nfs_argop4::OP_NVERIFY(a) => nfs_resop4::OP_NVERIFY(ops::nverify::run(c, a)),
         nfs_argop4::OP_OPEN(a) => nfs_resop4::OP_OPEN(ops::open::run(c, a)),
-        nfs_argop4::OP_OPEN_DOWNGRADE(a) => nfs_resop4::OP_OPEN_DOWNGRADE(ops::open_downgrade::run(c, a)),
+        nfs_argop4::OP_OPEN_DOWNGRADE(a) => {
+            nfs_resop4::OP_OPEN_DOWNGRADE(ops::open_downgrade::run(c, a))
+        }
         nfs_argop4::OP_PUTFH(a) => nfs_resop4::OP_PUTFH(ops::putfh::run(c, a)),
         nfs_argop4::OP_PUTPUBFH => nfs_resop4::OP_PUTPUBFH(ops::putpubfh::run(c)),
         nfs_argop4::OP_PUTROOTFH => nfs_resop4::OP_PUTROOTFH(ops::putrootfh::run(c)),
@@ -158,17 +160,31 @@ pub fn dispatch(c: &mut Compound, op: &nfs_argop4) -> nfs_resop4 {
         nfs_argop4::OP_SETATTR(a) => nfs_resop4::OP_SETATTR(ops::setattr::run(c, a)),
         nfs_argop4::OP_VERIFY(a) => nfs_resop4::OP_VERIFY(ops::verify::run(c, a)),
         nfs_argop4::OP_WRITE(a) => nfs_resop4::OP_WRITE(ops::write::run(c, a)),
-        nfs_argop4::OP_BACKCHANNEL_CTL(a) => nfs_resop4::OP_BACKCHANNEL_CTL(ops::backchannel_ctl::run(c, a)),
-        nfs_argop4::OP_BIND_CONN_TO_SESSION(a) => nfs_resop4::OP_BIND_CONN_TO_SESSION(ops::bind_conn_to_session::run(c, a)),
+        nfs_argop4::OP_BACKCHANNEL_CTL(a) => {
+            nfs_resop4::OP_BACKCHANNEL_CTL(ops::backchannel_ctl::run(c, a))
+        }
+        nfs_argop4::OP_BIND_CONN_TO_SESSION(a) => {
+            nfs_resop4::OP_BIND_CONN_TO_SESSION(ops::bind_conn_to_session::run(c, a))
+        }
         nfs_argop4::OP_EXCHANGE_ID(a) => nfs_resop4::OP_EXCHANGE_ID(ops::exchange_id::run(c, a)),
-        nfs_argop4::OP_CREATE_SESSION(a) => nfs_resop4::OP_CREATE_SESSION(ops::create_session::run(c, a)),
-        nfs_argop4::OP_DESTROY_SESSION(a) => nfs_resop4::OP_DESTROY_SESSION(ops::destroy_session::run(c, a)),
+        nfs_argop4::OP_CREATE_SESSION(a) => {
+            nfs_resop4::OP_CREATE_SESSION(ops::create_session::run(c, a))
+        }
+        nfs_argop4::OP_DESTROY_SESSION(a) => {
+            nfs_resop4::OP_DESTROY_SESSION(ops::destroy_session::run(c, a))
+        }
         nfs_argop4::OP_FREE_STATEID(a) => nfs_resop4::OP_FREE_STATEID(ops::free_stateid::run(c, a)),
-        nfs_argop4::OP_SECINFO_NO_NAME(a) => nfs_resop4::OP_SECINFO_NO_NAME(ops::secinfo_no_name::run(c, a)),
+        nfs_argop4::OP_SECINFO_NO_NAME(a) => {
+            nfs_resop4::OP_SECINFO_NO_NAME(ops::secinfo_no_name::run(c, a))
+        }
         nfs_argop4::OP_SEQUENCE(a) => nfs_resop4::OP_SEQUENCE(ops::sequence::run(c, a)),
         nfs_argop4::OP_TEST_STATEID(a) => nfs_resop4::OP_TEST_STATEID(ops::test_stateid::run(c, a)),
-        nfs_argop4::OP_DESTROY_CLIENTID(a) => nfs_resop4::OP_DESTROY_CLIENTID(ops::destroy_clientid::run(c, a)),
-        nfs_argop4::OP_RECLAIM_COMPLETE(a) => nfs_resop4::OP_RECLAIM_COMPLETE(ops::reclaim_complete::run(c, a)),
+        nfs_argop4::OP_DESTROY_CLIENTID(a) => {
+            nfs_resop4::OP_DESTROY_CLIENTID(ops::destroy_clientid::run(c, a))
+        }
+        nfs_argop4::OP_RECLAIM_COMPLETE(a) => {
+            nfs_resop4::OP_RECLAIM_COMPLETE(ops::reclaim_complete::run(c, a))
+        }
         _ => error_result(opnum, NFS4ERR_NOTSUPP),
     }
 }
@@ -260,46 +276,59 @@ pub fn error_result(op: nfs_opnum4, status: nfsstat4) -> nfs_resop4 {
         OP_CLOSE => nfs_resop4::OP_CLOSE(CLOSE4res::Default(status)),
         OP_COMMIT => nfs_resop4::OP_COMMIT(COMMIT4res::Default(status)),
         OP_CREATE => nfs_resop4::OP_CREATE(CREATE4res::Default(status)),
-        OP_DELEGPURGE => nfs_resop4::OP_DELEGPURGE(DELEGPURGE4res { status: status }),
-        OP_DELEGRETURN => nfs_resop4::OP_DELEGRETURN(DELEGRETURN4res { status: status }),
+        OP_DELEGPURGE => nfs_resop4::OP_DELEGPURGE(DELEGPURGE4res { status }),
+        OP_DELEGRETURN => nfs_resop4::OP_DELEGRETURN(DELEGRETURN4res { status }),
         OP_GETATTR => nfs_resop4::OP_GETATTR(GETATTR4res::Default(status)),
         OP_GETFH => nfs_resop4::OP_GETFH(GETFH4res::Default(status)),
         OP_LINK => nfs_resop4::OP_LINK(LINK4res::Default(status)),
         OP_LOCK => nfs_resop4::OP_LOCK(LOCK4res::Default(status)),
         OP_LOCKT => nfs_resop4::OP_LOCKT(LOCKT4res::Default(status)),
         OP_LOCKU => nfs_resop4::OP_LOCKU(LOCKU4res::Default(status)),
-        OP_LOOKUP => nfs_resop4::OP_LOOKUP(LOOKUP4res { status: status }),
-        OP_LOOKUPP => nfs_resop4::OP_LOOKUPP(LOOKUPP4res { status: status }),
-        OP_NVERIFY => nfs_resop4::OP_NVERIFY(NVERIFY4res { status: status }),
+        OP_LOOKUP => nfs_resop4::OP_LOOKUP(LOOKUP4res { status }),
+        OP_LOOKUPP => nfs_resop4::OP_LOOKUPP(LOOKUPP4res { status }),
+        OP_NVERIFY => nfs_resop4::OP_NVERIFY(NVERIFY4res { status }),
         OP_OPEN => nfs_resop4::OP_OPEN(OPEN4res::Default(status)),
-        OP_OPENATTR => nfs_resop4::OP_OPENATTR(OPENATTR4res { status: status }),
+        OP_OPENATTR => nfs_resop4::OP_OPENATTR(OPENATTR4res { status }),
         OP_OPEN_CONFIRM => nfs_resop4::OP_OPEN_CONFIRM(OPEN_CONFIRM4res::Default(status)),
         OP_OPEN_DOWNGRADE => nfs_resop4::OP_OPEN_DOWNGRADE(OPEN_DOWNGRADE4res::Default(status)),
-        OP_PUTFH => nfs_resop4::OP_PUTFH(PUTFH4res { status: status }),
-        OP_PUTPUBFH => nfs_resop4::OP_PUTPUBFH(PUTPUBFH4res { status: status }),
-        OP_PUTROOTFH => nfs_resop4::OP_PUTROOTFH(PUTROOTFH4res { status: status }),
+        OP_PUTFH => nfs_resop4::OP_PUTFH(PUTFH4res { status }),
+        OP_PUTPUBFH => nfs_resop4::OP_PUTPUBFH(PUTPUBFH4res { status }),
+        OP_PUTROOTFH => nfs_resop4::OP_PUTROOTFH(PUTROOTFH4res { status }),
         OP_READ => nfs_resop4::OP_READ(READ4res::Default(status)),
         OP_READDIR => nfs_resop4::OP_READDIR(READDIR4res::Default(status)),
         OP_READLINK => nfs_resop4::OP_READLINK(READLINK4res::Default(status)),
         OP_REMOVE => nfs_resop4::OP_REMOVE(REMOVE4res::Default(status)),
         OP_RENAME => nfs_resop4::OP_RENAME(RENAME4res::Default(status)),
-        OP_RENEW => nfs_resop4::OP_RENEW(RENEW4res { status: status }),
-        OP_RESTOREFH => nfs_resop4::OP_RESTOREFH(RESTOREFH4res { status: status }),
-        OP_SAVEFH => nfs_resop4::OP_SAVEFH(SAVEFH4res { status: status }),
+        OP_RENEW => nfs_resop4::OP_RENEW(RENEW4res { status }),
+        OP_RESTOREFH => nfs_resop4::OP_RESTOREFH(RESTOREFH4res { status }),
+        OP_SAVEFH => nfs_resop4::OP_SAVEFH(SAVEFH4res { status }),
         OP_SECINFO => nfs_resop4::OP_SECINFO(SECINFO4res::Default(status)),
-        OP_SETATTR => nfs_resop4::OP_SETATTR(SETATTR4res { status: status, attrsset: Default::default() }),
+        OP_SETATTR => nfs_resop4::OP_SETATTR(SETATTR4res {
+            status,
+            attrsset: Default::default(),
+        }),
         OP_SETCLIENTID => nfs_resop4::OP_SETCLIENTID(SETCLIENTID4res::Default(status)),
-        OP_SETCLIENTID_CONFIRM => nfs_resop4::OP_SETCLIENTID_CONFIRM(SETCLIENTID_CONFIRM4res { status: status }),
-        OP_VERIFY => nfs_resop4::OP_VERIFY(VERIFY4res { status: status }),
+        OP_SETCLIENTID_CONFIRM => {
+            nfs_resop4::OP_SETCLIENTID_CONFIRM(SETCLIENTID_CONFIRM4res { status })
+        }
+        OP_VERIFY => nfs_resop4::OP_VERIFY(VERIFY4res { status }),
         OP_WRITE => nfs_resop4::OP_WRITE(WRITE4res::Default(status)),
-        OP_RELEASE_LOCKOWNER => nfs_resop4::OP_RELEASE_LOCKOWNER(RELEASE_LOCKOWNER4res { status: status }),
-        OP_BACKCHANNEL_CTL => nfs_resop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4res { bcr_status: status }),
-        OP_BIND_CONN_TO_SESSION => nfs_resop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4res::Default(status)),
+        OP_RELEASE_LOCKOWNER => nfs_resop4::OP_RELEASE_LOCKOWNER(RELEASE_LOCKOWNER4res { status }),
+        OP_BACKCHANNEL_CTL => {
+            nfs_resop4::OP_BACKCHANNEL_CTL(BACKCHANNEL_CTL4res { bcr_status: status })
+        }
+        OP_BIND_CONN_TO_SESSION => {
+            nfs_resop4::OP_BIND_CONN_TO_SESSION(BIND_CONN_TO_SESSION4res::Default(status))
+        }
         OP_EXCHANGE_ID => nfs_resop4::OP_EXCHANGE_ID(EXCHANGE_ID4res::Default(status)),
         OP_CREATE_SESSION => nfs_resop4::OP_CREATE_SESSION(CREATE_SESSION4res::Default(status)),
-        OP_DESTROY_SESSION => nfs_resop4::OP_DESTROY_SESSION(DESTROY_SESSION4res { dsr_status: status }),
+        OP_DESTROY_SESSION => {
+            nfs_resop4::OP_DESTROY_SESSION(DESTROY_SESSION4res { dsr_status: status })
+        }
         OP_FREE_STATEID => nfs_resop4::OP_FREE_STATEID(FREE_STATEID4res { fsr_status: status }),
-        OP_GET_DIR_DELEGATION => nfs_resop4::OP_GET_DIR_DELEGATION(GET_DIR_DELEGATION4res::Default(status)),
+        OP_GET_DIR_DELEGATION => {
+            nfs_resop4::OP_GET_DIR_DELEGATION(GET_DIR_DELEGATION4res::Default(status))
+        }
         OP_GETDEVICEINFO => nfs_resop4::OP_GETDEVICEINFO(GETDEVICEINFO4res::Default(status)),
         OP_GETDEVICELIST => nfs_resop4::OP_GETDEVICELIST(GETDEVICELIST4res::Default(status)),
         OP_LAYOUTCOMMIT => nfs_resop4::OP_LAYOUTCOMMIT(LAYOUTCOMMIT4res::Default(status)),
@@ -310,8 +339,12 @@ pub fn error_result(op: nfs_opnum4, status: nfsstat4) -> nfs_resop4 {
         OP_SET_SSV => nfs_resop4::OP_SET_SSV(SET_SSV4res::Default(status)),
         OP_TEST_STATEID => nfs_resop4::OP_TEST_STATEID(TEST_STATEID4res::Default(status)),
         OP_WANT_DELEGATION => nfs_resop4::OP_WANT_DELEGATION(WANT_DELEGATION4res::Default(status)),
-        OP_DESTROY_CLIENTID => nfs_resop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4res { dcr_status: status }),
-        OP_RECLAIM_COMPLETE => nfs_resop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4res { rcr_status: status }),
+        OP_DESTROY_CLIENTID => {
+            nfs_resop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4res { dcr_status: status })
+        }
+        OP_RECLAIM_COMPLETE => {
+            nfs_resop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4res { rcr_status: status })
+        }
         OP_ALLOCATE => nfs_resop4::OP_ALLOCATE(ALLOCATE4res { ar_status: status }),
         OP_COPY => nfs_resop4::OP_COPY(COPY4res::Default(status)),
         OP_COPY_NOTIFY => nfs_resop4::OP_COPY_NOTIFY(COPY_NOTIFY4res::Default(status)),
@@ -319,7 +352,9 @@ pub fn error_result(op: nfs_opnum4, status: nfsstat4) -> nfs_resop4 {
         OP_IO_ADVISE => nfs_resop4::OP_IO_ADVISE(IO_ADVISE4res::Default(status)),
         OP_LAYOUTERROR => nfs_resop4::OP_LAYOUTERROR(LAYOUTERROR4res { ler_status: status }),
         OP_LAYOUTSTATS => nfs_resop4::OP_LAYOUTSTATS(LAYOUTSTATS4res { lsr_status: status }),
-        OP_OFFLOAD_CANCEL => nfs_resop4::OP_OFFLOAD_CANCEL(OFFLOAD_CANCEL4res { ocr_status: status }),
+        OP_OFFLOAD_CANCEL => {
+            nfs_resop4::OP_OFFLOAD_CANCEL(OFFLOAD_CANCEL4res { ocr_status: status })
+        }
         OP_OFFLOAD_STATUS => nfs_resop4::OP_OFFLOAD_STATUS(OFFLOAD_STATUS4res::Default(status)),
         OP_READ_PLUS => nfs_resop4::OP_READ_PLUS(READ_PLUS4res::Default(status)),
         OP_SEEK => nfs_resop4::OP_SEEK(SEEK4res::Default(status)),
@@ -329,7 +364,7 @@ pub fn error_result(op: nfs_opnum4, status: nfsstat4) -> nfs_resop4 {
         OP_SETXATTR => nfs_resop4::OP_SETXATTR(SETXATTR4res::Default(status)),
         OP_LISTXATTRS => nfs_resop4::OP_LISTXATTRS(LISTXATTRS4res::Default(status)),
         OP_REMOVEXATTR => nfs_resop4::OP_REMOVEXATTR(REMOVEXATTR4res::Default(status)),
-        OP_ILLEGAL => nfs_resop4::OP_ILLEGAL(ILLEGAL4res { status: status }),
+        OP_ILLEGAL => nfs_resop4::OP_ILLEGAL(ILLEGAL4res { status }),
         _ => nfs_resop4::OP_ILLEGAL(ILLEGAL4res {
             status: NFS4ERR_OP_ILLEGAL,
         }),
