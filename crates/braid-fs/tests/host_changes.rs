@@ -36,7 +36,7 @@ fn reports_other_processes_changes_and_not_its_own() {
     let feed = match HostChangeFeed::new() {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("skipped: fanotify is not available here ({e})");
+            skip_without(&format!("fanotify ({e})"));
             return;
         }
     };
@@ -123,9 +123,12 @@ fn reports_other_processes_changes_and_not_its_own() {
 #[test]
 fn a_full_queue_reports_an_overflow() {
     let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let Ok(feed) = HostChangeFeed::new() else {
-        eprintln!("skipped: fanotify is not available here");
-        return;
+    let feed = match HostChangeFeed::new() {
+        Ok(f) => f,
+        Err(e) => {
+            skip_without(&format!("fanotify ({e})"));
+            return;
+        }
     };
     let (e, dir) = directory();
     feed.watch(&dir.handle).unwrap();

@@ -434,7 +434,8 @@ fn allocation_below_the_reserved_space_releases_it() {
     h.set_allocation(1 << 20).unwrap();
     let reserved = h.info().unwrap().allocation_size;
     if reserved < 1 << 20 {
-        return; // this file system does not reserve space (no fallocate)
+        skip_without("fallocate (the test file system reserved no space)");
+        return;
     }
     // MS-FSA 2.1.5.14.1: an AllocationSize above EOF but below what is
     // allocated shrinks the allocation and keeps the data.
@@ -479,7 +480,7 @@ fn growing_a_file_that_is_not_sparse_past_the_free_space_is_disk_full() {
 fn trim_releases_whole_pages_and_keeps_the_rest() {
     let e = env();
     if !e.share.can_trim() {
-        eprintln!("skipped: the test directory's file system does not punch holes");
+        skip_without("hole punching on the test directory's file system");
         return;
     }
     let o = e.open("f", RW, ALL, Disposition::Create).unwrap();

@@ -84,7 +84,7 @@ fn nothing_is_stored_below_a_directory_without_a_descriptor() {
     assert_eq!(o.handle.security_descriptor().unwrap(), None);
     o.handle.close().unwrap();
     if stored(&e, "d").is_err() {
-        eprintln!("no user xattrs on the test file system: skipped");
+        skip_without("user xattrs on the test file system");
         return;
     }
     assert_eq!(stored(&e, "d"), Ok(None));
@@ -100,7 +100,7 @@ fn a_directory_with_a_descriptor_passes_it_on_and_it_is_enforced() {
     const MASK: u32 = 0x1BF | access::WRITE_DAC;
     let d = mkdir_open(&e, "d");
     if d.set_security_descriptor(&descriptor(MASK)).is_err() {
-        eprintln!("no user xattrs on the test file system: skipped");
+        skip_without("user xattrs on the test file system");
         return;
     }
     d.close().unwrap();
@@ -136,7 +136,7 @@ fn a_creator_descriptor_is_stored_below_the_default() {
         .unwrap();
     o.handle.close().unwrap();
     if stored(&e, "f").is_err() {
-        eprintln!("no user xattrs on the test file system: skipped");
+        skip_without("user xattrs on the test file system");
         return;
     }
     assert_eq!(
@@ -153,7 +153,7 @@ fn allocation_leaves_out_the_xattr_block_of_a_descriptor() {
     p.allocation_size = Some(1 << 20);
     let o = e.open_p(p).unwrap();
     if stored(&e, "f").is_err() {
-        eprintln!("no user xattrs on the test file system: skipped");
+        skip_without("user xattrs on the test file system");
         return;
     }
     let blocks = {
@@ -206,7 +206,7 @@ fn allocation_leaves_out_the_xattr_block_of_eas() {
         flags: 0,
     };
     if h.init_eas(std::slice::from_ref(&ea)).is_err() {
-        eprintln!("no user xattrs on the test file system: skipped");
+        skip_without("user xattrs on the test file system");
         return;
     }
     h.write(0, b"1234567").unwrap();

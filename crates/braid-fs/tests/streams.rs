@@ -10,7 +10,7 @@ use common::*;
 macro_rules! need_xattrs {
     ($e:expr) => {
         if !xattrs_work(&$e) {
-            eprintln!("no user xattrs on the test file system: skipped");
+            skip_without("user xattrs on the test file system");
             return;
         }
     };

@@ -89,6 +89,28 @@ impl Env {
     }
 }
 
+/// Whether a test may skip for want of a capability it probes for. As root
+/// on Linux, where CI runs the tests, fanotify, user xattrs, fallocate and
+/// hole punching all exist (on ext4, xfs, btrfs, tmpfs and overlayfs, where
+/// a test directory lives), so a failed probe there is a failure, as
+/// tests/e2e/test_fsctl.py makes it for the server; so it is whenever `CI`
+/// is set. Elsewhere (an unprivileged run) the test may skip, saying so.
+pub fn may_skip() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    !(cfg!(target_os = "linux") && root) && std::env::var_os("CI").is_none()
+}
+
+/// A probe for `what` failed: a failure where it must not (see
+/// [`may_skip`]), else a SKIP line on stderr; the caller returns.
+pub fn skip_without(what: &str) {
+    assert!(
+        may_skip(),
+        "{what}: the probe failed, but as root on Linux (or with CI set) it must work"
+    );
+    eprintln!("SKIP: {what} is not available here");
+}
+
 /// Whether the test directory's file system takes user xattrs.
 pub fn xattrs_work(e: &Env) -> bool {
     let p = e.host("probe");
