@@ -138,6 +138,12 @@ impl Exports {
 
     /// Exports in name order (the pseudo-root's READDIR).
     pub fn all(&self) -> Vec<Arc<Export>> {
-        self.table.read().unwrap().by_name.values().cloned().collect()
+        self.table
+            .read()
+            .unwrap()
+            .by_name
+            .values()
+            .cloned()
+            .collect()
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use braid_fs::posix::{Credentials, Object, PosixShare, MAX_HANDLE};
+use braid_fs::posix::{Credentials, Object, ObjectKind, PosixShare, MAX_HANDLE};
 use braid_nfs_proto::nfs4::*;
 
 use super::compound::Compound;
@@ -25,7 +25,10 @@ pub const PSEUDO_FSID: fsid4 = fsid4 { major: 0, minor: 0 };
 pub enum Fh {
     /// The root of the pseudo file system: a directory of the exports.
     Pseudo,
-    Object { export: Arc<Export>, obj: Object },
+    Object {
+        export: Arc<Export>,
+        obj: Object,
+    },
 }
 
 impl Fh {
@@ -62,7 +65,39 @@ impl Fh {
     }
 }
 
+/// RFC 8881 18.13.3 (LOOKUP), 18.4.3, 18.25.3, 18.26.3 (CREATE, REMOVE,
+/// RENAME) and 14.5: a component name from a client. Empty or not UTF-8:
+/// NFS4ERR_INVAL; longer than a name may be: NFS4ERR_NAMETOOLONG; "." or
+/// "..", or holding '/' or NUL: NFS4ERR_BADNAME.
+pub fn check_component(name: &[u8]) -> Result<(), nfsstat4> {
+    if name.is_empty() || std::str::from_utf8(name).is_err() {
+        return Err(NFS4ERR_INVAL);
+    }
+    if name.len() > braid_fs::posix::MAX_NAME {
+        return Err(NFS4ERR_NAMETOOLONG);
+    }
+    if name == b"." || name == b".." || name.contains(&b'/') || name.contains(&0) {
+        return Err(NFS4ERR_BADNAME);
+    }
+    Ok(())
+}
+
+/// RFC 8881 18.13.3: a directory operation on something that is not a
+/// directory: NFS4ERR_SYMLINK for a symbolic link, else NFS4ERR_NOTDIR.
+pub fn require_dir(obj: &Object) -> Result<(), nfsstat4> {
+    match obj.kind() {
+        ObjectKind::Directory => Ok(()),
+        ObjectKind::Symlink => Err(NFS4ERR_SYMLINK),
+        _ => Err(NFS4ERR_NOTDIR),
+    }
+}
+
 impl Compound {
+    /// The saved filehandle (RENAME's source directory, LINK's source).
+    pub fn saved_fh(&self) -> Result<&Fh, nfsstat4> {
+        self.saved.as_ref().ok_or(NFS4ERR_NOFILEHANDLE)
+    }
+
     /// The current filehandle (the dispatch table already checked there is
     /// one for operations that need it).
     pub fn current_fh(&self) -> Result<&Fh, nfsstat4> {
@@ -104,7 +139,10 @@ impl Compound {
         }
     }
 
-    /// Make `fh` current, if this client may use its export.
+    /// Make `fh` current, if this client may use its export. RFC 8881
+    /// 16.2.3.1.2: an operation that changes the current filehandle and
+    /// produces no stateid leaves no current stateid (as knfsd does for
+    /// PUTFH, LOOKUP, LOOKUPP, CREATE); OPEN sets its stateid after this.
     pub fn set_current(&mut self, fh: Fh) -> Result<(), nfsstat4> {
         if let Fh::Object { export, .. } = &fh {
             if self.export_access(export) == ExportAccess::Denied {
@@ -112,6 +150,7 @@ impl Compound {
             }
         }
         self.current = Some(fh);
+        self.current_stateid = None;
         Ok(())
     }
 }

@@ -8,6 +8,7 @@
 //! `dispatch.rs` (the table of operations) → `ops/<op>.rs` → braid-fs's
 //! POSIX face (`braid_fs::posix`).
 
+pub mod attrs;
 pub mod compound;
 pub mod conn;
 pub mod dispatch;

@@ -6,7 +6,9 @@ use crate::nfs::compound::Compound;
 
 pub fn run(c: &mut Compound) -> GETFH4res {
     match c.current_fh() {
-        Ok(fh) => GETFH4res::NFS4_OK(GETFH4resok { object: fh.handle() }),
+        Ok(fh) => GETFH4res::NFS4_OK(GETFH4resok {
+            object: fh.handle(),
+        }),
         Err(e) => GETFH4res::Default(e),
     }
 }

@@ -7,6 +7,9 @@ use crate::nfs::compound::Compound;
 use crate::nfs::fh::Fh;
 
 pub fn run(c: &mut Compound) -> PUTROOTFH4res {
-    c.current = Some(Fh::Pseudo);
-    PUTROOTFH4res { status: NFS4_OK }
+    let status = match c.set_current(Fh::Pseudo) {
+        Ok(()) => NFS4_OK,
+        Err(e) => e,
+    };
+    PUTROOTFH4res { status }
 }
