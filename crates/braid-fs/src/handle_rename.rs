@@ -7,10 +7,10 @@ use std::os::unix::ffi::OsStrExt;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::handle::OpenHandle;
 use crate::info;
-use crate::open_table::{check_share_access, FileKey};
+use crate::open_table::{check_rename_target_dir, FileKey};
 use crate::path;
 use crate::sys;
-use crate::types::{access as acc, attr, share as sh};
+use crate::types::{access as acc, attr};
 
 impl OpenHandle {
     /// FileRenameInformation (MS-FSA 2.1.5.14.11). Needs DELETE access.
@@ -69,19 +69,13 @@ impl OpenHandle {
         let t = path::resolve(root, &comps)?;
         // MS-FSA 2.1.5.14.11: the rename opens the target's parent directory
         // for FILE_ADD_FILE (FILE_ADD_SUBDIRECTORY for a directory), sharing
-        // read and write. That open meets the share-mode check of MS-FSA
-        // 2.1.5.1.2 against the parent's opens: an open of the parent with
-        // DELETE access, or one with write access that does not share write,
-        // makes the rename fail with a sharing violation (smbtorture
-        // smb2.rename.*_delete_access).
+        // read and write; an open of that directory with DELETE access, or
+        // one adding entries itself without sharing write, refuses it with
+        // a sharing violation (smbtorture smb2.rename.*_delete_access).
+        // Opens that only list it do not (check_rename_target_dir).
         let tpst = sys::fstat(t.parent_fd.as_raw_fd())?;
         if let Some(pn) = self.0.nodes.get(&FileKey::of(&tpst)) {
-            let want = if self.0.is_dir {
-                acc::FILE_ADD_SUBDIRECTORY
-            } else {
-                acc::FILE_ADD_FILE
-            };
-            check_share_access(&pn.lock().opens, want, sh::READ | sh::WRITE)?;
+            check_rename_target_dir(&pn.lock().opens)?;
         }
         let client_name = comps.last().map(String::as_str).unwrap_or_default();
         let (sp, sname) = path::split_last(&old_rel);

@@ -254,6 +254,38 @@ pub(crate) fn check_share_access(
     Ok(())
 }
 
+/// The sharing check a rename meets at the directory it renames into.
+/// The rename opens that directory for FILE_ADD_FILE (FILE_ADD_SUBDIRECTORY
+/// for a directory) sharing read and write (MS-FSA 2.1.5.14.11; the I/O
+/// manager's open of the target directory), and that open conflicts with
+/// an existing open of the directory that
+/// * holds DELETE: the rename's open does not share delete (smbtorture
+///   smb2.rename.share_delete_and_delete_access and
+///   no_share_delete_but_delete_access; Samba refuses a rename on exactly
+///   this, an open of the destination directory with DELETE access);
+/// * adds entries itself (FILE_ADD_FILE or FILE_ADD_SUBDIRECTORY, the
+///   write bits) and does not share write: two adders, one excluding the
+///   other (smb2.rename.no_share_delete_no_delete_access).
+///
+/// An open that only lists or reads the directory holds no rename back,
+/// whatever it shares: [`check_share_access`]'s other direction (the
+/// rename's ADD access against every open's FILE_SHARE_WRITE) would make
+/// one client's handle to a share's root, opened to list it without
+/// sharing write (as smbtorture's smb2.getinfo.fsinfo leaves one), refuse
+/// every other client's renames into the root, which Samba's smbd allows
+/// (issue 47).
+pub(crate) fn check_rename_target_dir(existing: &[OpenEntry]) -> FsResult<()> {
+    let writes = access::FILE_WRITE_DATA | access::FILE_APPEND_DATA;
+    let conflict = existing.iter().any(|o| {
+        o.access & access::DELETE != 0
+            || (o.access & writes != 0 && o.share_access & share::WRITE == 0)
+    });
+    if conflict {
+        return Err(FsError::SharingViolation);
+    }
+    Ok(())
+}
+
 /// MS-FSA 2.1.5.1.2: an open of a file that asks for DELETE fails with a
 /// sharing violation while one of the file's named streams is open
 /// without FILE_SHARE_DELETE (an open of a stream is not held back by the
@@ -321,5 +353,33 @@ mod tests {
         ] {
             assert!(check_share_access(&ex, a, SR | SW | SD).is_err());
         }
+    }
+
+    #[test]
+    fn rename_target_dir() {
+        use crate::types::share::{DELETE as SD, READ as SR, WRITE as SW};
+        let dir_rw = FILE_READ_DATA | FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_EXECUTE;
+        // smb2.rename.share_delete_and_delete_access and
+        // no_share_delete_but_delete_access: an open with DELETE refuses,
+        // whatever it shares.
+        assert!(check_rename_target_dir(&[e(dir_rw | DELETE, SR | SW | SD)]).is_err());
+        assert!(check_rename_target_dir(&[e(dir_rw | DELETE, 0)]).is_err());
+        assert!(check_rename_target_dir(&[e(DELETE, SR | SW | SD)]).is_err());
+        // share_delete_no_delete_access: a writer sharing write does not.
+        assert!(check_rename_target_dir(&[e(dir_rw, SR | SW | SD)]).is_ok());
+        // no_share_delete_no_delete_access: a writer not sharing write does.
+        assert!(check_rename_target_dir(&[e(dir_rw, 0)]).is_err());
+        assert!(check_rename_target_dir(&[e(FILE_APPEND_DATA, SR | SD)]).is_err());
+        // Issue 47: a listing open of the share root (smb2.getinfo.fsinfo's
+        // SYNCHRONIZE | READ_ATTRIBUTES | LIST_DIRECTORY, sharing read and
+        // delete) holds no rename back, nor does a reader sharing nothing.
+        let list = SYNCHRONIZE | FILE_READ_ATTRIBUTES | FILE_READ_DATA;
+        assert!(check_rename_target_dir(&[e(list, SR | SD)]).is_ok());
+        assert!(check_rename_target_dir(&[e(list, 0)]).is_ok());
+        // smb2.rename.msword: an attribute-only open sharing nothing.
+        assert!(check_rename_target_dir(&[e(SYNCHRONIZE | FILE_READ_ATTRIBUTES, 0)]).is_ok());
+        assert!(check_rename_target_dir(&[]).is_ok());
+        // The full two-way check refuses the listing open (what issue 47 was).
+        assert!(check_share_access(&[e(list, SR | SD)], FILE_ADD_SUBDIRECTORY, SR | SW).is_err());
     }
 }
