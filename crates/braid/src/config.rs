@@ -62,8 +62,10 @@ pub struct FileConfig {
     /// The lowest SMB dialect accepted: "2.0.2" (default), "2.1", "3.0",
     /// "3.0.2" or "3.1.1" (Samba's names, e.g. "SMB3_00", also).
     pub min_protocol: Option<String>,
-    /// Failed logons per client address per minute before its logons are
-    /// refused for the rest of it (default 30; 0: no limit).
+    /// Failed logons of one user name from one client address per minute
+    /// before that name's logons from there are refused for the rest of it
+    /// (an address failing ten times as many over any names is refused
+    /// altogether); default 30, 0: no limit.
     pub logon_failures_per_minute: Option<u32>,
     /// Model string shown to macOS clients, which pick the server's Finder
     /// icon by it (default "MacSamba").
