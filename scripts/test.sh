@@ -11,9 +11,11 @@
 # and python3-setuptools, with which run_pynfs.py builds its copy of pynfs;
 # Python's smbprotocol, pytest and nfs-rs, an independent NFSv4.1 client),
 # then runs:
-#   1. cargo fmt --check, cargo clippy -D warnings, cargo test --workspace
+#   1. cargo fmt --check, cargo clippy -D warnings, no silent early return in a
+#      Rust test (scripts/check-skips.py rust), cargo test --workspace
 #   2. cargo build --release -p braid
 #   3. the end-to-end suites (tests/e2e, pytest) against target/release/braid,
+#      failing on any skip tests/e2e/allowed-skips.txt does not list for the target,
 #      NFS ones (test_nfs_*.py: the kernel's NFSv4.1 client in the VM) included
 #   4. the smbtorture conformance list (tests/conformance) against it
 #   5. the pynfs NFSv4.1 conformance list (tests/conformance/pynfs.txt) against
@@ -183,6 +185,8 @@ if [ "$SKIP_CARGO" = 1 ]; then
 else
     check cargo-fmt 600 cargo fmt --all --check
     check cargo-clippy 2400 cargo clippy --workspace --all-targets -- -D warnings
+    # A Rust test that returns early without a word passes without testing.
+    check rust-skips 120 python3 scripts/check-skips.py rust
 
     # The release binary first: the client crate's integration tests drive it.
     check cargo-build-release 2400 cargo build --release -p braid || BUILD_OK=0
@@ -237,6 +241,8 @@ EOF
         echo "e2e: pytest exited $rc (full log $LOGS/e2e.log)"
     fi
     record e2e "$ep" "$ef" $((SECONDS - t0))
+    # Skips CI does not expect for this target (tests/e2e/allowed-skips.txt).
+    check e2e-skips 120 python3 scripts/check-skips.py pytest --target "$TARGET" "$LOGS/e2e.xml"
 
     if [ "$TARGET" = ganesha ]; then
         skipped smbtorture "ganesha serves no SMB"
