@@ -257,12 +257,30 @@ fn ensure_share_owner() {
     panic!("could not create the Unix user {USER} for Samba's share");
 }
 
-/// Samba with four loopback interfaces for multichannel. `None` (and a
-/// message) if smbd is not installed.
+/// What a test does when a server it needs is not on this machine: it
+/// fails, saying what is missing, unless BRAID_TEST_SKIP_MISSING=1 asks to
+/// skip instead (then `None`, and a SKIP line on stderr). In CI (`CI` set)
+/// it fails even when asked: scripts/test.sh builds target/release/braid and
+/// installs smbd before the tests, so a missing one there is a broken build,
+/// not a reason to pass.
+pub fn missing(what: &str, remedy: &str) -> Option<Server> {
+    let asked = std::env::var("BRAID_TEST_SKIP_MISSING").is_ok_and(|v| v == "1");
+    let ci = std::env::var_os("CI").is_some();
+    if asked && !ci {
+        eprintln!("SKIP: {what} ({remedy}; skipped as BRAID_TEST_SKIP_MISSING=1 asks)");
+        return None;
+    }
+    if ci {
+        panic!("{what} ({remedy}): in CI (CI is set) that is a failure, never a skip");
+    }
+    panic!("{what} ({remedy}); BRAID_TEST_SKIP_MISSING=1 skips the tests that need it instead");
+}
+
+/// Samba with four loopback interfaces for multichannel. Without smbd, see
+/// [`missing`]: a failure unless a skip was asked for (`None`).
 pub fn start_samba(extra_global: &str) -> Option<Server> {
     if !have_smbd() {
-        eprintln!("SKIP: smbd is not installed (apt-get install samba)");
-        return None;
+        return missing("smbd is not installed", "apt-get install samba");
     }
     let w = tempdir("samba");
     let share = w.join("share");
@@ -364,7 +382,8 @@ pub fn start_samba(extra_global: &str) -> Option<Server> {
 }
 
 /// Braid's server from target/release/braid (or `BRAID_BIN`, as for
-/// tests/e2e), if built.
+/// tests/e2e). Not built: see [`missing`], a failure unless a skip was asked
+/// for (`None`).
 pub fn start_braid() -> Option<Server> {
     let bin = std::env::var_os("BRAID_BIN")
         .map(PathBuf::from)
@@ -372,11 +391,10 @@ pub fn start_braid() -> Option<Server> {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/braid")
         });
     if !bin.exists() {
-        eprintln!(
-            "SKIP: {} not built (cargo build --release -p braid)",
-            bin.display()
+        return missing(
+            &format!("{} is not built", bin.display()),
+            "cargo build --release -p braid",
         );
-        return None;
     }
     let w = tempdir("braid");
     let share = w.join("share");
