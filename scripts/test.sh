@@ -22,7 +22,9 @@
 #      it (about 7 minutes for the full list); pynfs is not packaged: it is
 #      found at $BRAID_PYNFS or ../shared/pynfs, and when it is not there the
 #      step shows as SKIPPED in the summary, counted neither passed nor failed
-# and ends with a summary whose last line is "N passed, N failed".
+# and ends with a summary, one line per step with its counts (skips included:
+# the tests a step skipped are listed at the end of its log) and a last line
+# "N passed, N failed".
 # Exit status is non-zero if anything failed.
 #
 # Environment:
@@ -49,16 +51,34 @@ export BRAID_E2E_TARGET=$TARGET
 
 PASSED=0
 FAILED=0
+SKIPS=0
 SUMMARY=()
 START=$SECONDS
 
 say() { printf '\n==== %s\n' "$*"; }
 
-# record NAME PASSED FAILED SECONDS
+# record NAME PASSED FAILED SECONDS [SKIPPED]: SKIPPED tests (default 0)
+# were skipped in the step, shown beside its counts (a step counts a
+# skipped test it requires as failed too); its log lists them.
 record() {
     PASSED=$((PASSED + $2))
     FAILED=$((FAILED + $3))
-    SUMMARY+=("$(printf '%-28s %5d passed %5d failed %6ds' "$1" "$2" "$3" "$4")")
+    SKIPS=$((SKIPS + ${5:-0}))
+    SUMMARY+=("$(printf '%-28s %5d passed %5d failed %5d skipped %6ds' \
+        "$1" "$2" "$3" "${5:-0}" "$4")")
+}
+
+# list_skips LOG TITLE: append the lines of stdin (the skipped tests) to LOG
+# under TITLE, and print their number.
+list_skips() {
+    local lines n=0
+    lines=$(cat)
+    [ -n "$lines" ] && n=$(printf '%s\n' "$lines" | wc -l)
+    {
+        printf '\n==== %s: %d\n' "$2" "$n"
+        [ -n "$lines" ] && printf '%s\n' "$lines"
+    } >>"$1"
+    echo "$n"
 }
 
 # skipped NAME REASON: a step that did not run, shown in the summary and
@@ -201,12 +221,15 @@ else
     if [ $rc -ne 0 ] && [ "$tf" -eq 0 ]; then
         tf=1   # did not build, or timed out
     fi
+    # Ignored tests are the Rust tests' skips.
+    ts=$(grep -E '^test .* \.\.\. ignored' "$LOGS/cargo-test.log" | sed -E 's/ \.\.\. ignored.*//' |
+        list_skips "$LOGS/cargo-test.log" "skipped (#[ignore]) tests")
     if [ $rc -ne 0 ]; then
         grep -E '^(test .* FAILED|error(\[|:)|failures:)' "$LOGS/cargo-test.log" | head -n 40
         tail -n 30 "$LOGS/cargo-test.log"
         echo "cargo-test: FAILED (exit $rc, full log $LOGS/cargo-test.log)"
     fi
-    record cargo-test "$tp" "$tf" $((SECONDS - t0))
+    record cargo-test "$tp" "$tf" $((SECONDS - t0)) "$ts"
 
     # Replays every committed fuzz seed and regression input through the
     # decoders (stable toolchain), then 3 s of random mutations per target.
@@ -223,24 +246,25 @@ if [ "$TARGET" = braid ] && [ $BUILD_OK = 0 ]; then
 else
     say "e2e: pytest tests/e2e against $TARGET"
     t0=$SECONDS
-    timeout --kill-after=30 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider \
+    # -rs: the end of the log lists each skip with its reason.
+    timeout --kill-after=30 1500 python3 -m pytest tests/e2e -q -rs -p no:cacheprovider \
         --junitxml="$LOGS/e2e.xml" 2>&1 | tee "$LOGS/e2e.log" | tail -n 40
     rc=${PIPESTATUS[0]}
-    read -r ep ef < <(python3 - "$LOGS/e2e.xml" <<'EOF' 2>/dev/null || echo "0 0"
+    read -r ep ef es < <(python3 - "$LOGS/e2e.xml" <<'EOF' 2>/dev/null || echo "0 0 0"
 import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
 total = sum(int(s.get("tests", 0)) for s in suites)
 bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
 skipped = sum(int(s.get("skipped", 0)) for s in suites)
-print(total - bad - skipped, bad)
+print(total - bad - skipped, bad, skipped)
 EOF
 )
     if [ $rc -ne 0 ] && [ "$ef" -eq 0 ]; then
         ef=1   # collection error, crash or timeout
         echo "e2e: pytest exited $rc (full log $LOGS/e2e.log)"
     fi
-    record e2e "$ep" "$ef" $((SECONDS - t0))
+    record e2e "$ep" "$ef" $((SECONDS - t0)) "$es"
     # Skips CI does not expect for this target (tests/e2e/allowed-skips.txt).
     check e2e-skips 120 python3 scripts/check-skips.py pytest --target "$TARGET" "$LOGS/e2e.xml"
 
@@ -256,11 +280,14 @@ EOF
         read -r sp sf < <(sed -nE 's/^smbtorture: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' \
             "$LOGS/smbtorture-results.txt" | tail -n 1)
         sp=${sp:-0} sf=${sf:-0}
+        # The runner's SKIP lines (a skipped required test fails as well).
+        ss=$(grep '^SKIP ' "$LOGS/smbtorture-results.txt" |
+            list_skips "$LOGS/smbtorture.log" "skipped smbtorture tests")
         if [ $rc -ne 0 ] && [ "$sf" -eq 0 ]; then
             sf=1
             echo "smbtorture: runner exited $rc (see $LOGS/smbtorture-results.txt)"
         fi
-        record smbtorture "$sp" "$sf" $((SECONDS - t0))
+        record smbtorture "$sp" "$sf" $((SECONDS - t0)) "$ss"
     fi
 
     # pynfs: the NFSv4.1 conformance list (tests/conformance/pynfs.txt).
@@ -281,11 +308,14 @@ EOF
             read -r np nf < <(sed -nE 's/^pynfs: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' \
                 "$LOGS/pynfs-results.txt" | tail -n 1)
             np=${np:-0} nf=${nf:-0}
+            # run_pynfs.py fails a skipped test; shown as skipped here too.
+            ns=$(grep -E '^FAIL .*: skipped' "$LOGS/pynfs-results.txt" |
+                list_skips "$LOGS/pynfs.log" "skipped pynfs tests")
             if [ $rc -ne 0 ] && [ "$nf" -eq 0 ]; then
                 nf=1
                 echo "pynfs: runner exited $rc (see $LOGS/pynfs-results.txt)"
             fi
-            record pynfs "$np" "$nf" $((SECONDS - t0))
+            record pynfs "$np" "$nf" $((SECONDS - t0)) "$ns"
         fi
     fi
 fi
@@ -294,5 +324,6 @@ fi
 
 say "summary (target $TARGET, $((SECONDS - START))s, logs in $LOGS)"
 printf '%s\n' "${SUMMARY[@]}"
+echo "$SKIPS skipped (each step's log ends with the list)"
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
