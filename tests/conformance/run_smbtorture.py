@@ -6,10 +6,24 @@ reported, but their failures do not fail the run). They are run in batches, one
 smbtorture call per batch, each under a timeout; tests of a batch that produced
 no result (a hang, a crash) are re-run one by one.
 
+Then, as a user running them would, each one-run list (smbtorture-core.txt and
+smbtorture-multichannel.txt, the project brief's lists) runs in a single
+smbtorture call in the listed order, and so does each sequence of SEQUENCES
+(tests that once failed only after another in the same process); each such run
+counts as one test, passed when every test in it passed.
+
 Prints one line per test, then `smbtorture: N passed, N failed` (counting the
-required tests; pending ones are summarised separately). Exit status 0 only when
-every required test passed. A skip counts as a failure: a required test must run.
-"""
+required tests and the one-run checks; pending ones are summarised separately)
+and `smbtorture skipped: N`, each skipped test on a `SKIP` line. Exit status 0
+only when every required test passed. Only `success` passes: a skip, an xfail
+or a listed suite reporting fewer sub-tests than its list records is a failure
+(a required test must run, all of it), and so is a call of smbtorture that
+exits non-zero with no test failed, and a list that `smbtorture --list` cannot
+check.
+
+Lists: one name per line; `#` starts a comment. A name that stands for more
+than one test (a suite, as `smbtorture --list` shows) records how many in a
+comment starting with the count, e.g. `smb2.lock  # 25 tests`."""
 
 from __future__ import annotations
 
@@ -33,32 +47,56 @@ import servers  # noqa: E402  (tests/e2e/servers.py)
 RESULT_RE = re.compile(r"^(success|failure|error|skip|xfail|uxsuccess): (.+?)((?: \[.*)?)$")
 
 
-def read_list(path: Path) -> list[str]:
+COUNT_RE = re.compile(r"^\s*(\d+) tests?\b")
+
+
+def read_entries(path: Path) -> list[tuple[str, int | None]]:
+    """(name, recorded sub-test count or None) for each listed test."""
     if not path.exists():
         return []
-    names = []
+    entries = []
     for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line:
-            names.append(line)
-    return names
+        name, _, comment = line.partition("#")
+        name = name.strip()
+        if name:
+            m = COUNT_RE.match(comment)
+            entries.append((name, int(m.group(1)) if m else None))
+    return entries
 
 
-def check_lists(required: list[str], pending: list[str], known: list[str]) -> list[str]:
+def read_list(path: Path) -> list[str]:
+    return [name for name, _ in read_entries(path)]
+
+
+def known_under(name: str, known: list[str]) -> int:
+    """How many of smbtorture's tests a listed name stands for."""
+    return sum(1 for k in known if k == name or k.startswith(name + "."))
+
+
+def check_lists(lists: dict[str, list[tuple[str, int | None]]], known: list[str],
+                exclusive: tuple[str, str] = ("smbtorture.txt", "smbtorture-pending.txt")
+                ) -> list[str]:
+    """Problems with the lists: a name listed twice in one list or in both
+    exclusive lists, a name smbtorture does not know, a suite whose recorded
+    count is missing or not what `smbtorture --list` says."""
     problems = []
-    for label, names in (("smbtorture.txt", required), ("smbtorture-pending.txt", pending)):
+    for label, entries in lists.items():
         seen = set()
-        for n in names:
+        for n, count in entries:
             if n in seen:
                 problems.append(f"{n} is listed twice in {label}")
             seen.add(n)
-    for n in sorted(set(required) & set(pending)):
-        problems.append(f"{n} is in both smbtorture.txt and smbtorture-pending.txt")
-    if known:
-        known_set = set(known)
-        for n in required + pending:
-            if n not in known_set and not any(k.startswith(n + ".") for k in known):
+            under = known_under(n, known)
+            if under == 0:
                 problems.append(f"{n} is not a test smbtorture knows (smbtorture --list)")
+            elif under > 1 and count != under:
+                problems.append(f"{n} in {label} stands for {under} tests (smbtorture --list):"
+                                f" record it as `{n}  # {under} tests`")
+            elif under == 1 and count not in (None, 1):
+                problems.append(f"{n} in {label} is one test, not {count}")
+    a, b = (set(n for n, _ in lists.get(x, [])) for x in exclusive)
+    for n in sorted(a & b):
+        problems.append(f"{n} is in both {exclusive[0]} and {exclusive[1]}")
     return problems
 
 
@@ -293,17 +331,23 @@ def redact(text: str, args) -> str:
     return text
 
 
-def run_batch(args, names: list[str], timeout: float, log):
-    """Run names (all on one share) in one smbtorture call.
+def run_batch(args, names: list[str], timeout: float, log, plain: bool = False):
+    """Run names (all on one share) in one smbtorture call; plain: on the
+    default share with no options of the runner's, as a user would.
 
-    Returns ({listed name: [(status, detail)]}, listed name of the test that was
-    running when smbtorture stopped without finishing it, or None)."""
-    target = binding_for(args, names[0])
-    own = [expand(o, args) for o in options_for(names[0])]
-    extra = args.extra
-    if any(o.startswith("--option=torture:localdir=") for o in own):
-        extra = [o for o in extra if not o.startswith("--option=torture:localdir=")]
-    extra = extra + own
+    Returns {listed name: [(status, detail)]}: the results of each listed
+    name's tests; the test that was running when smbtorture stopped without
+    finishing it gets an error, and when smbtorture exits non-zero without a
+    test failed, every test that reported gets one too."""
+    if plain:
+        target, extra = f"//{args.host}/{args.share}", []
+    else:
+        target = binding_for(args, names[0])
+        own = [expand(o, args) for o in options_for(names[0])]
+        extra = args.extra
+        if any(o.startswith("--option=torture:localdir=") for o in own):
+            extra = [o for o in extra if not o.startswith("--option=torture:localdir=")]
+        extra = extra + own
     # Some tests make scratch directories in --basedir (default: the current
     # directory, here the repository).
     cmd = ["smbtorture", target, "-p", str(args.port), f"--basedir={args.scratch}",
@@ -311,16 +355,16 @@ def run_batch(args, names: list[str], timeout: float, log):
     log.write(redact(f"\n===== smbtorture {target} -p {args.port} "
                      f"{' '.join(extra + names)}\n", args))
     log.flush()
-    nat = host_for(args, names[0]) != args.host
+    nat = not plain and host_for(args, names[0]) != args.host
     nat = nat and change_host(nat_rule(args, "-A"), "iptables DNAT to the server", log)
     quickack = nat and needs_quickack(names[0])
     quickack = quickack and change_host(quickack_route(args, "add"), "quickack route", log)
     try:
-        out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, timeout=timeout).stdout
-        timed_out = False
+        done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=timeout)
+        out, rc, timed_out = done.stdout, done.returncode, False
     except subprocess.TimeoutExpired as e:
-        out, timed_out = e.stdout or b"", True
+        out, rc, timed_out = e.stdout or b"", None, True
     finally:
         if quickack:
             subprocess.run(quickack_route(args, "del"), capture_output=True)
@@ -330,6 +374,8 @@ def run_batch(args, names: list[str], timeout: float, log):
     log.write(redact(text, args))
     if timed_out:
         log.write(f"\n===== timed out after {timeout:.0f}s\n")
+    else:
+        log.write(f"\n===== smbtorture exited {rc}\n")
     log.flush()
 
     results: dict[str, list[tuple[str, str]]] = {}
@@ -357,6 +403,11 @@ def run_batch(args, names: list[str], timeout: float, log):
     if running is not None:
         reason = f"timed out after {timeout:.0f}s" if timed_out else "smbtorture died"
         results.setdefault(running, []).append(("error", reason))
+    elif rc and all(s == "success" for outs in results.values() for s, _ in outs):
+        # Every test passed, yet smbtorture says something failed (a crash
+        # after the last result, a failure outside the listed names).
+        for outs in results.values():
+            outs.append(("error", f"smbtorture exited {rc} with no test failed"))
     return results
 
 
@@ -401,17 +452,54 @@ def run_all(args, tests: list[str], log) -> dict[str, list[tuple[str, str]]]:
     return results
 
 
-def verdict(outcomes: list[tuple[str, str]]) -> tuple[bool, str]:
+def verdict(outcomes: list[tuple[str, str]], expected: int = 1) -> tuple[bool, str]:
+    """Passed only when every result is `success` (not `xfail`, not `skip`)
+    and at least the expected number of sub-tests reported."""
     if not outcomes:
         return False, "no result (timeout or crash)"
-    bad = [(s, d) for s, d in outcomes if s not in ("success", "xfail")]
+    bad = [(s, d) for s, d in outcomes if s != "success"]
+    if not bad and len(outcomes) < expected:
+        return False, (f"only {len(outcomes)} of its {expected} tests reported"
+                       " (smbtorture stopped between two?)")
     if not bad:
         return True, "success" if len(outcomes) == 1 else f"success ({len(outcomes)} tests)"
     status, detail = bad[0]
     summary = f"{status}" + (f": {detail}" if detail else "")
-    if len(outcomes) > 1:
-        summary += f" ({len(bad)} of {len(outcomes)} tests not passed)"
+    if len(outcomes) > 1 or expected > 1:
+        summary += f" ({len(bad)} of {max(len(outcomes), expected)} tests not passed)"
     return False, summary
+
+
+# Sequences run in one smbtorture call each, in this order, on the default
+# share: tests that once failed only after others in the same process.
+SEQUENCES = {
+    # Issue 47: smbtorture 4.17's smb2.getinfo.fsinfo leaves a second
+    # connection's handle to the share root open (SYNCHRONIZE |
+    # READ_ATTRIBUTES | LIST_DIRECTORY, sharing READ | DELETE) for the rest
+    # of the process; renames into the root must not fail on it.
+    "root-handle-then-renames": ["smb2.getinfo.fsinfo", "smb2.rename.rename_dir_bench",
+                                 "smb2.rename.close-full-information"],
+}
+
+
+def run_one(args, label: str, entries: list[tuple[str, int | None]], log):
+    """Run a list in a single smbtorture call, in its order, as a user would.
+    Returns (passed, summary, [(name, ok, why)], skips)."""
+    names = [n for n, _ in entries]
+    started = time.monotonic()
+    log.write(f"\n===== one run: {label} ({len(names)} tests)\n")
+    results = run_batch(args, names, args.one_run_timeout, log, plain=True)
+    rows = []
+    for n, count in entries:
+        ok, why = verdict(results.get(n, []), count or 1)
+        rows.append((n, ok, why))
+    skips = [(n, d) for n, _ in entries for s, d in results.get(n, []) if s == "skip"]
+    bad = [r for r in rows if not r[1]]
+    took = time.monotonic() - started
+    if bad:
+        return False, f"{len(bad)} of {len(names)} tests not passed in one call ({took:.0f}s)", \
+            rows, skips
+    return True, f"{len(names)} tests in one smbtorture call ({took:.0f}s)", rows, skips
 
 
 def main() -> int:
@@ -435,7 +523,15 @@ def main() -> int:
                    help="tests not started by then are failed as not run (default 1200)")
     p.add_argument("--log", type=Path, default=Path("smbtorture.log"),
                    help="full smbtorture output (default ./smbtorture.log)")
-    p.add_argument("--filter", help="only run tests whose name contains this string")
+    p.add_argument("--one-run", type=Path, action="append", dest="one_run",
+                   help="a list to run in a single smbtorture call as well (repeatable;"
+                        " default: smbtorture-core.txt and smbtorture-multichannel.txt)")
+    p.add_argument("--no-one-run", action="store_true",
+                   help="run neither the one-run lists nor SEQUENCES")
+    p.add_argument("--one-run-timeout", type=float, default=900.0,
+                   help="seconds for each single-call run (default 900)")
+    p.add_argument("--filter", help="only run tests whose name contains this string"
+                                    " (and the one-run lists and sequences whose name does)")
     p.add_argument("extra", nargs="*", help="extra smbtorture options (after --)")
     args = p.parse_args()
     # The directory of the option shares, for tests that reach their files
@@ -446,12 +542,36 @@ def main() -> int:
     if not args.start and None in (args.port, args.user, args.password):
         p.error("give --start, or --port, --user and --password (or $SMB_PASSWORD)")
 
-    required, pending = read_list(args.list), read_list(args.pending)
-    listing = subprocess.run(["smbtorture", "--list"], capture_output=True, text=True)
+    req_entries, pend_entries = read_entries(args.list), read_entries(args.pending)
+    required, pending = [n for n, _ in req_entries], [n for n, _ in pend_entries]
+    expected = {n: c or 1 for n, c in req_entries + pend_entries}
+    one_runs: dict[str, list[tuple[str, int | None]]] = {}
+    if not args.no_one_run:
+        for path in args.one_run or [HERE / "smbtorture-core.txt",
+                                     HERE / "smbtorture-multichannel.txt"]:
+            if not path.exists():
+                print(f"run_smbtorture: one-run list {path} not found", file=sys.stderr)
+                return 2
+            one_runs[path.name] = read_entries(path)
+        for label, names in SEQUENCES.items():
+            one_runs[f"sequence {label}"] = [(n, None) for n in names]
+    if args.filter:
+        one_runs = {k: v for k, v in one_runs.items() if args.filter in k}
+    try:
+        listing = subprocess.run(["smbtorture", "--list"], capture_output=True, text=True,
+                                 timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        print(f"run_smbtorture: smbtorture --list failed: {e}", file=sys.stderr)
+        return 2
     # One test per line; names may contain spaces.
-    known = ([ln.strip() for ln in listing.stdout.splitlines() if ln.strip()]
-             if listing.returncode == 0 else [])
-    problems = check_lists(required, pending, known)
+    known = [ln.strip() for ln in listing.stdout.splitlines() if ln.strip()]
+    if listing.returncode != 0 or not known:
+        print(f"run_smbtorture: smbtorture --list failed (exit {listing.returncode}):"
+              f" the listed names cannot be checked\n{listing.stderr.strip()[-2000:]}",
+              file=sys.stderr)
+        return 2
+    problems = check_lists({args.list.name: req_entries, args.pending.name: pend_entries,
+                            **one_runs}, known, (args.list.name, args.pending.name))
     if problems:
         for msg in problems:
             print(f"run_smbtorture: {msg}", file=sys.stderr)
@@ -512,6 +632,8 @@ def main() -> int:
                 prefix="smbtorture-scratch-") as scratch:
             args.scratch = scratch
             results = run_all(args, tests, log)
+            one_results = {label: run_one(args, label, entries, log)
+                           for label, entries in one_runs.items()}
     finally:
         if server is not None:
             died = not server.alive()
@@ -520,13 +642,26 @@ def main() -> int:
             server.stop()
 
     counts = {"req_pass": 0, "req_fail": 0, "pend_pass": 0, "pend_fail": 0}
+    skips = []
+    pending_set = set(pending)
     for name in tests:
-        ok, summary = verdict(results.get(name, []))
-        kind = "pending " if name in pending else ""
+        ok, summary = verdict(results.get(name, []), expected.get(name, 1))
+        kind = "pending " if name in pending_set else ""
         mark = "PASS" if ok else "FAIL"
         print(f"{mark} {kind}{name}: {summary}")
         key = ("pend_" if kind else "req_") + ("pass" if ok else "fail")
         counts[key] += 1
+        skips += [(f"{kind}{name}", d) for s, d in results.get(name, []) if s == "skip"]
+    for label, (ok, summary, rows, one_skips) in one_results.items():
+        print(f"{'PASS' if ok else 'FAIL'} one run of {label}: {summary}")
+        for name, row_ok, why in rows:
+            if not row_ok:
+                print(f"    FAIL {name}: {why}")
+        counts["req_pass" if ok else "req_fail"] += 1
+        skips += [(f"{name} (one run of {label})", d) for name, d in one_skips]
+    for name, detail in skips:
+        print(f"SKIP {name}" + (f": {detail}" if detail else ""))
+    print(f"smbtorture skipped: {len(skips)} (a skipped required test fails)")
     elapsed = time.monotonic() - started
     if counts["pend_pass"] + counts["pend_fail"]:
         print(f"smbtorture pending: {counts['pend_pass']} passed, {counts['pend_fail']} failed"
