@@ -721,8 +721,15 @@ def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
     port = port or free_port(host if wrap is None else "127.0.0.1")
     password = "Pw-" + secrets.token_hex(8)
     log_path = workdir / "braid.log"
-    argv = [str(BRAID_BIN), "serve", "--listen", f"127.0.0.1:{free_port()}",
-            "--share", f"{export}={export_dir}", "--nfs-listen", f"{host}:{port}",
+    # A config rather than --share: the export must be no_root_squash, as
+    # ganesha's is (Squash = No_Root_Squash), since pynfs and the kernel
+    # client's tests run as root and create device nodes and chown.
+    config = workdir / "braid-nfs.toml"
+    config.write_text(f'[[share]]\nname = "{export}"\npath = "{export_dir}"\n'
+                      'root_squash = false\n')
+    argv = [str(BRAID_BIN), "serve", "--config", str(config),
+            "--listen", f"127.0.0.1:{free_port()}",
+            "--nfs-listen", f"{host}:{port}",
             "--user", f"{DEFAULT_USER}:{password}",
             "--admin-listen", f"127.0.0.1:{free_port()}"]
     argv += os.environ.get("BRAID_EXTRA_ARGS", "").split()
