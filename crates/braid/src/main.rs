@@ -464,28 +464,6 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
     Ok((cfg, users, embedded))
 }
 
-/// Every READ response and WRITE request of up to 8 MiB gets a buffer of
-/// its size. glibc hands out such buffers with mmap() and returns them with
-/// munmap() (its dynamic threshold adapts only up to the first sizes seen,
-/// and it trims arenas as soon as 2x that is free), so each request paid
-/// for page faults, zeroing and memory-cgroup charging of fresh pages: ~12%
-/// of the server's CPU on 1 MiB I/O in `perf`. Serving them from the heap
-/// and not trimming it keeps those pages mapped and reused; what stays
-/// mapped is bounded by the largest burst of I/O in flight (credits x
-/// max_io_size).
-fn keep_large_buffers() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        const MIB: libc::c_int = 1024 * 1024;
-        // SAFETY: mallopt only adjusts allocator parameters; called before
-        // the runtime starts any thread.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 * MIB);
-            libc::mallopt(libc::M_TRIM_THRESHOLD, 256 * MIB);
-        }
-    }
-}
-
 /// Every connection and every open holds a file descriptor, in one
 /// process: raise the soft RLIMIT_NOFILE to the hard limit, as Samba
 /// does. Returns the soft limit now, if it could be read.
@@ -639,7 +617,6 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         .init();
     let (cfg, users, embedded) = build(&args)?;
     let args = std::sync::Arc::new(args);
-    keep_large_buffers();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
