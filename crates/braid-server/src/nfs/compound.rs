@@ -1,13 +1,14 @@
 //! The COMPOUND procedure (RFC 8881 16.2.3): SEQUENCE and the slot table,
 //! the rules on which operation may come where, the operation loop with its
-//! current and saved filehandles and stateids, and the reply cache.
+//! current and saved filehandles and stateids, the reply size limits of the
+//! session (RFC 8881 2.10.6.4) and the reply cache.
 
 use std::sync::Arc;
 
-use braid_nfs_proto::nfs4::compound::{decode_compound_args, StopKind};
+use braid_nfs_proto::nfs4::compound::{decode_compound_args, CompoundArgs, StopKind};
 use braid_nfs_proto::nfs4::*;
 use braid_nfs_proto::xdr::{Xdr, XdrReader, XdrWriter};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use super::conn::Connection;
 use super::dispatch;
@@ -17,6 +18,11 @@ use super::rpc::Caller;
 use super::state::sessions::Session;
 use super::NfsState;
 
+/// The RPC reply header before a COMPOUND4res: xid, REPLY, MSG_ACCEPTED, an
+/// AUTH_NONE verifier (flavour and length) and SUCCESS. RFC 8881 18.36.3
+/// counts it in ca_maxresponsesize ("including the RPC headers").
+pub const RPC_REPLY_HEADER: usize = 24;
+
 /// The state one COMPOUND carries from operation to operation.
 pub struct Compound {
     pub state: Arc<NfsState>,
@@ -25,18 +31,37 @@ pub struct Compound {
     /// The session of the SEQUENCE that opened the compound.
     pub session: Option<Arc<Session>>,
     pub slotid: Option<u32>,
+    /// sa_cachethis of that SEQUENCE.
+    pub cachethis: bool,
     pub current: Option<Fh>,
     pub saved: Option<Fh>,
     /// RFC 8881 16.2.3.1.2: the stateid the last operation produced, used
     /// by a later operation that sends the special "current" stateid.
     pub current_stateid: Option<stateid4>,
     pub saved_stateid: Option<stateid4>,
-    /// Index of the operation running and the number in the compound.
+    /// Index of the operation running and the number in the compound (as
+    /// the client declared it).
     pub index: usize,
     pub op_count: usize,
+    /// Bytes the reply may still grow by, this operation's result included,
+    /// before it passes the session's ca_maxresponsesize (or
+    /// ca_maxresponsesize_cached when the client asked for caching): READ
+    /// and READDIR can size their answers by it (RFC 8881 2.10.6.4).
+    pub reply_room: usize,
     /// The tokio runtime, for the few operations that must wait on the
     /// network from the blocking thread the compound runs on (callbacks).
     pub runtime: tokio::runtime::Handle,
+}
+
+/// What `run` answers.
+pub enum CompoundReply {
+    /// The encoded COMPOUND4res (after the RPC header).
+    Body(Vec<Bytes>),
+    /// The arguments are not a COMPOUND at all: RPC GARBAGE_ARGS.
+    GarbageArgs,
+    /// The compound could not be run (an operation panicked): RPC
+    /// SYSTEM_ERR.
+    SystemErr,
 }
 
 /// Operations that may open a compound without SEQUENCE, as its only
@@ -52,137 +77,293 @@ fn sessionless(op: &nfs_argop4) -> bool {
     )
 }
 
-fn encode_res(res: &COMPOUND4res) -> Vec<Bytes> {
-    let mut w = XdrWriter::with_capacity(512);
-    res.encode(&mut w);
-    w.into_segments()
+/// RFC 8881 16.2.3 and 15.1.3.4: OP_ILLEGAL, and the operations of a later
+/// minor version (4.2's, which the decoder knows), are illegal in 4.1
+/// wherever they come, even before SEQUENCE.
+fn illegal(op: &nfs_argop4) -> bool {
+    matches!(op, nfs_argop4::OP_ILLEGAL) || dispatch::is_v42(op.discriminant())
 }
 
-/// Decode, run and encode one COMPOUND. None: the arguments are not a
-/// COMPOUND at all (the caller answers GARBAGE_ARGS).
+fn xdr_len(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+/// Decode, run and encode one COMPOUND. `request_len` is the size of the
+/// whole RPC call (RFC 8881 18.36.3: ca_maxrequestsize counts the RPC
+/// header and credential).
 pub async fn run(
     state: &Arc<NfsState>,
     conn: &Arc<Connection>,
     caller: Caller,
     mut r: XdrReader,
-) -> Option<Vec<Bytes>> {
-    let max_decode = (state.limits.max_ops as usize).max(1024);
-    let (args, declared) = decode_compound_args(&mut r, max_decode).ok()?;
-    // RFC 8881 16.2.3: only minor version 1 is served here; 4.0 and 4.2
-    // clients fall back (mount.nfs tries 4.2, then 4.1).
+    request_len: usize,
+) -> CompoundReply {
+    // One operation more than a session may ever allow is enough to answer
+    // any compound: a longer one is NFS4ERR_TOO_MANY_OPS at SEQUENCE (or
+    // NOT_ONLY_OP / OP_NOT_IN_SESSION without one), so the rest of a
+    // compound declaring 100000 operations is never decoded.
+    let max_decode = state.limits.max_ops as usize + 1;
+    let Ok((args, declared)) = decode_compound_args(&mut r, max_decode) else {
+        return CompoundReply::GarbageArgs;
+    };
+    // RFC 8881 16.2.3: only minor version 1 is served here; the result
+    // array of a mismatch is empty. 4.0 and 4.2 clients fall back
+    // (mount.nfs tries 4.2, then 4.1).
     if args.minorversion != 1 {
-        return Some(encode_res(&COMPOUND4res {
+        return CompoundReply::Body(encode_res(&COMPOUND4res {
             status: NFS4ERR_MINOR_VERS_MISMATCH,
             tag: args.tag,
             resarray: Vec::new(),
         }));
     }
-    let mut c = Compound {
-        state: state.clone(),
-        conn: conn.clone(),
-        caller,
-        session: None,
-        slotid: None,
-        current: None,
-        saved: None,
-        current_stateid: None,
-        saved_stateid: None,
-        index: 0,
-        op_count: declared as usize,
-        runtime: tokio::runtime::Handle::current(),
-    };
-    let out = tokio::task::spawn_blocking(move || c.execute(args, declared))
-        .await
-        .ok()?;
-    Some(out)
+    // RFC 8881 16.2.3: a compound of no operations succeeds and does
+    // nothing; it needs no thread.
+    if declared == 0 {
+        return CompoundReply::Body(encode_res(&COMPOUND4res {
+            status: NFS4_OK,
+            tag: args.tag,
+            resarray: Vec::new(),
+        }));
+    }
+    let mut c = Compound::new(state, conn, caller, declared as usize);
+    match tokio::task::spawn_blocking(move || c.execute(args, declared, request_len)).await {
+        Ok(body) => CompoundReply::Body(body),
+        Err(_) => CompoundReply::SystemErr,
+    }
+}
+
+fn encode_res(res: &COMPOUND4res) -> Vec<Bytes> {
+    let mut w = XdrWriter::with_capacity(64);
+    res.encode(&mut w);
+    w.into_segments()
+}
+
+/// The results of a COMPOUND as they are produced: encoded one by one, so
+/// that the one that would make the reply too big is known (RFC 8881
+/// 2.10.6.4) and the reply needs no second encoding. Small results are
+/// gathered in one buffer; large payloads (READ data) stay their own
+/// segments for the vectored write.
+struct ReplyBuilder {
+    segments: Vec<Bytes>,
+    small: BytesMut,
+    /// Bytes of the reply so far, RPC header included.
+    len: usize,
+    count: u32,
+    /// The session's limit and the error for passing it.
+    limit: usize,
+    too_big: nfsstat4,
+}
+
+const SMALL_SEGMENT: usize = 4096;
+
+impl ReplyBuilder {
+    fn new(tag: &[u8]) -> ReplyBuilder {
+        ReplyBuilder {
+            segments: Vec::new(),
+            small: BytesMut::with_capacity(512),
+            // RPC header, status, tag, result count.
+            len: RPC_REPLY_HEADER + 4 + 4 + xdr_len(tag.len()) + 4,
+            count: 0,
+            limit: usize::MAX,
+            too_big: NFS4_OK,
+        }
+    }
+
+    /// Room for the next result, its op number and status included.
+    fn room(&self) -> usize {
+        self.limit.saturating_sub(self.len)
+    }
+
+    /// Add a result; false (and nothing added) when it does not fit.
+    fn push(&mut self, res: &nfs_resop4) -> bool {
+        let mut w = XdrWriter::with_capacity(128);
+        res.encode(&mut w);
+        if self.len + w.len() > self.limit {
+            return false;
+        }
+        self.push_encoded(w);
+        true
+    }
+
+    /// Add a result whatever its size (an error result, 8 bytes).
+    fn force(&mut self, res: &nfs_resop4) {
+        let mut w = XdrWriter::with_capacity(16);
+        res.encode(&mut w);
+        self.push_encoded(w);
+    }
+
+    fn push_encoded(&mut self, w: XdrWriter) {
+        self.len += w.len();
+        self.count += 1;
+        for seg in w.into_segments() {
+            if seg.len() < SMALL_SEGMENT {
+                self.small.extend_from_slice(&seg);
+            } else {
+                if !self.small.is_empty() {
+                    self.segments.push(self.small.split().freeze());
+                }
+                self.segments.push(seg);
+            }
+        }
+    }
+
+    /// The COMPOUND4res: status, tag, the results.
+    fn finish(mut self, status: nfsstat4, tag: &[u8]) -> Vec<Bytes> {
+        if !self.small.is_empty() {
+            self.segments.push(self.small.split().freeze());
+        }
+        let mut w = XdrWriter::with_capacity(16 + tag.len());
+        status.encode(&mut w);
+        w.put_opaque(tag);
+        w.put_u32(self.count);
+        let mut out = w.into_segments();
+        out.extend(self.segments);
+        out
+    }
 }
 
 impl Compound {
-    fn execute(
-        &mut self,
-        args: braid_nfs_proto::nfs4::compound::CompoundArgs,
-        declared: u32,
-    ) -> Vec<Bytes> {
-        let mut resarray: Vec<nfs_resop4> = Vec::with_capacity(args.ops.len() + 1);
+    pub fn new(
+        state: &Arc<NfsState>,
+        conn: &Arc<Connection>,
+        caller: Caller,
+        op_count: usize,
+    ) -> Compound {
+        Compound {
+            state: state.clone(),
+            conn: conn.clone(),
+            caller,
+            session: None,
+            slotid: None,
+            cachethis: false,
+            current: None,
+            saved: None,
+            current_stateid: None,
+            saved_stateid: None,
+            index: 0,
+            op_count,
+            reply_room: usize::MAX,
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+
+    /// Run the decoded operations in order until one fails (RFC 8881
+    /// 16.2.3) and encode the reply; the slot of the SEQUENCE, if any, gets
+    /// the reply for its cache.
+    pub fn execute(&mut self, args: CompoundArgs, declared: u32, request_len: usize) -> Vec<Bytes> {
+        let mut reply = ReplyBuilder::new(&args.tag);
+        // Should the compound end early (a panic in an operation), the slot
+        // must not stay "in progress" for ever: retries would get
+        // NFS4ERR_DELAY until the session ends.
+        let mut guard = SlotGuard {
+            session: None,
+            slotid: 0,
+        };
         let mut status = NFS4_OK;
-        let mut cachethis = false;
-        let mut too_many = false;
         for (i, op) in args.ops.iter().enumerate() {
             self.index = i;
+            self.reply_room = reply.room();
             let opnum = op.discriminant();
-            let res = if i == 0 {
+            let res = if illegal(op) {
+                dispatch::error_result(OP_ILLEGAL, NFS4ERR_OP_ILLEGAL)
+            } else if i == 0 {
                 match op {
-                    nfs_argop4::OP_SEQUENCE(a) => match sequence::begin(self, a, declared) {
-                        SequenceOutcome::Proceed(res, cache) => {
-                            cachethis = cache;
-                            res
+                    nfs_argop4::OP_SEQUENCE(a) => {
+                        let facts = sequence::RequestFacts {
+                            declared_ops: declared,
+                            request_len,
+                            reply_so_far: reply.len,
+                        };
+                        match sequence::begin(self, a, &facts) {
+                            SequenceOutcome::Proceed(res) => {
+                                if let Some(s) = &self.session {
+                                    guard.session = Some(s.clone());
+                                    guard.slotid = a.sa_slotid;
+                                    let (limit, too_big) = if self.cachethis {
+                                        (
+                                            s.fore.ca_maxresponsesize_cached,
+                                            NFS4ERR_REP_TOO_BIG_TO_CACHE,
+                                        )
+                                    } else {
+                                        (s.fore.ca_maxresponsesize, NFS4ERR_REP_TOO_BIG)
+                                    };
+                                    reply.limit = limit as usize;
+                                    reply.too_big = too_big;
+                                }
+                                res
+                            }
+                            SequenceOutcome::Replay(body) => return vec![body],
+                            SequenceOutcome::Refused(res) => res,
                         }
-                        SequenceOutcome::Replay(body) => return vec![body],
-                        SequenceOutcome::Refused(res) => res,
-                    },
+                    }
+                    // RFC 8881 18.35.3 etc.: without SEQUENCE, these must be
+                    // alone.
                     _ if sessionless(op) && declared > 1 => {
                         dispatch::error_result(opnum, NFS4ERR_NOT_ONLY_OP)
                     }
                     _ if sessionless(op) => dispatch::dispatch(self, op),
-                    // RFC 8881 2.10.6.4? no: 18.46.3 — every other compound
-                    // begins with SEQUENCE.
+                    // RFC 8881 18.46.3: every other compound begins with
+                    // SEQUENCE.
                     _ => dispatch::error_result(opnum, NFS4ERR_OP_NOT_IN_SESSION),
                 }
             } else if matches!(op, nfs_argop4::OP_SEQUENCE(_)) {
                 dispatch::error_result(opnum, NFS4ERR_SEQUENCE_POS)
-            } else if self.session.is_none() && sessionless(op) {
-                // A sessionless operation after a sessionless first one.
-                dispatch::error_result(opnum, NFS4ERR_NOT_ONLY_OP)
             } else if self.session.is_none() {
+                // Unreachable: a sessionless first operation is alone.
                 dispatch::error_result(opnum, NFS4ERR_OP_NOT_IN_SESSION)
             } else {
                 dispatch::dispatch(self, op)
             };
             status = dispatch::status_of(&res);
-            resarray.push(res);
+            if !reply.push(&res) {
+                // RFC 8881 2.10.6.4: the operation whose result does not
+                // fit answers NFS4ERR_REP_TOO_BIG (or _TO_CACHE) and the
+                // compound ends there.
+                status = reply.too_big;
+                reply.force(&dispatch::error_result(opnum, status));
+            }
             if status != NFS4_OK {
                 break;
-            }
-            if i + 1 == args.ops.len() && (args.ops.len() as u32) < declared {
-                too_many = true;
             }
         }
         if status == NFS4_OK {
             if let Some(stop) = &args.stopped {
-                // The operation that could not be decoded answers for itself.
+                // The operation that could not be decoded answers for
+                // itself (RFC 8881 15.1.3.4, 16.2.3).
                 let (opnum, err) = match stop.kind {
                     StopKind::Illegal => (OP_ILLEGAL, NFS4ERR_OP_ILLEGAL),
                     StopKind::BadXdr(_) => (nfs_opnum4(stop.opnum as i32), NFS4ERR_BADXDR),
                 };
-                let res = if self.session.is_none() && resarray.is_empty() && err == NFS4ERR_BADXDR
-                {
-                    dispatch::error_result(opnum, NFS4ERR_BADXDR)
-                } else {
-                    dispatch::error_result(opnum, err)
-                };
                 status = err;
-                resarray.push(res);
-            } else if too_many {
-                status = NFS4ERR_RESOURCE;
+                reply.force(&dispatch::error_result(opnum, err));
+            } else if (args.ops.len() as u32) < declared {
+                // Not reached: ca_maxoperations is below the decode limit,
+                // so SEQUENCE refused the compound. Never answer for
+                // operations not run.
+                status = NFS4ERR_SERVERFAULT;
             }
         }
-        let res = COMPOUND4res {
-            status,
-            tag: args.tag,
-            resarray,
-        };
-        let mut w = XdrWriter::with_capacity(512);
-        res.encode(&mut w);
-        let segments = w.into_segments();
-        if let (Some(session), Some(slotid)) = (&self.session, self.slotid) {
-            let cached = if cachethis {
-                Some(concat(&segments))
-            } else {
-                None
-            };
-            session.finish(slotid, cached);
+        let segments = reply.finish(status, &args.tag);
+        if let Some(session) = guard.session.take() {
+            let cached = self.cachethis.then(|| concat(&segments));
+            session.finish(guard.slotid, cached);
+            self.state.clients.note_state(&session.client);
         }
         segments
+    }
+}
+
+/// Finishes a slot left in progress when the compound unwinds.
+struct SlotGuard {
+    session: Option<Arc<Session>>,
+    slotid: u32,
+}
+
+impl Drop for SlotGuard {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            s.finish(self.slotid, None);
+        }
     }
 }
 
@@ -196,3 +377,7 @@ fn concat(segments: &[Bytes]) -> Bytes {
     }
     Bytes::from(v)
 }
+
+#[cfg(test)]
+#[path = "compound_tests.rs"]
+mod tests;

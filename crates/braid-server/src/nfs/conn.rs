@@ -68,6 +68,21 @@ impl Connection {
         reply.ok()?.ok()
     }
 
+    /// A connection with no socket behind it (unit tests): what is sent
+    /// on it goes nowhere.
+    #[cfg(test)]
+    pub fn detached(id: u64, peer: SocketAddr) -> Arc<Connection> {
+        let (tx, _rx) = mpsc::channel(1);
+        Arc::new(Connection {
+            id,
+            peer,
+            tx,
+            callbacks: Mutex::new(HashMap::new()),
+            next_xid: AtomicU32::new(1),
+            closed: AtomicBool::new(false),
+        })
+    }
+
     fn deliver_reply(&self, xid: u32, record: Bytes) {
         if let Some(tx) = self.callbacks.lock().unwrap().remove(&xid) {
             let _ = tx.send(record);
@@ -125,8 +140,7 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
                     let state = state.clone();
                     let conn = conn.clone();
                     tokio::spawn(async move {
-                        if let Some(reply) = super::rpc::handle_call(&state, &conn, record).await
-                        {
+                        if let Some(reply) = super::rpc::handle_call(&state, &conn, record).await {
                             conn.send_record(reply).await;
                         }
                         drop(permit);
@@ -159,7 +173,10 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
 /// Up to this many replies go out in one vectored write.
 const BATCH: usize = 64;
 
-async fn write_replies(mut wr: tokio::net::tcp::OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<Bytes>>) {
+async fn write_replies(
+    mut wr: tokio::net::tcp::OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Vec<Bytes>>,
+) {
     let mut pending: Vec<Bytes> = Vec::new();
     while let Some(first) = rx.recv().await {
         pending.extend(first);

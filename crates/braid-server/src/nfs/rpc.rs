@@ -4,13 +4,14 @@
 use std::sync::Arc;
 
 use braid_nfs_proto::rpc::{
-    decode_call, encode_reply, AcceptStat, AuthStat, AuthSysParms, OpaqueAuth, ReplyStat,
-    RpcError, AUTH_NONE, AUTH_SYS, NFS4_PROGRAM, NFSPROC4_COMPOUND, NFSPROC4_NULL, NFS_V4,
+    decode_call, encode_reply, AcceptStat, AuthStat, AuthSysParms, OpaqueAuth, ReplyStat, RpcError,
+    AUTH_NONE, AUTH_SYS, NFS4_PROGRAM, NFSPROC4_COMPOUND, NFSPROC4_NULL, NFS_V4,
 };
 use braid_nfs_proto::xdr::{Xdr, XdrReader, XdrWriter};
 use bytes::Bytes;
 use tracing::debug;
 
+use super::compound::CompoundReply;
 use super::conn::Connection;
 use super::NfsState;
 
@@ -69,6 +70,7 @@ pub async fn handle_call(
     conn: &Arc<Connection>,
     record: Bytes,
 ) -> Option<Vec<Bytes>> {
+    let request_len = record.len();
     let mut r = XdrReader::new(record);
     let call = match decode_call(&mut r) {
         Ok(call) => call,
@@ -118,10 +120,15 @@ pub async fn handle_call(
     match call.proc_ {
         NFSPROC4_NULL => Some(accepted(xid, AcceptStat::Success)),
         NFSPROC4_COMPOUND => {
-            let body = super::compound::run(state, conn, caller, r).await?;
-            let mut segments = accepted(xid, AcceptStat::Success);
-            segments.extend(body);
-            Some(segments)
+            match super::compound::run(state, conn, caller, r, request_len).await {
+                CompoundReply::Body(body) => {
+                    let mut segments = accepted(xid, AcceptStat::Success);
+                    segments.extend(body);
+                    Some(segments)
+                }
+                CompoundReply::GarbageArgs => Some(accepted(xid, AcceptStat::GarbageArgs)),
+                CompoundReply::SystemErr => Some(accepted(xid, AcceptStat::SystemErr)),
+            }
         }
         _ => Some(accepted(xid, AcceptStat::ProcUnavail)),
     }

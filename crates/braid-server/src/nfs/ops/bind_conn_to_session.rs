@@ -10,8 +10,11 @@ pub fn run(c: &mut Compound, a: &BIND_CONN_TO_SESSION4args) -> BIND_CONN_TO_SESS
     let Some(session) = c.state.sessions.get(&a.bctsa_sessid) else {
         return BIND_CONN_TO_SESSION4res::Default(NFS4ERR_BADSESSION);
     };
-    if session.client.principal != c.caller.principal() {
-        return BIND_CONN_TO_SESSION4res::Default(NFS4ERR_PERM);
+    // RFC 8881 2.10.8.3: only SP4_MACH_CRED and SP4_SSV (not offered)
+    // restrict who may bind; with SP4_NONE any principal may, as with Linux
+    // nfsd. A client that expired must start again.
+    if !session.client.renew() {
+        return BIND_CONN_TO_SESSION4res::Default(NFS4ERR_BADSESSION);
     }
     // RFC 8881 18.34.3: the server may refuse RDMA mode; it says so in
     // the answer.
@@ -22,7 +25,6 @@ pub fn run(c: &mut Compound, a: &BIND_CONN_TO_SESSION4args) -> BIND_CONN_TO_SESS
         _ => return BIND_CONN_TO_SESSION4res::Default(NFS4ERR_INVAL),
     };
     session.bind(c.conn.id, fore, back);
-    session.client.renew();
     BIND_CONN_TO_SESSION4res::NFS4_OK(BIND_CONN_TO_SESSION4resok {
         bctsr_sessid: a.bctsa_sessid,
         bctsr_dir: dir,

@@ -15,11 +15,10 @@ fn destroy(c: &mut Compound, a: &DESTROY_CLIENTID4args) -> nfsstat4 {
     let Some(client) = c.state.clients.get(a.dca_clientid) else {
         return NFS4ERR_STALE_CLIENTID;
     };
-    if client.principal != c.caller.principal() {
-        return NFS4ERR_CLID_INUSE;
-    }
-    // RFC 8881 18.50.3: not while it has sessions or state.
-    if !client.sessions.lock().unwrap().is_empty() || client.has_state() {
+    // RFC 8881 2.10.8.3: with SP4_NONE (the only protection offered) any
+    // principal may, as with Linux nfsd. RFC 8881 18.50.3: not while the
+    // client has sessions or state (DESCID5, DESCID6).
+    if client.has_sessions() || client.has_state() {
         return NFS4ERR_CLIENTID_BUSY;
     }
     destroy_client(&c.state, &client);

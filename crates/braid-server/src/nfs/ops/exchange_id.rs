@@ -5,6 +5,7 @@
 use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::compound::Compound;
+use crate::nfs::state::clients::Who;
 use crate::nfs::state::reaper::destroy_client;
 
 /// eia_flags a client may send (RFC 8881 18.35.3); SUPP_FENCE_OPS is of
@@ -28,15 +29,20 @@ pub fn run(c: &mut Compound, a: &EXCHANGE_ID4args) -> EXCHANGE_ID4res {
     if c.state.clients.len() >= c.state.limits.max_clients {
         crate::nfs::state::reaper::expire(&c.state);
         if c.state.clients.len() >= c.state.limits.max_clients {
-            return EXCHANGE_ID4res::Default(NFS4ERR_RESOURCE);
+            // Full (issue 42's limits): come back later, as Linux nfsd
+            // answers when it cannot allocate a client.
+            return EXCHANGE_ID4res::Default(NFS4ERR_DELAY);
         }
     }
     let update = a.eia_flags & EXCHGID4_FLAG_UPD_CONFIRMED_REC_A != 0;
-    let principal = c.caller.principal();
+    let who = Who {
+        caller: c.caller.clone(),
+        addr: c.conn.peer,
+    };
     let (exchanged, dropped) = match c.state.clients.exchange_id(
         &a.eia_clientowner.co_ownerid,
         a.eia_clientowner.co_verifier,
-        &principal,
+        &who,
         update,
         c.state.lease_time,
     ) {
@@ -51,7 +57,13 @@ pub fn run(c: &mut Compound, a: &EXCHANGE_ID4args) -> EXCHANGE_ID4res {
     if exchanged.confirmed {
         flags |= EXCHGID4_FLAG_CONFIRMED_R;
     }
-    let seqid = client.create_session.lock().unwrap().seqid.wrapping_add(1);
+    // RFC 8881 18.35.4: the sequence id the next CREATE_SESSION carries.
+    let seqid = client
+        .create_session
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .seqid
+        .wrapping_add(1);
     EXCHANGE_ID4res::NFS4_OK(EXCHANGE_ID4resok {
         eir_clientid: client.clientid,
         eir_sequenceid: seqid,

@@ -20,13 +20,34 @@ pub struct Client {
     confirmed: AtomicBool,
     /// RFC 8881 18.36.4: CREATE_SESSION's own one-slot reply cache.
     pub create_session: Mutex<CreateSessionSlot>,
-    last_renewed: Mutex<Instant>,
+    lease: Mutex<Lease>,
+    /// Where the client came from (its first EXCHANGE_ID), for the admin
+    /// view.
+    pub addr: std::net::SocketAddr,
+    /// The caller of that EXCHANGE_ID (uid for AUTH_SYS), for the admin
+    /// view.
+    pub caller: crate::nfs::rpc::Caller,
+    pub created: Instant,
+    /// SEQ4_STATUS_* bits the state code raises for this client (e.g.
+    /// SEQ4_STATUS_RECALLABLE_STATE_REVOKED when a delegation was revoked),
+    /// reported on each SEQUENCE until cleared (RFC 8881 18.46.3).
+    pub status_flags: AtomicU32,
     pub sessions: Mutex<Vec<sessionid4>>,
     pub state: Mutex<ClientState>,
     /// RECLAIM_COMPLETE was sent (RFC 8881 18.51).
     pub reclaim_complete: AtomicBool,
     /// The client held state in the server's previous run and may reclaim.
     pub may_reclaim: AtomicBool,
+    /// The client is in the store (it held state in this run).
+    recorded: AtomicBool,
+}
+
+/// The lease (RFC 8881 8.3): renewed by every SEQUENCE; once it ran out
+/// and the client's state is being released, `expired` is set and the
+/// client can renew no more (its sessions answer NFS4ERR_BADSESSION).
+struct Lease {
+    renewed: Instant,
+    expired: bool,
 }
 
 pub struct CreateSessionSlot {
@@ -40,23 +61,82 @@ impl Client {
         self.confirmed.load(Ordering::Acquire)
     }
 
-    pub fn renew(&self) {
-        *self.last_renewed.lock().unwrap() = Instant::now();
+    fn lease(&self) -> std::sync::MutexGuard<'_, Lease> {
+        self.lease.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// RFC 8881 8.3: any SEQUENCE (and CREATE_SESSION, BIND_CONN_TO_SESSION)
+    /// renews the lease. False when the client already expired: it must
+    /// start again with EXCHANGE_ID.
+    pub fn renew(&self) -> bool {
+        let mut l = self.lease();
+        if l.expired {
+            return false;
+        }
+        l.renewed = Instant::now();
+        true
     }
 
     pub fn lease_expired(&self, lease: Duration) -> bool {
-        self.last_renewed.lock().unwrap().elapsed() > lease
+        self.lease().renewed.elapsed() > lease
     }
 
     pub fn since_renewed(&self) -> Duration {
-        self.last_renewed.lock().unwrap().elapsed()
+        self.lease().renewed.elapsed()
+    }
+
+    /// Whether the client's state is being released (its lease ran out).
+    pub fn is_expired(&self) -> bool {
+        self.lease().expired
+    }
+
+    /// Mark the client expired if its lease has run out, atomically with
+    /// respect to `renew`: true once, for the caller that must then
+    /// release its state (`reaper::destroy_client`).
+    pub fn try_expire(&self, lease: Duration) -> bool {
+        let mut l = self.lease();
+        if l.expired || l.renewed.elapsed() <= lease {
+            return false;
+        }
+        l.expired = true;
+        true
+    }
+
+    /// Mark the client expired whatever its lease (DESTROY_CLIENTID, a
+    /// replaced record): false when somebody else already did.
+    pub fn expire_now(&self) -> bool {
+        !std::mem::replace(&mut self.lease().expired, true)
     }
 
     /// Opens, locks or delegations (sessions alone are not state here:
-    /// RFC 8881 18.35.5 case 3 asks whether the client "has state").
+    /// RFC 8881 18.50.3 asks for sessions separately).
     pub fn has_state(&self) -> bool {
-        !self.state.lock().unwrap().is_empty()
+        !self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
     }
+
+    pub fn has_sessions(&self) -> bool {
+        !self
+            .sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+
+    /// RFC 8881 8.4.3.x "courtesy": the lease ran out but the client keeps
+    /// its state until another client wants it (or the reaper's limit).
+    pub fn is_courtesy(&self, lease: Duration) -> bool {
+        !self.is_expired() && self.lease_expired(lease)
+    }
+}
+
+/// Who sent an EXCHANGE_ID.
+pub struct Who {
+    pub caller: crate::nfs::rpc::Caller,
+    pub addr: std::net::SocketAddr,
 }
 
 /// Why EXCHANGE_ID answered as it did (RFC 8881 18.35.5's cases).
@@ -101,11 +181,20 @@ impl ClientTable {
     }
 
     pub fn get(&self, id: clientid4) -> Option<Arc<Client>> {
-        self.inner.lock().unwrap().by_id.get(&id).cloned()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .get(&id)
+            .cloned()
     }
 
     pub fn len(&self) -> usize {
-        self.inner.lock().unwrap().by_id.len()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -113,7 +202,13 @@ impl ClientTable {
     }
 
     pub fn all(&self) -> Vec<Arc<Client>> {
-        self.inner.lock().unwrap().by_id.values().cloned().collect()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .values()
+            .cloned()
+            .collect()
     }
 
     fn insert_unconfirmed(
@@ -121,7 +216,7 @@ impl ClientTable {
         inner: &mut Inner,
         owner: &[u8],
         verifier: verifier4,
-        principal: &[u8],
+        who: &Who,
     ) -> Arc<Client> {
         let entry = inner.by_owner.entry(owner.to_vec()).or_default();
         if let Some(old) = entry.unconfirmed.take() {
@@ -131,17 +226,25 @@ impl ClientTable {
             clientid: self.new_clientid(),
             owner: owner.to_vec(),
             verifier,
-            principal: principal.to_vec(),
+            principal: who.caller.principal(),
             confirmed: AtomicBool::new(false),
             create_session: Mutex::new(CreateSessionSlot {
                 seqid: 0,
                 reply: None,
             }),
-            last_renewed: Mutex::new(Instant::now()),
+            lease: Mutex::new(Lease {
+                renewed: Instant::now(),
+                expired: false,
+            }),
+            addr: who.addr,
+            caller: who.caller.clone(),
+            created: Instant::now(),
+            status_flags: AtomicU32::new(0),
             sessions: Mutex::new(Vec::new()),
             state: Mutex::new(ClientState::default()),
             reclaim_complete: AtomicBool::new(false),
             may_reclaim: AtomicBool::new(false),
+            recorded: AtomicBool::new(false),
         });
         let entry = inner.by_owner.entry(owner.to_vec()).or_default();
         entry.unconfirmed = Some(client.clientid);
@@ -158,11 +261,13 @@ impl ClientTable {
         &self,
         owner: &[u8],
         verifier: verifier4,
-        principal: &[u8],
+        who: &Who,
         update: bool,
         lease: Duration,
     ) -> Result<(Exchanged, Vec<Arc<Client>>), nfsstat4> {
-        let mut inner = self.inner.lock().unwrap();
+        let principal = who.caller.principal();
+        let principal = principal.as_slice();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let confirmed = inner
             .by_owner
             .get(owner)
@@ -200,20 +305,25 @@ impl ClientTable {
                 ));
             }
             if c.principal != principal {
-                // Case 3: another principal claims the owner. A client that
-                // holds state within its lease keeps it.
-                if c.has_state() && !c.lease_expired(lease) {
+                // Case 3: another principal claims the owner. A client
+                // within its lease that holds state (sessions count, as
+                // Linux nfsd counts them) keeps it; one whose lease ran
+                // out loses it to the newcomer.
+                if !c.lease_expired(lease) && (c.has_state() || c.has_sessions()) {
                     return Err(NFS4ERR_CLID_INUSE);
                 }
                 Self::forget(&mut inner, &c);
-                self.store.remove(&c.owner);
+                if c.recorded.load(Ordering::Acquire) {
+                    self.store.remove(&c.owner);
+                }
                 dropped.push(c);
             }
-            // Case 5 (same principal, new verifier: the client restarted):
+            // Case 4 (same principal, new verifier: the client restarted):
             // the confirmed record stays until the new one is confirmed.
         }
-        // Cases 1 and 4: a new unconfirmed record, replacing any other.
-        let client = self.insert_unconfirmed(&mut inner, owner, verifier, principal);
+        // Cases 1, 4 and 5: a new unconfirmed record, replacing any other
+        // unconfirmed one of the owner.
+        let client = self.insert_unconfirmed(&mut inner, owner, verifier, who);
         Ok((
             Exchanged {
                 client,
@@ -227,7 +337,7 @@ impl ClientTable {
     /// confirmed record of the same owner (a restarted client) goes, and is
     /// returned so the caller can destroy its sessions and state.
     pub fn confirm(&self, client: &Arc<Client>) -> Option<Arc<Client>> {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if client.is_confirmed() {
             return None;
         }
@@ -238,12 +348,40 @@ impl ClientTable {
         }
         entry.confirmed = Some(client.clientid);
         client.confirmed.store(true, Ordering::Release);
-        let old = old.and_then(|id| inner.by_id.remove(&id));
-        drop(inner);
-        self.store.add(&ClientRecord {
-            owner: client.owner.clone(),
+        old.and_then(|id| inner.by_id.remove(&id))
+    }
+
+    /// RFC 8881 8.4.2.1: a client that holds state is recorded in stable
+    /// storage, so that after a restart it may reclaim it (and only then is
+    /// there a grace period). Called after each compound of a session;
+    /// costs one atomic load once the client is recorded.
+    pub fn note_state(&self, client: &Client) {
+        if client.recorded.load(Ordering::Acquire) || !client.has_state() {
+            return;
+        }
+        if !client.recorded.swap(true, Ordering::AcqRel) {
+            self.store.add(&ClientRecord {
+                owner: client.owner.clone(),
+            });
+        }
+    }
+
+    /// The stored record of `owner` is stale (it did not reclaim in the
+    /// grace period, or finished reclaiming holding nothing): remove it
+    /// unless a client of that owner holds state in this run.
+    pub fn forget_record(&self, owner: &[u8]) {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let recorded = inner.by_owner.get(owner).is_some_and(|e| {
+            [e.confirmed, e.unconfirmed]
+                .into_iter()
+                .flatten()
+                .filter_map(|id| inner.by_id.get(&id))
+                .any(|c| c.recorded.load(Ordering::Acquire))
         });
-        old
+        drop(inner);
+        if !recorded {
+            self.store.remove(owner);
+        }
     }
 
     fn forget(inner: &mut Inner, client: &Client) {
@@ -263,14 +401,14 @@ impl ClientTable {
 
     /// DESTROY_CLIENTID, or a lease that ran out: the record goes.
     pub fn remove(&self, client: &Client) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let was_confirmed = inner
             .by_owner
             .get(&client.owner)
             .is_some_and(|e| e.confirmed == Some(client.clientid));
         Self::forget(&mut inner, client);
         drop(inner);
-        if was_confirmed {
+        if was_confirmed && client.recorded.load(Ordering::Acquire) {
             self.store.remove(&client.owner);
         }
     }

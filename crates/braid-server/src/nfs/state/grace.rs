@@ -34,26 +34,38 @@ impl Grace {
 
     /// Whether the server is in its grace period now.
     pub fn active(&self) -> bool {
-        let mut inner = self.inner.lock().unwrap();
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.ends.is_some_and(|t| Instant::now() < t) && !inner.waiting.is_empty()
+    }
+
+    /// Once the period is over: the owners that never finished reclaiming
+    /// (their records can go: RFC 8881 8.4.3, they may not reclaim after
+    /// the grace period). Empty before, and after the first call.
+    pub fn take_unreclaimed(&self) -> Vec<Vec<u8>> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         match inner.ends {
-            Some(t) if Instant::now() < t && !inner.waiting.is_empty() => true,
-            Some(_) => {
+            Some(t) if Instant::now() >= t => {
                 inner.ends = None;
-                inner.waiting.clear();
-                false
+                inner.waiting.drain().collect()
             }
-            None => false,
+            _ => Vec::new(),
         }
     }
 
     /// Whether `owner` held state in the last run and may still reclaim.
     pub fn may_reclaim(&self, owner: &[u8]) -> bool {
-        self.active() && self.inner.lock().unwrap().waiting.contains(owner)
+        self.active()
+            && self
+                .inner
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .waiting
+                .contains(owner)
     }
 
     /// RECLAIM_COMPLETE from `owner` (or its lease ending).
     pub fn done(&self, owner: &[u8]) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         inner.waiting.remove(owner);
         if inner.waiting.is_empty() {
             inner.ends = None;
@@ -85,8 +97,12 @@ mod tests {
     fn grace_ends_when_the_last_client_reclaimed() {
         let g = Grace::start(
             &Fixed(vec![
-                ClientRecord { owner: b"a".to_vec() },
-                ClientRecord { owner: b"b".to_vec() },
+                ClientRecord {
+                    owner: b"a".to_vec(),
+                },
+                ClientRecord {
+                    owner: b"b".to_vec(),
+                },
             ]),
             Duration::from_secs(90),
         );
@@ -98,5 +114,20 @@ mod tests {
         assert!(!g.may_reclaim(b"a"));
         g.done(b"b");
         assert!(!g.active());
+        assert!(g.take_unreclaimed().is_empty());
+    }
+
+    #[test]
+    fn owners_that_did_not_reclaim_are_named_when_grace_ends() {
+        let g = Grace::start(
+            &Fixed(vec![ClientRecord {
+                owner: b"a".to_vec(),
+            }]),
+            Duration::from_millis(1),
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(!g.active());
+        assert_eq!(g.take_unreclaimed(), vec![b"a".to_vec()]);
+        assert!(g.take_unreclaimed().is_empty());
     }
 }

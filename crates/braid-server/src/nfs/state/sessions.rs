@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use braid_nfs_proto::nfs4::{callback_sec_parms4, channel_attrs4, sessionid4};
+use braid_nfs_proto::nfs4::{
+    callback_sec_parms4, channel_attrs4, sessionid4, SEQ4_STATUS_CB_PATH_DOWN,
+    SEQ4_STATUS_CB_PATH_DOWN_SESSION,
+};
 use bytes::Bytes;
 
 use super::clients::Client;
@@ -74,36 +77,69 @@ impl Session {
         }
     }
 
-    pub fn begin(&self, slotid: u32, seqid: u32, highest: u32) -> SlotVerdict {
-        self.slots.lock().unwrap().begin(slotid, seqid, highest)
+    pub fn begin(&self, slotid: u32, seqid: u32, highest: u32, fingerprint: u64) -> SlotVerdict {
+        self.slots().begin(slotid, seqid, highest, fingerprint)
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, SlotTable> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn channels(&self) -> std::sync::MutexGuard<'_, Channels> {
+        self.channels.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Slots in the table, and how many hold a request running now.
+    pub fn slot_usage(&self) -> (u32, usize) {
+        let t = self.slots();
+        (t.len(), t.in_progress())
+    }
+
+    /// Whether the session ever had a backchannel connection and has none
+    /// now (the connections bound to it were lost).
+    pub fn back_channel_lost(&self) -> bool {
+        self.callback
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .path_down
+    }
+
+    /// Whether a connection is bound to the backchannel now.
+    pub fn has_back_channel(&self) -> bool {
+        !self.channels().back.is_empty()
+    }
+
+    /// The connections of the fore channel now.
+    pub fn fore_connection_ids(&self) -> Vec<u64> {
+        self.channels().fore.clone()
     }
 
     pub fn finish(&self, slotid: u32, reply: Option<Bytes>) {
-        self.slots.lock().unwrap().finish(slotid, reply)
+        self.slots().finish(slotid, reply)
     }
 
     pub fn abandon(&self, slotid: u32) {
-        self.slots.lock().unwrap().abandon(slotid)
+        self.slots().abandon(slotid)
     }
 
     /// (sr_highest_slotid, sr_target_highest_slotid).
     pub fn slot_limits(&self) -> (u32, u32) {
-        let t = self.slots.lock().unwrap();
+        let t = self.slots();
         (t.highest_slotid(), t.target_highest_slotid())
     }
 
     pub fn set_target_highest_slotid(&self, target: u32) {
-        self.slots.lock().unwrap().set_target_highest_slotid(target)
+        self.slots().set_target_highest_slotid(target)
     }
 
     pub fn requests_in_progress(&self) -> usize {
-        self.slots.lock().unwrap().in_progress()
+        self.slots().in_progress()
     }
 
     /// Bind a connection to the fore and/or back channel. Returns whether
     /// it was new to the fore channel.
     pub fn bind(&self, conn: u64, fore: bool, back: bool) -> bool {
-        let mut ch = self.channels.lock().unwrap();
+        let mut ch = self.channels();
         let mut new = false;
         if fore && !ch.fore.contains(&conn) {
             ch.fore.push(conn);
@@ -112,41 +148,47 @@ impl Session {
         }
         if back && !ch.back.contains(&conn) {
             ch.back.push(conn);
-            self.callback.lock().unwrap().path_down = false;
+            self.callback
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .path_down = false;
         }
         new
     }
 
     pub fn is_bound(&self, conn: u64) -> bool {
-        let ch = self.channels.lock().unwrap();
+        let ch = self.channels();
         ch.fore.contains(&conn) || ch.back.contains(&conn)
     }
 
     pub fn is_fore_bound(&self, conn: u64) -> bool {
-        self.channels.lock().unwrap().fore.contains(&conn)
+        self.channels().fore.contains(&conn)
     }
 
     /// A connection closed: it leaves both channels. The session and its
     /// state stay (RFC 8881 2.10.3.1: losing a connection loses nothing).
     pub fn unbind(&self, conn: u64) {
-        let mut ch = self.channels.lock().unwrap();
+        let mut ch = self.channels();
         ch.fore.retain(|&c| c != conn);
         let had_back = !ch.back.is_empty();
         ch.back.retain(|&c| c != conn);
         if had_back && ch.back.is_empty() {
-            self.callback.lock().unwrap().path_down = true;
+            self.callback
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .path_down = true;
         }
     }
 
     /// Connections of the fore channel now, and the most it had.
     pub fn fore_connections(&self) -> (usize, usize) {
-        let ch = self.channels.lock().unwrap();
+        let ch = self.channels();
         (ch.fore.len(), ch.fore_max)
     }
 
     /// The connections of the backchannel, most recently bound last.
     pub fn back_connections(&self) -> Vec<u64> {
-        self.channels.lock().unwrap().back.clone()
+        self.channels().back.clone()
     }
 }
 
@@ -159,15 +201,25 @@ pub struct SessionTable {
 
 impl SessionTable {
     pub fn get(&self, id: &sessionid4) -> Option<Arc<Session>> {
-        self.map.read().unwrap().get(id).cloned()
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned()
     }
 
     pub fn insert(&self, session: Arc<Session>) {
-        self.map.write().unwrap().insert(session.id, session);
+        self.map
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session.id, session);
     }
 
     pub fn remove(&self, id: &sessionid4) -> Option<Arc<Session>> {
-        self.map.write().unwrap().remove(id)
+        self.map
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id)
     }
 
     /// A new session id: the client id, a counter and randomness, so ids
@@ -183,11 +235,46 @@ impl SessionTable {
     }
 
     pub fn all(&self) -> Vec<Arc<Session>> {
-        self.map.read().unwrap().values().cloned().collect()
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// RFC 8881 18.46.3: the sr_status_flags of a SEQUENCE on `session`.
+    /// SEQ4_STATUS_CB_PATH_DOWN_SESSION when this session's backchannel
+    /// was lost, SEQ4_STATUS_CB_PATH_DOWN when moreover no session of the
+    /// client has one (the client then binds a connection anew with
+    /// BIND_CONN_TO_SESSION or CREATE_SESSION), and whatever the state code
+    /// raised on the client (revoked state).
+    pub fn status_flags(&self, session: &Session) -> u32 {
+        let mut flags = session
+            .client
+            .status_flags
+            .load(std::sync::atomic::Ordering::Acquire);
+        if session.back_channel_lost() {
+            flags |= SEQ4_STATUS_CB_PATH_DOWN_SESSION;
+            let ids = session
+                .client
+                .sessions
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let any_back = ids
+                .iter()
+                .filter_map(|id| self.get(id))
+                .any(|s| s.has_back_channel());
+            if !any_back {
+                flags |= SEQ4_STATUS_CB_PATH_DOWN;
+            }
+        }
+        flags
     }
 
     pub fn connection_lost(&self, conn: u64) {
-        for s in self.map.read().unwrap().values() {
+        for s in self.map.read().unwrap_or_else(|e| e.into_inner()).values() {
             s.unbind(conn);
         }
     }

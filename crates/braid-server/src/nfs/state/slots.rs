@@ -24,10 +24,14 @@ enum Cached {
 #[derive(Clone, Debug)]
 struct Slot {
     seqid: u32,
+    /// Who sent the slot's last request and how many operations it had
+    /// (RFC 8881 2.10.6.1.3.1: a "retry" that differs is a false retry).
+    fingerprint: u64,
     cached: Cached,
-    /// What `cached` held before the request now running, restored if
-    /// that request is abandoned.
+    /// What `cached` and `fingerprint` held before the request now
+    /// running, restored if that request is abandoned.
     previous: Cached,
+    previous_fingerprint: u64,
 }
 
 /// The answer to a SEQUENCE's slot and sequence id (RFC 8881 18.46.3).
@@ -41,6 +45,10 @@ pub enum SlotVerdict {
     RetryUncached,
     /// A retransmission of a request still running.
     Delay,
+    /// Same slot and sequence id as the last request but not the same
+    /// request (another principal, another number of operations):
+    /// NFS4ERR_SEQ_FALSE_RETRY.
+    FalseRetry,
     /// The slot id is beyond the table (NFS4ERR_BADSLOT).
     BadSlot,
     /// Neither the last sequence id nor the next (NFS4ERR_SEQ_MISORDERED).
@@ -65,8 +73,10 @@ impl SlotTable {
             slots: vec![
                 Slot {
                     seqid: 0,
+                    fingerprint: 0,
                     cached: Cached::Nothing,
                     previous: Cached::Nothing,
+                    previous_fingerprint: 0,
                 };
                 count as usize
             ],
@@ -112,18 +122,31 @@ impl SlotTable {
 
     // RFC 8881 2.10.6.1 and 18.46.3: the sequence id of a slot is one more
     // than the last one for a new request, equal for a retransmission; the
-    // first request on a slot carries 1.
-    pub fn begin(&mut self, slotid: u32, seqid: u32, highest_slotid: u32) -> SlotVerdict {
+    // first request on a slot carries 1. `fingerprint` names the request
+    // (its principal and operation count); a retransmission must match it
+    // (2.10.6.1.3.1), so nobody reads another principal's cached reply.
+    pub fn begin(
+        &mut self,
+        slotid: u32,
+        seqid: u32,
+        highest_slotid: u32,
+        fingerprint: u64,
+    ) -> SlotVerdict {
         let Some(slot) = self.slots.get_mut(slotid as usize) else {
             return SlotVerdict::BadSlot;
         };
-        if seqid == slot.seqid && slot.cached != Cached::Nothing {
-            return match &slot.cached {
-                Cached::InProgress => SlotVerdict::Delay,
-                Cached::Reply(r) => SlotVerdict::Replay(r.clone()),
-                Cached::Uncached => SlotVerdict::RetryUncached,
-                Cached::Nothing => unreachable!(),
+        if seqid == slot.seqid {
+            let verdict = match &slot.cached {
+                // A slot never used has sequence id 0, and 0 is no retry.
+                Cached::Nothing => None,
+                _ if slot.fingerprint != fingerprint => Some(SlotVerdict::FalseRetry),
+                Cached::InProgress => Some(SlotVerdict::Delay),
+                Cached::Reply(r) => Some(SlotVerdict::Replay(r.clone())),
+                Cached::Uncached => Some(SlotVerdict::RetryUncached),
             };
+            if let Some(v) = verdict {
+                return v;
+            }
         }
         if seqid != slot.seqid.wrapping_add(1) {
             return SlotVerdict::Misordered;
@@ -134,6 +157,7 @@ impl SlotTable {
             return SlotVerdict::Delay;
         }
         slot.seqid = seqid;
+        slot.previous_fingerprint = std::mem::replace(&mut slot.fingerprint, fingerprint);
         slot.previous = std::mem::replace(&mut slot.cached, Cached::InProgress);
         self.client_highest = highest_slotid;
         SlotVerdict::Execute
@@ -156,6 +180,7 @@ impl SlotTable {
         if let Some(slot) = self.slots.get_mut(slotid as usize) {
             if slot.cached == Cached::InProgress {
                 slot.seqid = slot.seqid.wrapping_sub(1);
+                slot.fingerprint = slot.previous_fingerprint;
                 slot.cached = std::mem::replace(&mut slot.previous, Cached::Nothing);
             }
         }
@@ -169,45 +194,62 @@ mod tests {
     #[test]
     fn first_request_on_a_slot_is_seqid_one() {
         let mut t = SlotTable::new(4);
-        assert_eq!(t.begin(0, 0, 0), SlotVerdict::Misordered);
-        assert_eq!(t.begin(0, 2, 0), SlotVerdict::Misordered);
-        assert_eq!(t.begin(0, 1, 0), SlotVerdict::Execute);
+        assert_eq!(t.begin(0, 0, 0, 0), SlotVerdict::Misordered);
+        assert_eq!(t.begin(0, 2, 0, 0), SlotVerdict::Misordered);
+        assert_eq!(t.begin(0, 1, 0, 0), SlotVerdict::Execute);
     }
 
     #[test]
     fn retransmission_gets_the_cached_reply_and_is_not_run_again() {
         let mut t = SlotTable::new(2);
-        assert_eq!(t.begin(1, 1, 1), SlotVerdict::Execute);
-        assert_eq!(t.begin(1, 1, 1), SlotVerdict::Delay);
+        assert_eq!(t.begin(1, 1, 1, 0), SlotVerdict::Execute);
+        assert_eq!(t.begin(1, 1, 1, 0), SlotVerdict::Delay);
         t.finish(1, Some(Bytes::from_static(b"reply")));
         assert_eq!(
-            t.begin(1, 1, 1),
+            t.begin(1, 1, 1, 0),
             SlotVerdict::Replay(Bytes::from_static(b"reply"))
         );
-        assert_eq!(t.begin(1, 2, 1), SlotVerdict::Execute);
+        assert_eq!(t.begin(1, 2, 1, 0), SlotVerdict::Execute);
         t.finish(1, None);
-        assert_eq!(t.begin(1, 2, 1), SlotVerdict::RetryUncached);
-        assert_eq!(t.begin(1, 1, 1), SlotVerdict::Misordered);
-        assert_eq!(t.begin(1, 4, 1), SlotVerdict::Misordered);
+        assert_eq!(t.begin(1, 2, 1, 0), SlotVerdict::RetryUncached);
+        assert_eq!(t.begin(1, 1, 1, 0), SlotVerdict::Misordered);
+        assert_eq!(t.begin(1, 4, 1, 0), SlotVerdict::Misordered);
+    }
+
+    #[test]
+    fn a_retry_by_another_principal_is_a_false_retry() {
+        let mut t = SlotTable::new(1);
+        assert_eq!(t.begin(0, 1, 0, 7), SlotVerdict::Execute);
+        t.finish(0, Some(Bytes::from_static(b"secret")));
+        assert_eq!(t.begin(0, 1, 0, 8), SlotVerdict::FalseRetry);
+        assert_eq!(
+            t.begin(0, 1, 0, 7),
+            SlotVerdict::Replay(Bytes::from_static(b"secret"))
+        );
+        // A new request may come from anyone.
+        assert_eq!(t.begin(0, 2, 0, 8), SlotVerdict::Execute);
     }
 
     #[test]
     fn slot_beyond_the_table_is_badslot() {
         let mut t = SlotTable::new(2);
-        assert_eq!(t.begin(2, 1, 2), SlotVerdict::BadSlot);
-        assert_eq!(t.begin(u32::MAX, 1, 0), SlotVerdict::BadSlot);
+        assert_eq!(t.begin(2, 1, 2, 0), SlotVerdict::BadSlot);
+        assert_eq!(t.begin(u32::MAX, 1, 0, 0), SlotVerdict::BadSlot);
     }
 
     #[test]
     fn abandoned_request_leaves_the_slot_where_it_was() {
         let mut t = SlotTable::new(1);
-        assert_eq!(t.begin(0, 1, 0), SlotVerdict::Execute);
+        assert_eq!(t.begin(0, 1, 0, 0), SlotVerdict::Execute);
         t.abandon(0);
-        assert_eq!(t.begin(0, 1, 0), SlotVerdict::Execute);
+        assert_eq!(t.begin(0, 1, 0, 0), SlotVerdict::Execute);
         t.finish(0, Some(Bytes::from_static(b"a")));
-        assert_eq!(t.begin(0, 2, 0), SlotVerdict::Execute);
+        assert_eq!(t.begin(0, 2, 0, 0), SlotVerdict::Execute);
         t.abandon(0);
-        assert_eq!(t.begin(0, 1, 0), SlotVerdict::Replay(Bytes::from_static(b"a")));
+        assert_eq!(
+            t.begin(0, 1, 0, 0),
+            SlotVerdict::Replay(Bytes::from_static(b"a"))
+        );
     }
 
     #[test]
@@ -215,7 +257,7 @@ mod tests {
         let mut t = SlotTable::new(1);
         t.slots[0].seqid = u32::MAX;
         t.slots[0].cached = Cached::Uncached;
-        assert_eq!(t.begin(0, 0, 0), SlotVerdict::Execute);
+        assert_eq!(t.begin(0, 0, 0, 0), SlotVerdict::Execute);
     }
 
     #[test]

@@ -100,8 +100,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("braid-store-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let s = LocalStore::open(Some(&dir)).unwrap();
-        s.add(&ClientRecord { owner: b"linux-client-1".to_vec() });
-        s.add(&ClientRecord { owner: vec![7u8; 1024] });
+        s.add(&ClientRecord {
+            owner: b"linux-client-1".to_vec(),
+        });
+        s.add(&ClientRecord {
+            owner: vec![7u8; 1024],
+        });
         let again = LocalStore::open(Some(&dir)).unwrap();
         let mut owners: Vec<_> = again.load().into_iter().map(|r| r.owner).collect();
         owners.sort();
