@@ -5,7 +5,7 @@
 
 use crate::profiles::Profile;
 use crate::report::Report;
-use crate::spec::{size_name, Security, Spec};
+use crate::spec::{size_name, Protocol, Security, Spec};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::path::Path;
@@ -23,6 +23,13 @@ pub struct Variant {
     pub security: Security,
     #[serde(default)]
     pub connect_to: Vec<String>,
+    /// NFS targets: connections per address (nconnect).
+    #[serde(default = "one")]
+    pub nconnect: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl Variant {
@@ -36,7 +43,25 @@ impl Variant {
         s.multichannel = self.multichannel;
         s.security = self.security;
         s.connect_to = self.connect_to.clone();
+        s.nconnect = self.nconnect;
         s
+    }
+
+    /// "4 channel(s) per interface, multichannel, sign" or "nconnect 4".
+    pub fn describe(&self) -> String {
+        match Protocol::of(&self.target) {
+            Protocol::Nfs => format!("NFSv4.1, nconnect {}", self.nconnect),
+            Protocol::Smb => format!(
+                "{} channel(s) per interface{} &middot; {}",
+                self.channels,
+                if self.multichannel {
+                    ", multichannel"
+                } else {
+                    ""
+                },
+                self.security.name()
+            ),
+        }
     }
 }
 
@@ -415,12 +440,10 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child,t
     for v in &r.variants {
         let _ = write!(
             o,
-            "<li><b>{}</b>: {} &middot; {} channel(s) per interface{} &middot; {}</li>",
+            "<li><b>{}</b>: {} &middot; {}</li>",
             esc(&v.label),
             esc(&v.target),
-            v.channels,
-            if v.multichannel { ", multichannel" } else { "" },
-            v.security.name()
+            v.describe()
         );
     }
     o.push_str("</ul>");

@@ -1,10 +1,13 @@
-//! The load engine: connect (with multichannel), prepare files, run
-//! `threads x queue_depth` closed-loop tasks for warm-up + duration, and
-//! collect per-operation histograms and per-channel traffic.
+//! The load engine: connect (SMB with multichannel, or NFSv4.1 with
+//! nconnect), prepare files, run `threads x queue_depth` closed-loop tasks
+//! for warm-up + duration, and collect per-operation histograms and
+//! per-connection traffic. The loops are written once against
+//! [`BenchFs`](crate::fs::BenchFs).
 
+use crate::fs::{mkdir_p, BenchFile, BenchFs, ConnSnapshot, FsError, FsResult, SmbFs};
 use crate::report::{ChannelStats, Latency, OpStats, Report, ServerInfo};
-use crate::spec::{parse_target, Mode, Security, Spec};
-use braid_client::{dialect, ClientConfig, Connection, File, OpenOptions, Policy, Session, Tree};
+use crate::spec::{parse_target, Mode, Protocol, Security, Spec};
+use braid_client::{dialect, ClientConfig, Connection, Policy, Session, Tree};
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -304,35 +307,19 @@ impl Rng {
     }
 }
 
-fn is_collision(e: &braid_client::Error) -> bool {
-    matches!(e, braid_client::Error::Status { status, .. } if *status == braid_client::NtStatus::OBJECT_NAME_COLLISION)
-}
-
-async fn mkdir_p(tree: &Arc<Tree>, path: &str) -> Result<(), String> {
-    let mut cur = String::new();
-    for part in path.split('/').filter(|p| !p.is_empty()) {
-        if !cur.is_empty() {
-            cur.push('/');
-        }
-        cur.push_str(part);
-        match tree.mkdir(&cur).await {
-            Ok(()) => {}
-            Err(e) if is_collision(&e) => {}
-            Err(e) => return Err(format!("mkdir {cur}: {e}")),
-        }
-    }
-    Ok(())
-}
-
 /// Create or reuse the data files; (re)write them when their size differs
 /// or when verifying.
-async fn prepare_files(spec: &Spec, tree: &Arc<Tree>, progress: bool) -> Result<Vec<File>, String> {
-    mkdir_p(tree, &spec.dir).await?;
+async fn prepare_files<B: BenchFs>(
+    spec: &Spec,
+    fs: &B,
+    progress: bool,
+) -> Result<Vec<B::File>, String> {
+    mkdir_p(fs, &spec.dir).await.map_err(|e| e.msg)?;
     let mut files = Vec::new();
     for i in 0..spec.files {
         let path = format!("{}/f{i}.dat", spec.dir);
-        let f = tree
-            .create(&path, &OpenOptions::read_write())
+        let f = fs
+            .open_rw(&path)
             .await
             .map_err(|e| format!("create {path}: {e}"))?;
         if f.size_at_open() != spec.file_size || spec.verify {
@@ -340,11 +327,11 @@ async fn prepare_files(spec: &Spec, tree: &Arc<Tree>, progress: bool) -> Result<
                 eprint!("\rpreparing {path} ({} MiB)        ", spec.file_size >> 20);
             }
             if f.size_at_open() > spec.file_size {
-                f.set_end_of_file(spec.file_size)
+                f.set_size(spec.file_size)
                     .await
                     .map_err(|e| format!("truncate {path}: {e}"))?;
             }
-            let chunk = tree.max_write().min(1 << 20) as u64;
+            let chunk = fs.max_write().min(1 << 20) as u64;
             let mut set = tokio::task::JoinSet::new();
             let mut off = 0u64;
             while off < spec.file_size || !set.is_empty() {
@@ -369,10 +356,10 @@ async fn prepare_files(spec: &Spec, tree: &Arc<Tree>, progress: bool) -> Result<
     Ok(files)
 }
 
-struct Shared {
+struct Shared<B: BenchFs> {
     spec: Spec,
-    tree: Arc<Tree>,
-    files: Vec<File>,
+    fs: Arc<B>,
+    files: Vec<B::File>,
     measure_start: Instant,
     end: Instant,
     stop: AtomicBool,
@@ -382,7 +369,7 @@ struct Shared {
     cursors: Vec<AtomicU64>,
 }
 
-async fn io_task(sh: Arc<Shared>, thread: u32, seed: u64) -> Local {
+async fn io_task<B: BenchFs>(sh: Arc<Shared<B>>, thread: u32, seed: u64) -> Local {
     let s = &sh.spec;
     let mut l = Local::new(sh.measure_start);
     let mut rng = Rng(seed | 1);
@@ -442,8 +429,8 @@ async fn io_task(sh: Arc<Shared>, thread: u32, seed: u64) -> Local {
                 sh.bytes.fetch_add(n, Ordering::Relaxed);
             }
             Err(e) => {
-                let fatal = matches!(e, braid_client::Error::NoChannel);
-                l.error(op, t0, e.to_string());
+                let fatal = e.fatal;
+                l.error(op, t0, e.msg);
                 if fatal {
                     sh.stop.store(true, Ordering::Relaxed);
                     break;
@@ -455,11 +442,11 @@ async fn io_task(sh: Arc<Shared>, thread: u32, seed: u64) -> Local {
     l
 }
 
-async fn md_step<T>(
+async fn md_step<B: BenchFs, T>(
     l: &mut Local,
-    sh: &Shared,
+    sh: &Shared<B>,
     op: Op,
-    fut: impl std::future::Future<Output = braid_client::Result<T>>,
+    fut: impl std::future::Future<Output = FsResult<T>>,
 ) -> Option<T> {
     let t0 = Instant::now();
     match fut.await {
@@ -469,30 +456,30 @@ async fn md_step<T>(
             Some(v)
         }
         Err(e) => {
-            if matches!(e, braid_client::Error::NoChannel) {
+            if e.fatal {
                 sh.stop.store(true, Ordering::Relaxed);
             }
-            l.error(op, t0, e.to_string());
+            l.error(op, t0, e.msg);
             None
         }
     }
 }
 
-async fn md_task(sh: Arc<Shared>, task: u32) -> Local {
+async fn md_task<B: BenchFs>(sh: Arc<Shared<B>>, task: u32) -> Local {
     let mut l = Local::new(sh.measure_start);
     let base = format!("{}/md{task}", sh.spec.dir);
-    let tree = sh.tree.clone();
+    let tree = sh.fs.clone();
     let mut i: u64 = 0;
     loop {
         if Instant::now() >= sh.end || sh.stop.load(Ordering::Relaxed) {
             break;
         }
         let name = format!("{base}/f{}", i % sh.spec.md_files.max(1) as u64);
-        if let Some(f) = md_step(&mut l, &sh, Op::Create, tree.create_file(&name)).await {
+        if let Some(f) = md_step(&mut l, &sh, Op::Create, tree.create(&name)).await {
             md_step(&mut l, &sh, Op::Close, f.close()).await;
         }
         if let Some(f) = md_step(&mut l, &sh, Op::Open, tree.open(&name)).await {
-            md_step(&mut l, &sh, Op::QueryInfo, f.query_standard()).await;
+            md_step(&mut l, &sh, Op::QueryInfo, f.stat()).await;
             md_step(&mut l, &sh, Op::Close, f.close()).await;
         }
         md_step(&mut l, &sh, Op::Delete, tree.unlink(&name)).await;
@@ -510,41 +497,52 @@ async fn md_task(sh: Arc<Shared>, task: u32) -> Local {
     l
 }
 
-/// Traffic counters of every channel, by connection id.
-fn snapshot(conns: &[Arc<Connection>]) -> Vec<(u64, u64, u64)> {
-    conns.iter().map(|c| c.traffic()).collect()
-}
-
 /// Run one bench. `progress` prints a live line on stderr.
 pub async fn run(spec: &Spec, progress: bool) -> Result<Report, String> {
     spec.validate()?;
-    let client = connect(spec).await?;
-    let r = run_on(&client, spec, progress).await;
-    let _ = client.tree.disconnect().await;
-    let _ = client.session.logoff().await;
-    r
+    match spec.protocol() {
+        Protocol::Smb => {
+            let client = connect(spec).await?;
+            let fs = Arc::new(SmbFs {
+                session: client.session.clone(),
+                tree: client.tree.clone(),
+            });
+            let r = run_on(fs, spec, progress, &client.server, &client.warnings).await;
+            let _ = client.tree.disconnect().await;
+            let _ = client.session.logoff().await;
+            r
+        }
+        Protocol::Nfs => {
+            let (fs, server, warnings) = crate::nfs::connect(spec).await?;
+            let client = fs.client.clone();
+            let r = run_on(Arc::new(fs), spec, progress, &server, &warnings).await;
+            client.shutdown().await;
+            r
+        }
+    }
 }
 
-/// Run one bench over an existing client.
-pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Report, String> {
-    let tree = client.tree.clone();
+/// Run one bench over a connected share or export.
+pub async fn run_on<B: BenchFs>(
+    fs: Arc<B>,
+    spec: &Spec,
+    progress: bool,
+    server: &ServerInfo,
+    warnings: &[String],
+) -> Result<Report, String> {
+    let err = |e: FsError| e.msg;
     let files = match spec.mode {
-        Mode::Io => prepare_files(spec, &tree, progress).await?,
+        Mode::Io => prepare_files(spec, &*fs, progress).await?,
         Mode::Metadata => {
-            mkdir_p(&tree, &spec.dir).await?;
+            mkdir_p(&*fs, &spec.dir).await.map_err(err)?;
             for t in 0..spec.threads * spec.queue_depth {
-                mkdir_p(&tree, &format!("{}/md{t}", spec.dir)).await?;
+                mkdir_p(&*fs, &format!("{}/md{t}", spec.dir))
+                    .await
+                    .map_err(err)?;
             }
             Vec::new()
         }
     };
-    let conns: Vec<Arc<Connection>> = client
-        .session
-        .channels()
-        .list()
-        .iter()
-        .map(|c| c.conn.clone())
-        .collect();
     let mut wb = vec![0u8; spec.io_size as usize];
     fill_pattern(0xFFFF, 0, &mut wb);
     let now = Instant::now();
@@ -552,7 +550,7 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
     let end = measure_start + Duration::from_secs_f64(spec.duration);
     let sh = Arc::new(Shared {
         spec: spec.clone(),
-        tree: tree.clone(),
+        fs: fs.clone(),
         files,
         measure_start,
         end,
@@ -565,7 +563,6 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
     // Progress line and the traffic snapshot at the start of measurement.
     let mon = {
         let sh = sh.clone();
-        let conns = conns.clone();
         tokio::spawn(async move {
             let mut at_start = None;
             let (mut last_ops, mut last_bytes, mut last_t) = (0u64, 0u64, Instant::now());
@@ -578,7 +575,7 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
                 tokio::time::sleep_until(next.max(Instant::now()).into()).await;
                 let t = Instant::now();
                 if at_start.is_none() && t >= sh.measure_start {
-                    at_start = Some(snapshot(&conns));
+                    at_start = Some(sh.fs.connections());
                 }
                 if progress && t.duration_since(last_t) >= Duration::from_millis(900) {
                     let ops = sh.ops.load(Ordering::Relaxed);
@@ -592,7 +589,8 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
                             sh.end.saturating_duration_since(t).as_secs_f64()
                         )
                     };
-                    let live = conns.iter().filter(|c| c.is_alive()).count();
+                    let conns = sh.fs.connections();
+                    let live = conns.iter().filter(|c| c.alive).count();
                     eprint!(
                         "\r{phase}  {:>9.0} IOPS  {:>9.1} MiB/s  channels {live}/{}   ",
                         (ops - last_ops) as f64 / dt,
@@ -605,7 +603,7 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
                     break;
                 }
             }
-            at_start.unwrap_or_else(|| snapshot(&conns))
+            at_start.unwrap_or_else(|| sh.fs.connections())
         })
     };
     let mut tasks = tokio::task::JoinSet::new();
@@ -627,7 +625,7 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
     let finished = Instant::now();
     sh.stop.store(true, Ordering::Relaxed);
     let start_snap = mon.await.map_err(|e| e.to_string())?;
-    let end_snap = snapshot(&conns);
+    let end_snap = sh.fs.connections();
     if progress {
         eprint!("\r{:80}\r", "");
     }
@@ -661,17 +659,19 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
     tot.iops = tot.count as f64 / elapsed;
     tot.mib_s = tot.bytes as f64 / elapsed / 1048576.0;
     tot.latency_us = Latency::from_hist(&all);
-    let channels = conns
+    let channels = end_snap
         .iter()
-        .zip(start_snap.iter().zip(end_snap.iter()))
-        .map(|(c, (a, b))| {
-            let sent = b.0.saturating_sub(a.0);
-            let recv = b.1.saturating_sub(a.1);
+        .enumerate()
+        .map(|(i, b)| {
+            let zero = ConnSnapshot::default();
+            let a = start_snap.get(i).unwrap_or(&zero);
+            let sent = b.bytes_sent.saturating_sub(a.bytes_sent);
+            let recv = b.bytes_received.saturating_sub(a.bytes_received);
             ChannelStats {
-                local: c.local_addr().map(|a| a.to_string()).unwrap_or_default(),
-                remote: c.addr().to_string(),
-                alive: c.is_alive(),
-                requests: b.2.saturating_sub(a.2),
+                local: b.local.clone(),
+                remote: b.remote.clone(),
+                alive: b.alive,
+                requests: b.requests.saturating_sub(a.requests),
                 bytes_sent: sent,
                 bytes_received: recv,
                 mib_s: (sent + recv) as f64 / elapsed / 1048576.0,
@@ -685,19 +685,20 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
         for t in 0..spec.threads * spec.queue_depth {
             let base = format!("{}/md{t}", spec.dir);
             for k in 0..spec.md_files {
-                let _ = tree.unlink(&format!("{base}/f{k}")).await;
+                let _ = fs.unlink(&format!("{base}/f{k}")).await;
             }
-            let _ = tree.rmdir(&base).await;
+            let _ = fs.rmdir(&base).await;
         }
     }
-    let mut warnings = client.warnings.clone();
+    let mut warnings = warnings.to_vec();
     if let Some(e) = total.first_error {
         warnings.push(format!("first error: {e}"));
     }
     Ok(Report {
         tool: format!("braid-bench {}", env!("CARGO_PKG_VERSION")),
+        protocol: spec.protocol().name().into(),
         spec: spec.clone(),
-        server: client.server.clone(),
+        server: server.clone(),
         elapsed_s: elapsed,
         total: tot,
         ops,
@@ -710,6 +711,170 @@ pub async fn run_on(client: &Client, spec: &Spec, progress: bool) -> Result<Repo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::fs::{BenchFile, BenchFs, ConnSnapshot, FsError, FsResult};
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    /// An in-memory share; `corrupt` flips one byte of every read.
+    #[derive(Default)]
+    struct MemFs {
+        files: Mutex<HashMap<String, Arc<Mutex<Vec<u8>>>>>,
+        dirs: Mutex<Vec<String>>,
+        corrupt: bool,
+    }
+
+    #[derive(Clone)]
+    struct MemFile {
+        data: Arc<Mutex<Vec<u8>>>,
+        size: u64,
+        corrupt: bool,
+    }
+
+    impl BenchFile for MemFile {
+        fn size_at_open(&self) -> u64 {
+            self.size
+        }
+        async fn read(&self, offset: u64, len: u32) -> FsResult<Bytes> {
+            let d = self.data.lock().unwrap();
+            let end = (offset as usize + len as usize).min(d.len());
+            let mut v = d[(offset as usize).min(end)..end].to_vec();
+            if self.corrupt && !v.is_empty() {
+                v[0] ^= 1;
+            }
+            Ok(Bytes::from(v))
+        }
+        async fn write(&self, offset: u64, data: Bytes) -> FsResult<u32> {
+            let mut d = self.data.lock().unwrap();
+            let end = offset as usize + data.len();
+            if d.len() < end {
+                d.resize(end, 0);
+            }
+            d[offset as usize..end].copy_from_slice(&data);
+            Ok(data.len() as u32)
+        }
+        async fn set_size(&self, size: u64) -> FsResult<()> {
+            self.data.lock().unwrap().resize(size as usize, 0);
+            Ok(())
+        }
+        async fn stat(&self) -> FsResult<u64> {
+            Ok(self.data.lock().unwrap().len() as u64)
+        }
+        async fn close(&self) -> FsResult<()> {
+            Ok(())
+        }
+    }
+
+    impl MemFs {
+        fn file(&self, path: &str, create: bool) -> FsResult<MemFile> {
+            let mut m = self.files.lock().unwrap();
+            let data = match m.get(path) {
+                Some(d) => d.clone(),
+                None if create => m.entry(path.into()).or_default().clone(),
+                None => return Err(FsError::new(format!("{path}: no such file"))),
+            };
+            let size = data.lock().unwrap().len() as u64;
+            Ok(MemFile {
+                data,
+                size,
+                corrupt: self.corrupt,
+            })
+        }
+    }
+
+    impl BenchFs for MemFs {
+        type File = MemFile;
+        async fn mkdir(&self, path: &str) -> FsResult<()> {
+            let mut d = self.dirs.lock().unwrap();
+            if d.iter().any(|x| x == path) {
+                return Err(FsError {
+                    exists: true,
+                    ..FsError::new("exists")
+                });
+            }
+            d.push(path.into());
+            Ok(())
+        }
+        async fn rmdir(&self, path: &str) -> FsResult<()> {
+            self.dirs.lock().unwrap().retain(|x| x != path);
+            Ok(())
+        }
+        async fn unlink(&self, path: &str) -> FsResult<()> {
+            self.files.lock().unwrap().remove(path);
+            Ok(())
+        }
+        async fn open_rw(&self, path: &str) -> FsResult<MemFile> {
+            self.file(path, true)
+        }
+        async fn create(&self, path: &str) -> FsResult<MemFile> {
+            self.file(path, true)
+        }
+        async fn open(&self, path: &str) -> FsResult<MemFile> {
+            self.file(path, false)
+        }
+        fn max_write(&self) -> u32 {
+            1 << 20
+        }
+        fn connections(&self) -> Vec<ConnSnapshot> {
+            vec![ConnSnapshot {
+                alive: true,
+                ..Default::default()
+            }]
+        }
+    }
+
+    fn small_spec() -> Spec {
+        let mut s = Spec::default();
+        crate::profiles::find("smoke").unwrap().apply(&mut s);
+        s.target = "nfs://mem/export".into();
+        s.file_size = 1 << 20;
+        s.io_size = 4096;
+        s.duration = 0.3;
+        s.warmup = 0.0;
+        s
+    }
+
+    #[tokio::test]
+    async fn verify_passes_on_good_data_and_catches_a_corrupted_read() {
+        let s = small_spec();
+        let info = ServerInfo::default();
+        let good = run_on(Arc::new(MemFs::default()), &s, false, &info, &[])
+            .await
+            .unwrap();
+        assert!(good.ops["read"].count > 0 && good.ops["write"].count > 0);
+        assert_eq!(good.verify_errors, 0);
+        assert_eq!(good.protocol, "nfs");
+        let bad_fs = MemFs {
+            corrupt: true,
+            ..Default::default()
+        };
+        let bad = run_on(Arc::new(bad_fs), &s, false, &info, &[])
+            .await
+            .unwrap();
+        assert!(bad.verify_errors > 0, "a corrupted read went unnoticed");
+        assert!(bad.warnings.iter().any(|w| w.contains("verify")));
+    }
+
+    #[tokio::test]
+    async fn metadata_loop_runs_on_any_fs() {
+        let mut s = small_spec();
+        s.mode = Mode::Metadata;
+        s.threads = 2;
+        s.queue_depth = 1;
+        s.md_files = 4;
+        let r = run_on(
+            Arc::new(MemFs::default()),
+            &s,
+            false,
+            &ServerInfo::default(),
+            &[],
+        )
+        .await
+        .unwrap();
+        for op in ["create", "open", "close", "query_info", "delete"] {
+            assert!(r.ops[op].count > 0, "{op}");
+        }
+    }
 
     #[test]
     fn pattern_round_trips() {

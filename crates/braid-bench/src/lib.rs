@@ -1,5 +1,10 @@
-//! `braid bench`: a multichannel SMB3 load generator on `braid-client`.
+//! `braid bench`: a load generator speaking SMB3 (multichannel, on
+//! `braid-client`) and NFSv4.1 (nconnect and trunking, on
+//! `braid-nfs-client`), the same profiles for both.
 //!
+//! * [`fs`]: the seam, a share that opens/reads/writes/closes/creates/
+//!   removes files ([`fs::BenchFs`]), implemented for SMB ([`fs::SmbFs`])
+//!   and NFS ([`nfs::NfsFs`]).
 //! * [`engine::run`]: one run of a [`Spec`] (I/O or metadata loops) giving a
 //!   [`Report`] (IOPS, MiB/s, latency percentiles per operation type,
 //!   per-channel traffic).
@@ -11,10 +16,12 @@
 
 pub mod compare;
 pub mod engine;
+pub mod fs;
 pub mod lab;
+pub mod nfs;
 pub mod profiles;
 pub mod report;
 pub mod spec;
 
 pub use report::Report;
-pub use spec::{Mode, Security, Spec};
+pub use spec::{Mode, Protocol, Security, Spec};

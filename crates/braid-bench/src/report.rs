@@ -72,6 +72,9 @@ pub struct ServerInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub tool: String,
+    /// "smb" or "nfs".
+    #[serde(default = "smb")]
+    pub protocol: String,
     pub spec: Spec,
     pub server: ServerInfo,
     /// Measured seconds (warm-up excluded).
@@ -84,6 +87,10 @@ pub struct Report {
     pub channels: Vec<ChannelStats>,
     pub verify_errors: u64,
     pub warnings: Vec<String>,
+}
+
+fn smb() -> String {
+    "smb".into()
 }
 
 impl Report {
@@ -104,7 +111,20 @@ impl Report {
             s.describe()
         );
         let sv = &self.server;
-        let _ = writeln!(
+        if self.protocol == "nfs" {
+            let _ = writeln!(
+                o,
+                "{}  AUTH_SYS uid {} gid {}  nconnect {}  connections {}  measured {:.1} s (warm-up {:.0} s discarded)",
+                sv.dialect,
+                s.uid,
+                s.gid,
+                s.nconnect,
+                self.channels.len(),
+                self.elapsed_s,
+                s.warmup
+            );
+        } else {
+            let _ = writeln!(
             o,
             "dialect {}  signing {}  encryption {}  channels {}  measured {:.1} s (warm-up {:.0} s discarded)",
             sv.dialect,
@@ -114,6 +134,7 @@ impl Report {
             self.elapsed_s,
             s.warmup
         );
+        }
         let _ = writeln!(
             o,
             "{:<11} {:>10} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}",

@@ -43,9 +43,40 @@ impl Security {
     }
 }
 
+/// The protocol of a target: `//HOST/SHARE` is SMB, `nfs://HOST/EXPORT` NFSv4.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Smb,
+    Nfs,
+}
+
+impl Protocol {
+    pub fn of(target: &str) -> Protocol {
+        if target
+            .get(..6)
+            .is_some_and(|p| p.eq_ignore_ascii_case("nfs://"))
+        {
+            Protocol::Nfs
+        } else {
+            Protocol::Smb
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Smb => "smb",
+            Protocol::Nfs => "nfs",
+        }
+    }
+}
+
+fn one() -> u32 {
+    1
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Spec {
-    /// `//HOST[:PORT]/SHARE`.
+    /// `//HOST[:PORT]/SHARE` (SMB) or `nfs://HOST[:PORT]/EXPORT` (NFSv4.1).
     pub target: String,
     pub user: String,
     #[serde(skip_serializing, default)]
@@ -83,6 +114,15 @@ pub struct Spec {
     /// server's FSCTL_QUERY_NETWORK_INTERFACE_INFO answer, or the target).
     #[serde(default)]
     pub connect_to: Vec<String>,
+    /// NFS: TCP connections per server address, one session (Linux's
+    /// `nconnect`), 1..16.
+    #[serde(default = "one")]
+    pub nconnect: u32,
+    /// NFS: the AUTH_SYS uid and gid.
+    #[serde(default)]
+    pub uid: u32,
+    #[serde(default)]
+    pub gid: u32,
 }
 
 impl Default for Spec {
@@ -110,8 +150,57 @@ impl Default for Spec {
             dir: "braid-bench".into(),
             md_files: 64,
             connect_to: Vec::new(),
+            nconnect: 1,
+            uid: 0,
+            gid: 0,
         }
     }
+}
+
+/// `nfs://HOST[:PORT]/EXPORT[/MORE]` split into host, port (default
+/// 2049) and the export's path ("/EXPORT/MORE").
+pub fn parse_nfs_target(t: &str) -> Result<(String, u16, String), String> {
+    if Protocol::of(t) != Protocol::Nfs {
+        return Err(format!("target '{t}': use nfs://HOST[:PORT]/EXPORT"));
+    }
+    let rest = &t[6..];
+    let (hostport, path) = rest
+        .split_once('/')
+        .ok_or_else(|| format!("target '{t}': no export (use nfs://HOST[:PORT]/EXPORT)"))?;
+    let path = path.trim_end_matches('/');
+    if path.is_empty() {
+        return Err(format!(
+            "target '{t}': no export (use nfs://HOST[:PORT]/EXPORT)"
+        ));
+    }
+    let (host, port) = split_host_port(hostport, t)?;
+    Ok((host, port.unwrap_or(2049), format!("/{path}")))
+}
+
+fn split_host_port(hostport: &str, t: &str) -> Result<(String, Option<u16>), String> {
+    let (host, port) = if let Some(h) = hostport.strip_prefix('[') {
+        let (h, p) = h
+            .split_once(']')
+            .ok_or_else(|| format!("target '{t}': bad IPv6 address"))?;
+        (h.to_string(), p.strip_prefix(':').unwrap_or(""))
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), p),
+            None => (hostport.to_string(), ""),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("target '{t}': no host"));
+    }
+    let port = if port.is_empty() {
+        None
+    } else {
+        Some(
+            port.parse()
+                .map_err(|_| format!("target '{t}': bad port '{port}'"))?,
+        )
+    };
+    Ok((host, port))
 }
 
 /// `//HOST[:PORT]/SHARE` (or `\\HOST\SHARE`) split into host, port, share.
@@ -181,13 +270,27 @@ pub fn size_name(n: u64) -> String {
 }
 
 impl Spec {
+    pub fn protocol(&self) -> Protocol {
+        Protocol::of(&self.target)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
-        parse_target(&self.target)?;
-        if self.user.is_empty() {
-            return Err("--user is required".into());
+        match self.protocol() {
+            Protocol::Smb => {
+                parse_target(&self.target)?;
+                if self.user.is_empty() {
+                    return Err("--user is required".into());
+                }
+            }
+            Protocol::Nfs => {
+                parse_nfs_target(&self.target)?;
+            }
         }
         if !(1..=16).contains(&self.channels) {
             return Err(format!("channels = {}: use 1..16", self.channels));
+        }
+        if !(1..=16).contains(&self.nconnect) {
+            return Err(format!("nconnect = {}: use 1..16", self.nconnect));
         }
         if self.threads == 0 || self.queue_depth == 0 {
             return Err("threads and queue depth must be at least 1".into());
@@ -256,6 +359,26 @@ mod tests {
         assert_eq!(parse_target("//[::1]:99/s").unwrap().1, 99);
         assert!(parse_target("srv/share").is_err());
         assert!(parse_target("//srv").is_err());
+        assert_eq!(
+            parse_nfs_target("nfs://127.0.0.1:20490/share").unwrap(),
+            ("127.0.0.1".into(), 20490, "/share".into())
+        );
+        assert_eq!(
+            parse_nfs_target("NFS://srv/a/b/").unwrap(),
+            ("srv".into(), 2049, "/a/b".into())
+        );
+        assert_eq!(parse_nfs_target("nfs://[::1]:99/e").unwrap().1, 99);
+        assert!(parse_nfs_target("nfs://srv").is_err());
+        assert!(parse_nfs_target("nfs://srv/").is_err());
+        assert_eq!(Protocol::of("nfs://h/e"), Protocol::Nfs);
+        assert_eq!(Protocol::of("//h/s"), Protocol::Smb);
+        let mut s = Spec {
+            target: "nfs://h/e".into(),
+            ..Spec::default()
+        };
+        assert!(s.validate().is_ok(), "no user needed for NFS");
+        s.nconnect = 17;
+        assert!(s.validate().is_err());
     }
 
     #[test]

@@ -3,12 +3,12 @@
 
 use braid_bench::compare::{self, Variant};
 use braid_bench::profiles::{self, Profile};
-use braid_bench::spec::{parse_size, Mode, Security, Spec};
+use braid_bench::spec::{parse_size, Mode, Protocol, Security, Spec};
 use braid_bench::{lab, Report};
 use clap::Subcommand;
 use std::path::PathBuf;
 
-/// `braid bench`: run a profile or explicit load against an SMB server.
+/// `braid bench`: run a profile or explicit load against an SMB or NFSv4.1 server.
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
@@ -76,7 +76,7 @@ pub struct LoadArgs {
 
 #[derive(clap::Args, Clone)]
 pub struct RunArgs {
-    /// //HOST[:PORT]/SHARE
+    /// //HOST[:PORT]/SHARE (SMB) or nfs://HOST[:PORT]/EXPORT (NFSv4.1).
     #[arg(long)]
     target: Option<String>,
     #[arg(long, short = 'u')]
@@ -95,9 +95,19 @@ pub struct RunArgs {
     /// Multichannel: bind channels to every interface the server reports.
     #[arg(long)]
     multichannel: bool,
-    /// Open channels to these addresses instead of the server's list.
+    /// Open channels to these addresses instead of the server's list
+    /// (NFS: more server addresses, trunked into the one session).
     #[arg(long)]
     connect_to: Vec<String>,
+    /// NFS: TCP connections per server address, one session (1..16).
+    #[arg(long)]
+    nconnect: Option<u32>,
+    /// NFS: AUTH_SYS uid.
+    #[arg(long, default_value_t = 0)]
+    uid: u32,
+    /// NFS: AUTH_SYS gid.
+    #[arg(long, default_value_t = 0)]
+    gid: u32,
     /// plain (3.0.2 unsigned), sign (3.1.1 signed) or encrypt.
     #[arg(long, default_value = "sign")]
     security: String,
@@ -118,7 +128,7 @@ pub struct RunArgs {
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
-    /// LABEL=//HOST[:PORT]/SHARE (repeatable).
+    /// LABEL=//HOST[:PORT]/SHARE or LABEL=nfs://HOST[:PORT]/EXPORT (repeatable).
     #[arg(long, required = true)]
     target: Vec<String>,
     /// Credentials of one target: LABEL=USER%PASSWORD (repeatable);
@@ -139,6 +149,9 @@ pub struct CompareArgs {
     /// Security settings to compare, e.g. plain,sign,encrypt.
     #[arg(long, default_value = "sign")]
     security: String,
+    /// NFS targets: nconnect values to compare, e.g. 1,4,16.
+    #[arg(long, default_value = "1")]
+    nconnect: String,
     /// Repetitions of each case (interleaved A B A B).
     #[arg(long, default_value_t = 2)]
     reps: u32,
@@ -284,11 +297,19 @@ fn run_cmd(a: RunArgs) -> Result<(), String> {
         return run_spec(s, &a);
     }
     apply_load(&mut s, &a.load)?;
-    s.target = a
-        .target
-        .clone()
-        .ok_or("--target //HOST[:PORT]/SHARE is required (or `braid bench profiles`)")?;
-    s.user = a.user.clone().ok_or("--user is required")?;
+    s.target = a.target.clone().ok_or(
+        "--target //HOST[:PORT]/SHARE or nfs://HOST[:PORT]/EXPORT is required (or `braid bench profiles`)",
+    )?;
+    s.user = match (Protocol::of(&s.target), a.user.clone()) {
+        (_, Some(u)) => u,
+        (Protocol::Nfs, None) => String::new(),
+        (Protocol::Smb, None) => return Err("--user is required".into()),
+    };
+    if let Some(n) = a.nconnect {
+        s.nconnect = n;
+    }
+    s.uid = a.uid;
+    s.gid = a.gid;
     s.password = password(&a.password);
     s.domain = a.domain.clone();
     if let Some(c) = a.channels {
@@ -352,6 +373,12 @@ fn compare_cmd(c: CompareArgs) -> Result<(), String> {
             .ok_or(format!("--channels {x}: use 1..16"))
     })?;
     let secs = list(&c.security, Security::parse)?;
+    let ncs = list(&c.nconnect, |x| {
+        x.parse::<u32>()
+            .ok()
+            .filter(|n| (1..=16).contains(n))
+            .ok_or(format!("--nconnect {x}: use 1..16"))
+    })?;
     let mut targets = Vec::new();
     for t in &c.target {
         let (label, unc) = t
@@ -371,6 +398,26 @@ fn compare_cmd(c: CompareArgs) -> Result<(), String> {
     }
     let mut variants = Vec::new();
     for (label, unc, user, password) in &targets {
+        if Protocol::of(unc) == Protocol::Nfs {
+            for &nc in &ncs {
+                let mut name = label.clone();
+                if ncs.len() > 1 {
+                    name += &format!(" nc{nc}");
+                }
+                variants.push(Variant {
+                    label: name,
+                    target: unc.clone(),
+                    user: user.clone(),
+                    password: String::new(),
+                    channels: 1,
+                    multichannel: false,
+                    security: Security::Plain,
+                    connect_to: Vec::new(),
+                    nconnect: nc,
+                });
+            }
+            continue;
+        }
         for &ch in &chans {
             for &sec in &secs {
                 let mut name = label.clone();
@@ -389,6 +436,7 @@ fn compare_cmd(c: CompareArgs) -> Result<(), String> {
                     multichannel: ch > 1,
                     security: sec,
                     connect_to: Vec::new(),
+                    nconnect: 1,
                 });
             }
         }
