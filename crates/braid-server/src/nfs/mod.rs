@@ -9,6 +9,7 @@
 //! POSIX face (`braid_fs::posix`).
 
 pub mod attrs;
+pub mod callback;
 pub mod compound;
 pub mod conn;
 pub mod dispatch;
@@ -109,6 +110,8 @@ pub struct NfsState {
     next_connection_id: AtomicU64,
     pub connections: state::connections::ConnectionTable,
     pub started: Instant,
+    /// Opens, byte-range locks and delegations (RFC 8881 8.2, 9, 10).
+    pub stateids: state::stateids::StateTable,
 }
 
 impl NfsState {
@@ -139,6 +142,7 @@ impl NfsState {
             next_connection_id: AtomicU64::new(1),
             connections: state::connections::ConnectionTable::default(),
             started: Instant::now(),
+            stateids: state::stateids::StateTable::new(boot_epoch),
         }))
     }
 

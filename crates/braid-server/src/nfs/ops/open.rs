@@ -1,9 +1,324 @@
-//! OP_OPEN (RFC 8881 18).
+//! OP_OPEN (RFC 8881 18.16): find or create the file, check the caller may
+//! read/write it, take a share reservation and an open stateid (one per
+//! open owner and file: a second OPEN upgrades it, 9.11), open the fd the
+//! I/O will use, and maybe hand out a read delegation (10.4).
 
+use std::sync::Arc;
+
+use braid_fs::posix::{CreateMode, ObjectKind, SetAttrs};
+use braid_nfs_proto::nfs4::attr::Bitmap;
 use braid_nfs_proto::nfs4::*;
 
+use crate::nfs::attrs::{cinfo, decode_settable};
+use crate::nfs::callback;
 use crate::nfs::compound::Compound;
+use crate::nfs::errors::nfs_status;
+use crate::nfs::fh::{check_component, Fh};
+use crate::nfs::state::delegations;
+use crate::nfs::state::opens::{self, OpenArgs, Refused};
+use crate::nfs::state::stateids::{courtesy, resolve_real, session_client, IoFile, Kind};
 
-pub fn run(_c: &mut Compound, _a: &OPEN4args) -> OPEN4res {
-    OPEN4res::Default(NFS4ERR_NOTSUPP)
+pub fn run(c: &mut Compound, a: &OPEN4args) -> OPEN4res {
+    match open(c, a) {
+        Ok(r) => OPEN4res::NFS4_OK(r),
+        Err(e) => OPEN4res::Default(e),
+    }
+}
+
+const ACCESS_BITS: u32 = OPEN4_SHARE_ACCESS_BOTH;
+/// RFC 8881 18.16.1: the "want" bits that may ride in share_access.
+const WANT_BITS: u32 = OPEN4_SHARE_ACCESS_WANT_DELEG_MASK
+    | OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
+    | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED;
+
+/// Mode of a new file whose createattrs carry none.
+const DEFAULT_MODE: u32 = 0o644;
+
+fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
+    let client = session_client(c)?;
+    let access = a.share_access & ACCESS_BITS;
+    let want = a.share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
+    // RFC 8881 18.16.3: access must name reading and/or writing; unknown
+    // bits in either field are NFS4ERR_INVAL.
+    if access == 0
+        || a.share_access & !(ACCESS_BITS | WANT_BITS) != 0
+        || a.share_deny & !OPEN4_SHARE_DENY_BOTH != 0
+        || want > OPEN4_SHARE_ACCESS_WANT_CANCEL
+    {
+        return Err(NFS4ERR_INVAL);
+    }
+    if want == OPEN4_SHARE_ACCESS_WANT_CANCEL {
+        return Err(NFS4ERR_INVAL);
+    }
+
+    // RFC 8881 8.4.2, 18.16.3: reclaims only during the grace period and
+    // only by a client that held state before; nothing new during it.
+    let reclaim = matches!(
+        a.claim,
+        open_claim4::CLAIM_PREVIOUS(_)
+            | open_claim4::CLAIM_DELEG_PREV_FH
+            | open_claim4::CLAIM_DELEGATE_PREV(_)
+    );
+    if reclaim {
+        if client
+            .reclaim_complete
+            .load(std::sync::atomic::Ordering::Acquire)
+            || !c.state.grace.may_reclaim(&client.owner)
+        {
+            return Err(NFS4ERR_NO_GRACE);
+        }
+    } else if c.state.grace.active() {
+        return Err(NFS4ERR_GRACE);
+    }
+
+    let creating = matches!(a.openhow, openflag4::OPEN4_CREATE(_));
+    let (export, target) = c.current_object(if creating {
+        NFS4ERR_ROFS
+    } else {
+        NFS4ERR_ISDIR
+    })?;
+    let cred = c.credentials(&export);
+    let mut attrset = Bitmap::new();
+    let mut created = false;
+    let change;
+    let obj = match &a.claim {
+        open_claim4::CLAIM_NULL(name)
+        | open_claim4::CLAIM_DELEGATE_CUR(open_claim_delegate_cur4 { file: name, .. }) => {
+            if let open_claim4::CLAIM_DELEGATE_CUR(d) = &a.claim {
+                check_delegation(c, &client, &d.delegate_stateid, None)?;
+            }
+            crate::nfs::fh::require_dir(&target)?;
+            check_component(name)?;
+            if let openflag4::OPEN4_CREATE(how) = &a.openhow {
+                c.require_write(&export)?;
+                let (mode, attrs, mask) = create_args(how)?;
+                let (obj, made, dirchange) = export
+                    .share
+                    .create_file(&cred, &target, name, mode, mode_of(how), &attrs)
+                    .map_err(|e| nfs_status(&e))?;
+                created = made;
+                if made {
+                    attrset = mask;
+                }
+                change = cinfo(dirchange);
+                obj
+            } else {
+                let obj = export
+                    .share
+                    .lookup(&cred, &target, name)
+                    .map_err(|e| nfs_status(&e))?;
+                let ch = export.share.getattr(&target).map(|a| a.change).unwrap_or(0);
+                change = change_info4 {
+                    atomic: true,
+                    before: ch,
+                    after: ch,
+                };
+                obj
+            }
+        }
+        open_claim4::CLAIM_FH
+        | open_claim4::CLAIM_PREVIOUS(_)
+        | open_claim4::CLAIM_DELEG_CUR_FH(_) => {
+            // RFC 8881 18.16.3: creating is only by name.
+            if creating {
+                return Err(NFS4ERR_INVAL);
+            }
+            if let open_claim4::CLAIM_DELEG_CUR_FH(sid) = &a.claim {
+                check_delegation(c, &client, sid, Some(target.key()))?;
+            }
+            change = change_info4 {
+                atomic: false,
+                before: 0,
+                after: 0,
+            };
+            target
+        }
+        // Delegations are not kept across a restart: nothing to reclaim.
+        open_claim4::CLAIM_DELEGATE_PREV(_) | open_claim4::CLAIM_DELEG_PREV_FH => {
+            return Err(NFS4ERR_RECLAIM_BAD)
+        }
+    };
+    // RFC 8881 18.16.3: only regular files are opened.
+    match obj.kind() {
+        ObjectKind::File => {}
+        ObjectKind::Directory => return Err(NFS4ERR_ISDIR),
+        _ => return Err(NFS4ERR_SYMLINK),
+    }
+    if access & OPEN4_SHARE_ACCESS_WRITE != 0 {
+        c.require_write(&export)?;
+    }
+
+    // The fd: the owner's, if it allows what is asked; else a new one with
+    // everything the owner will hold, opened as the caller (so the mode
+    // bits decide), except that the creator may use the file it made.
+    let key = obj.key();
+    let table = &c.state.stateids;
+    let had = opens::existing(table, client.clientid, &a.owner.owner, key);
+    let union = access | had.as_ref().map_or(0, |(acc, _)| *acc);
+    let want_read = union & OPEN4_SHARE_ACCESS_READ != 0;
+    let want_write = union & OPEN4_SHARE_ACCESS_WRITE != 0;
+    let fits = had
+        .as_ref()
+        .is_some_and(|(_, io)| (io.read || !want_read) && (io.write || !want_write));
+    let io = if fits {
+        None
+    } else {
+        // A write-only open gets a read/write fd when the caller may read
+        // too: clients read back to fill partial pages (RFC 8881 18.22.3
+        // leaves that to the server; knfsd allows it).
+        let rw = if !want_read {
+            export
+                .share
+                .open_file(&cred, &obj, true, true, created)
+                .ok()
+        } else {
+            None
+        };
+        let io = match rw {
+            Some(file) => IoFile {
+                file,
+                read: true,
+                write: true,
+            },
+            None => IoFile {
+                file: export
+                    .share
+                    .open_file(&cred, &obj, want_read, want_write, created)
+                    .map_err(|e| nfs_status(&e))?,
+                read: want_read,
+                write: want_write,
+            },
+        };
+        Some(io)
+    };
+
+    let granted = opens::open(
+        table,
+        OpenArgs {
+            client: &client,
+            owner: &a.owner.owner,
+            export: export.clone(),
+            obj: obj.clone(),
+            access,
+            deny: a.share_deny,
+            io,
+            max_opens: c.state.limits.max_opens_per_client,
+            lease: c.state.lease_time,
+            expire: &courtesy(c),
+        },
+    );
+    let granted = match granted {
+        Ok(g) => g,
+        Err(Refused::Status(s)) => return Err(s),
+        Err(Refused::Recall(r)) => {
+            delegations::recall(c, r);
+            return Err(NFS4ERR_DELAY);
+        }
+    };
+
+    let delegation = delegation(c, &client, access, want, reclaim, &granted.stateid.other);
+    c.set_current(Fh::Object {
+        export: export.clone(),
+        obj,
+    })?;
+    c.current_stateid = Some(granted.stateid.clone());
+    Ok(OPEN4resok {
+        stateid: granted.stateid,
+        cinfo: change,
+        rflags: OPEN4_RESULT_LOCKTYPE_POSIX,
+        attrset: attrset.0,
+        delegation,
+    })
+}
+
+/// RFC 8881 18.16.3: the mode and attributes of a new file, and the mask
+/// of what was asked (OPEN's attrset when the file is made).
+fn create_args(how: &createhow4) -> Result<(u32, SetAttrs, Bitmap), nfsstat4> {
+    let f = match how {
+        createhow4::UNCHECKED4(f) | createhow4::GUARDED4(f) => f,
+        createhow4::EXCLUSIVE4_1(v) => &v.cva_attrs,
+        createhow4::EXCLUSIVE4(_) => return Ok((DEFAULT_MODE, SetAttrs::default(), Bitmap::new())),
+    };
+    let s = decode_settable(f)?;
+    // RFC 8881 18.16.3: EXCLUSIVE4_1's attributes are those of
+    // suppattr_exclcreat; times are not among them (the verifier may be
+    // kept there by other servers).
+    if matches!(how, createhow4::EXCLUSIVE4_1(_))
+        && (s.set.atime.is_some() || s.set.mtime.is_some())
+    {
+        return Err(NFS4ERR_INVAL);
+    }
+    let mode = s.set.mode.unwrap_or(DEFAULT_MODE);
+    Ok((mode, s.set, s.mask))
+}
+
+fn mode_of(how: &createhow4) -> CreateMode {
+    match how {
+        createhow4::UNCHECKED4(_) => CreateMode::Unchecked,
+        createhow4::GUARDED4(_) => CreateMode::Guarded,
+        createhow4::EXCLUSIVE4(v) => CreateMode::Exclusive { verifier: *v },
+        createhow4::EXCLUSIVE4_1(v) => CreateMode::Exclusive {
+            verifier: v.cva_verf,
+        },
+    }
+}
+
+/// CLAIM_DELEGATE_CUR / CLAIM_DELEG_CUR_FH: the delegation named must be
+/// this client's (and of this file, when the file is known).
+fn check_delegation(
+    c: &Compound,
+    client: &crate::nfs::state::clients::Client,
+    sid: &stateid4,
+    key: Option<(u64, u64)>,
+) -> Result<(), nfsstat4> {
+    let sid = resolve_real(c, sid)?;
+    let inner = c.state.stateids.lock();
+    let st = inner.check(client.clientid, key, &sid)?;
+    match st.kind {
+        Kind::Deleg(_) => Ok(()),
+        _ => Err(NFS4ERR_BAD_STATEID),
+    }
+}
+
+/// RFC 8881 10.4 and 18.16.3: a read delegation for an open for reading
+/// only, when the client did not refuse one and can be called back; with a
+/// "want" in the request, a refusal says why (OPEN_DELEGATE_NONE_EXT).
+fn delegation(
+    c: &Compound,
+    client: &Arc<crate::nfs::state::clients::Client>,
+    access: u32,
+    want: u32,
+    reclaim: bool,
+    open: &crate::nfs::state::stateids::Other,
+) -> open_delegation4 {
+    let none = |why| {
+        if want == OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE {
+            open_delegation4::OPEN_DELEGATE_NONE
+        } else {
+            open_delegation4::OPEN_DELEGATE_NONE_EXT(why)
+        }
+    };
+    if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
+        return none(open_none_delegation4::Default(WND4_NOT_WANTED));
+    }
+    if reclaim || access != OPEN4_SHARE_ACCESS_READ || want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG {
+        return none(open_none_delegation4::WND4_CONTENTION(false));
+    }
+    if !callback::reachable(&c.state, client.clientid) {
+        return none(open_none_delegation4::WND4_RESOURCE(false));
+    }
+    match delegations::grant_read(&c.state.stateids, client, open) {
+        Some(stateid) => open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 {
+            stateid,
+            recall: false,
+            // RFC 8881 10.4.1: an empty ACE: the client asks ACCESS.
+            permissions: nfsace4 {
+                r#type: ACE4_ACCESS_ALLOWED_ACE_TYPE,
+                flag: 0,
+                access_mask: 0,
+                who: Vec::new(),
+            },
+        }),
+        None => none(open_none_delegation4::WND4_CONTENTION(false)),
+    }
 }

@@ -4,7 +4,10 @@
 
 pub mod clients;
 pub mod connections;
+pub mod delegations;
 pub mod grace;
+pub mod locks;
+pub mod opens;
 pub mod reaper;
 pub mod sessions;
 pub mod slots;

@@ -1,0 +1,183 @@
+//! Delegations (RFC 8881 10.4): read delegations granted on OPEN when no
+//! one else writes the file and the client can be called back; recalled
+//! (CB_RECALL) when another client's OPEN or I/O conflicts, which waits
+//! with NFS4ERR_DELAY until DELEGRETURN, or until a lease period after the
+//! recall, when the delegation is revoked.
+
+use std::time::{Duration, Instant};
+
+use braid_nfs_proto::nfs4::*;
+
+use super::super::compound::Compound;
+use super::clients::Client;
+use super::stateids::*;
+
+/// A CB_RECALL to send.
+pub struct Recall {
+    pub clientid: clientid4,
+    pub stateid: stateid4,
+    pub fh: Vec<u8>,
+}
+
+/// RFC 8881 10.4.1 / 10.2: the delegations of other clients on `key` that
+/// an access (writing, or only reading) conflicts with. None: no conflict.
+/// Some(list): a conflict; `list` holds the recalls not sent yet (the
+/// caller sends them, outside the lock). A delegation recalled more than
+/// `lease` ago is revoked here and conflicts no more.
+pub fn conflicting(
+    inner: &mut Inner,
+    key: FileKey,
+    clientid: clientid4,
+    write: bool,
+    lease: Duration,
+) -> Option<Vec<Recall>> {
+    let delegs = inner.files.get(&key)?.delegs.clone();
+    let mut conflict = false;
+    let mut send = Vec::new();
+    for other in delegs {
+        let Some(st) = inner.states.get_mut(&other) else {
+            continue;
+        };
+        let Kind::Deleg(d) = &mut st.kind else {
+            continue;
+        };
+        if st.clientid == clientid || !(write || d.write) {
+            continue;
+        }
+        match d.recalled {
+            Some(t) if t.elapsed() > lease => {
+                // RFC 8881 10.4.6? no: 8.3 / 10.2 — not returned within a
+                // lease period of the recall: revoked.
+                d.revoked = true;
+                if let Some(f) = inner.files.get_mut(&key) {
+                    f.delegs.retain(|x| *x != other);
+                }
+                continue;
+            }
+            Some(_) => {}
+            None => {
+                d.recalled = Some(Instant::now());
+                send.push(Recall {
+                    clientid: st.clientid,
+                    stateid: stateid4 {
+                        seqid: st.seqid,
+                        other,
+                    },
+                    fh: st.obj.handle().to_vec(),
+                });
+            }
+        }
+        conflict = true;
+    }
+    conflict.then_some(send)
+}
+
+/// Courtesy clients (reaper.rs) holding delegations that an access
+/// conflicts with lose their state first.
+pub fn evict_expired(
+    inner: &mut Inner,
+    key: FileKey,
+    clientid: clientid4,
+    write: bool,
+    expire: Expire<'_>,
+) {
+    let holders: Vec<clientid4> = match inner.files.get(&key) {
+        Some(f) => f
+            .delegs
+            .iter()
+            .filter_map(|o| match inner.states.get(o) {
+                Some(
+                    st @ State {
+                        kind: Kind::Deleg(d),
+                        ..
+                    },
+                ) if st.clientid != clientid && (write || d.write) => Some(st.clientid),
+                _ => None,
+            })
+            .collect(),
+        None => return,
+    };
+    for h in holders {
+        inner.evict(h, expire);
+    }
+}
+
+/// Send the recalls, each on its own task (the operation answers
+/// NFS4ERR_DELAY at once and the client retries).
+pub fn recall(c: &Compound, recalls: Vec<Recall>) {
+    for r in recalls {
+        let state = c.state.clone();
+        c.runtime.spawn(super::super::callback::recall(
+            state, r.clientid, r.stateid, r.fh,
+        ));
+    }
+}
+
+/// RFC 8881 10.4: after an OPEN for reading by `open_other`, a read
+/// delegation if nobody writes the file (no open for writing by anyone, no
+/// write delegation), no delegation of it is being recalled, and this
+/// client holds none on it yet.
+pub fn grant_read(table: &StateTable, client: &Client, open_other: &Other) -> Option<stateid4> {
+    let mut inner = table.lock();
+    let open = inner.states.get(open_other)?;
+    let Kind::Open(o) = &open.kind else {
+        return None;
+    };
+    let key = open.key;
+    let io = o.io.clone();
+    let (export, obj) = (open.export.clone(), open.obj.clone());
+    let f = inner.files.get(&key)?;
+    let writers = f.opens.iter().any(|x| {
+        matches!(inner.states.get(x), Some(State { kind: Kind::Open(o), .. })
+            if o.access & OPEN4_SHARE_ACCESS_WRITE != 0)
+    });
+    let delegated = f.delegs.iter().any(|x| {
+        matches!(inner.states.get(x), Some(st @ State { kind: Kind::Deleg(d), .. })
+            if d.write || d.recalled.is_some() || st.clientid == client.clientid)
+    });
+    if writers || delegated || !f.locks.is_empty() {
+        return None;
+    }
+    let other = table.new_other();
+    inner.states.insert(
+        other,
+        State {
+            seqid: 1,
+            clientid: client.clientid,
+            key,
+            owner: Vec::new(),
+            export,
+            obj,
+            kind: Kind::Deleg(DelegState {
+                write: false,
+                recalled: None,
+                revoked: false,
+                io,
+            }),
+        },
+    );
+    inner.file(key).delegs.push(other);
+    client
+        .state
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .delegs
+        .insert(other);
+    Some(stateid4 { seqid: 1, other })
+}
+
+/// RFC 8881 18.6.3: DELEGRETURN of a delegation of the current file.
+/// A revoked one is NFS4ERR_DELEG_REVOKED (and stays until FREE_STATEID).
+pub fn delegreturn(
+    table: &StateTable,
+    client: &Client,
+    key: FileKey,
+    sid: &stateid4,
+) -> Result<Vec<State>, nfsstat4> {
+    let mut inner = table.lock();
+    let st = inner.check(client.clientid, Some(key), sid)?;
+    if !matches!(st.kind, Kind::Deleg(_)) {
+        return Err(NFS4ERR_BAD_STATEID);
+    }
+    Ok(inner.remove(client, &sid.other))
+}
