@@ -6,7 +6,7 @@ use braid_fs::posix::ObjectKind;
 use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::compound::Compound;
-use crate::nfs::state::locks::{self, LockError, Locker};
+use crate::nfs::state::locks::{self, LockError, LockRequest, Locker};
 use crate::nfs::state::stateids::{courtesy, resolve_real, session_client};
 
 pub fn run(c: &mut Compound, a: &LOCK4args) -> LOCK4res {
@@ -61,17 +61,21 @@ fn lock(c: &mut Compound, a: &LOCK4args) -> Result<stateid4, LockError> {
             Locker::Existing(&lock_sid)
         }
     };
+    let expire = courtesy(c);
     let sid = locks::lock(
         &c.state.stateids,
         &client,
-        obj.key(),
-        locker,
-        a.locktype,
-        a.offset,
-        a.length,
-        c.state.limits.max_locks_per_client,
-        &courtesy(c),
+        LockRequest {
+            key: obj.key(),
+            locker,
+            locktype: a.locktype,
+            offset: a.offset,
+            length: a.length,
+            max_locks: c.state.limits.max_locks_per_client,
+            expire: &expire,
+        },
     )?;
+    drop(expire);
     c.current_stateid = Some(sid.clone());
     Ok(sid)
 }

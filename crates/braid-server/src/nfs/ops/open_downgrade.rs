@@ -1,7 +1,7 @@
 //! OP_OPEN_DOWNGRADE (RFC 8881 18.18): an open owner gives up some of its
-//! access or deny (to a mode it opened with before); same stateid, seqid
-//! + 1. The fd stays as opened: the stateid checks hold I/O to the new
-//! access.
+//! access or deny (to a mode it opened with before); the same stateid
+//! with its seqid one up. The fd stays as opened: the stateid checks hold
+//! I/O to the new access.
 
 use braid_nfs_proto::nfs4::*;
 

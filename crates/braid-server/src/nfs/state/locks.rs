@@ -112,18 +112,33 @@ pub enum Locker<'a> {
     Existing(&'a stateid4),
 }
 
+/// One LOCK request.
+pub struct LockRequest<'a> {
+    pub key: FileKey,
+    pub locker: Locker<'a>,
+    pub locktype: nfs_lock_type4,
+    pub offset: u64,
+    pub length: u64,
+    /// NfsLimits::max_locks_per_client (lock stateids).
+    pub max_locks: usize,
+    pub expire: Expire<'a>,
+}
+
 /// RFC 8881 18.10.3: LOCK.
 pub fn lock(
     table: &StateTable,
     client: &Arc<Client>,
-    key: FileKey,
-    locker: Locker<'_>,
-    locktype: nfs_lock_type4,
-    offset: u64,
-    length: u64,
-    max_locks: usize,
-    expire: Expire<'_>,
+    req: LockRequest<'_>,
 ) -> Result<stateid4, LockError> {
+    let LockRequest {
+        key,
+        locker,
+        locktype,
+        offset,
+        length,
+        max_locks,
+        expire,
+    } = req;
     let (start, end) = range(offset, length)?;
     let write = is_write(locktype);
     let mut inner = table.lock();
@@ -167,13 +182,11 @@ pub fn lock(
         return Err(NFS4ERR_OPENMODE.into());
     }
     // A conflicting lock of a courtesy client goes; a live one denies.
-    loop {
-        let Some(f) = inner.files.get(&key) else {
-            break;
-        };
-        let Some(r) = conflict(f, clientid, &owner, start, end, write) else {
-            break;
-        };
+    while let Some(r) = inner
+        .files
+        .get(&key)
+        .and_then(|f| conflict(f, clientid, &owner, start, end, write))
+    {
         let (holder, d) = (r.clientid, denied(r));
         if holder == clientid || !inner.evict(holder, expire) {
             return Err(LockError::Denied(d));
