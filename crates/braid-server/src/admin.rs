@@ -100,11 +100,25 @@ async fn get_metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse
 
 #[derive(Debug, Serialize)]
 pub struct SessionsView {
-    pub sessions: Vec<SessionView>,
+    /// SMB sessions, then NFS sessions (`protocol`).
+    pub sessions: Vec<SessionEntry>,
+    /// NFS client records, when NFS is served (admin_nfs.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs_clients: Option<Vec<crate::admin_nfs::NfsClientView>>,
+}
+
+/// An SMB or an NFS session, in one list and one shape.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum SessionEntry {
+    Smb(SessionView),
+    Nfs(crate::admin_nfs::NfsSessionView),
 }
 
 #[derive(Debug, Serialize)]
 pub struct SessionView {
+    /// "smb" ("nfs" for NFS sessions, admin_nfs.rs).
+    pub protocol: &'static str,
     pub id: u64,
     /// The same id as Windows and Wireshark print it.
     pub id_hex: String,
@@ -193,7 +207,19 @@ pub fn sessions_view(state: &ServerState) -> SessionsView {
         .map(|s| session_view(state, s, max_channels))
         .collect();
     sessions.sort_by_key(|s| s.id);
-    SessionsView { sessions }
+    let mut sessions: Vec<SessionEntry> = sessions.into_iter().map(SessionEntry::Smb).collect();
+    let nfs = state.nfs.get();
+    if let Some(nfs) = nfs {
+        sessions.extend(
+            crate::admin_nfs::sessions(nfs)
+                .into_iter()
+                .map(SessionEntry::Nfs),
+        );
+    }
+    SessionsView {
+        sessions,
+        nfs_clients: nfs.map(|n| crate::admin_nfs::clients(n)),
+    }
 }
 
 fn session_view(state: &ServerState, s: &Session, max_channels: usize) -> SessionView {
@@ -226,6 +252,7 @@ fn session_view(state: &ServerState, s: &Session, max_channels: usize) -> Sessio
     let encrypt_data = s.encrypt_data.load(Relaxed);
     let encrypted_seen = s.encrypted_seen.load(Relaxed);
     SessionView {
+        protocol: "smb",
         id: s.id,
         id_hex: format!("0x{:016x}", s.id),
         state: state_name,

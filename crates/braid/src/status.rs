@@ -1,6 +1,7 @@
-//! `braid status`: the sessions and channels of a running server, read from
-//! its admin API (`GET /api/v1/sessions`, docs/ADMIN.md) and printed like
-//! Windows' `Get-SmbMultichannelConnection`, or as JSON with `--json`.
+//! `braid status`: the sessions and channels of a running server, SMB and
+//! NFS (then its NFS client records), read from its admin API (`GET
+//! /api/v1/sessions`, docs/ADMIN.md) and printed like Windows'
+//! `Get-SmbMultichannelConnection`, or as JSON with `--json`.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -168,6 +169,7 @@ pub fn render_table(v: &Value) -> String {
     }
     let headers = [
         "Session",
+        "Protocol",
         "User",
         "Client",
         "Dialect",
@@ -192,6 +194,7 @@ pub fn render_table(v: &Value) -> String {
             };
             vec![
                 s(&x["id_hex"]),
+                x["protocol"].as_str().unwrap_or("smb").to_string(),
                 user,
                 client,
                 s(&x["dialect"]),
@@ -207,8 +210,14 @@ pub fn render_table(v: &Value) -> String {
     for (x, line) in sessions.iter().zip(&lines[2..]) {
         out.push_str(line);
         for ch in x["channels"].as_array().unwrap_or(&empty) {
+            // NFS: which channels of the session the connection carries.
+            let role = match (ch["fore"].as_bool(), ch["back"].as_bool()) {
+                (Some(true), Some(true)) => "  [fore+back]",
+                (Some(false), Some(true)) => "  [back]",
+                _ => "",
+            };
             out.push_str(&format!(
-                "    {} -> {}  since {}  requests {}  in {}  out {}\n",
+                "    {} -> {}  since {}  requests {}  in {}  out {}{role}\n",
                 s(&ch["local_address"]),
                 s(&ch["remote_address"]),
                 s(&ch["connected_since"]),
@@ -218,7 +227,47 @@ pub fn render_table(v: &Value) -> String {
             ));
         }
     }
+    out.push_str(&render_nfs_clients(v));
     out
+}
+
+/// The NFS client records (`nfs_clients`), after the sessions: one line
+/// each, with its sessions and state.
+fn render_nfs_clients(v: &Value) -> String {
+    let Some(clients) = v["nfs_clients"].as_array().filter(|c| !c.is_empty()) else {
+        return String::new();
+    };
+    let headers = [
+        "NFS client",
+        "Owner",
+        "Address",
+        "Principal",
+        "State",
+        "Sessions",
+        "Opens",
+        "Locks",
+        "Delegations",
+    ];
+    let rows: Vec<Vec<String>> = clients
+        .iter()
+        .map(|c| {
+            vec![
+                s(&c["client_id"]),
+                s(&c["owner"]),
+                s(&c["address"]),
+                s(&c["principal"]),
+                s(&c["state"]),
+                c["session_ids"]
+                    .as_array()
+                    .map_or(0, |a| a.len())
+                    .to_string(),
+                s(&c["opens"]),
+                s(&c["locks"]),
+                s(&c["delegations"]),
+            ]
+        })
+        .collect();
+    "\n".to_string() + &aligned(&headers, &rows).concat()
 }
 
 /// Columns padded to their widest cell: the header line, a line of
@@ -335,6 +384,7 @@ mod tests {
         assert_eq!(lines.len(), 5, "{t}");
         assert!(lines[0].starts_with("Session"), "{t}");
         assert!(lines[0].ends_with("MaxChannels  CurrentChannels"), "{t}");
+        assert!(lines[2].contains(" smb "), "{t}");
         assert!(lines[2].contains("WORKGROUP\\alice"), "{t}");
         assert!(lines[2].contains("127.0.0.1 (PC1)"), "{t}");
         assert!(lines[2].contains("AES-128-GMAC"), "{t}");
@@ -346,6 +396,43 @@ mod tests {
         assert_eq!(
             render_table(&serde_json::json!({"sessions": []})),
             "no sessions\n"
+        );
+    }
+
+    #[test]
+    fn nfs_sessions_and_clients() {
+        let v = serde_json::json!({
+            "sessions": [{"protocol": "nfs", "id": 7,
+                "id_hex": "0x000000010000000100000002deadbeef", "user": "uid 0",
+                "domain": "", "client_address": "198.18.0.2",
+                "client_name": "Linux NFSv4.1 vm", "dialect": "4.1", "signing": null,
+                "encryption": null, "max_channels": 64, "current_channels": 4,
+                "channels": [
+                    {"local_address": "198.18.0.1:2049", "remote_address": "198.18.0.2:700",
+                     "connected_since": "2026-01-01T00:00:00.000Z", "requests": 5,
+                     "bytes_in": 10, "bytes_out": 20, "fore": true, "back": true},
+                    {"local_address": "198.18.0.1:2049", "remote_address": "198.18.0.2:701",
+                     "connected_since": "2026-01-01T00:00:00.000Z", "requests": 5,
+                     "bytes_in": 10, "bytes_out": 20, "fore": true, "back": false}]}],
+            "nfs_clients": [{"client_id": "0x0000000100000001", "owner": "Linux NFSv4.1 vm",
+                "address": "198.18.0.2", "principal": "uid 0", "state": "confirmed",
+                "session_ids": ["0x000000010000000100000002deadbeef"], "opens": 3,
+                "locks": 1, "delegations": 0}]});
+        let t = render_table(&v);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[2].contains(" nfs ") && lines[2].contains("uid 0"),
+            "{t}"
+        );
+        assert!(lines[2].contains("198.18.0.2 (Linux NFSv4.1 vm)"), "{t}");
+        assert!(lines[2].ends_with(" 4"), "{t}");
+        assert!(lines[3].ends_with("[fore+back]"), "{t}");
+        assert!(lines[4].ends_with("out 20 B"), "{t}");
+        assert_eq!(lines[5], "");
+        assert!(lines[6].starts_with("NFS client"), "{t}");
+        assert!(
+            lines[8].contains("confirmed") && lines[8].contains("Linux NFSv4.1 vm"),
+            "{t}"
         );
     }
 

@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 use std::io::IoSlice;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use braid_nfs_proto::record::{record_mark, RecordDecoder};
 use bytes::{Buf, Bytes, BytesMut};
@@ -28,6 +28,13 @@ const WRITE_QUEUE: usize = 1024;
 pub struct Connection {
     pub id: u64,
     pub peer: SocketAddr,
+    /// The server's end, and when the connection was accepted (admin view).
+    pub local: Option<SocketAddr>,
+    pub connected_since: SystemTime,
+    /// Calls received, and bytes received and sent (record marks included).
+    pub requests: AtomicU64,
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
     tx: mpsc::Sender<Vec<Bytes>>,
     /// Our callback calls on this connection, by xid, waiting for replies.
     callbacks: Mutex<HashMap<u32, oneshot::Sender<Bytes>>>,
@@ -40,6 +47,7 @@ impl Connection {
     /// writer. False when the connection is gone.
     pub async fn send_record(&self, mut segments: Vec<Bytes>) -> bool {
         let len: usize = segments.iter().map(|s| s.len()).sum();
+        self.bytes_out.fetch_add(len as u64 + 4, Ordering::Relaxed);
         segments.insert(0, Bytes::copy_from_slice(&record_mark(len, true)));
         self.tx.send(segments).await.is_ok()
     }
@@ -76,6 +84,11 @@ impl Connection {
         Arc::new(Connection {
             id,
             peer,
+            local: None,
+            connected_since: SystemTime::now(),
+            requests: AtomicU64::new(0),
+            bytes_in: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
             tx,
             callbacks: Mutex::new(HashMap::new()),
             next_xid: AtomicU32::new(1),
@@ -93,11 +106,17 @@ impl Connection {
 /// Serve one accepted connection until it closes.
 pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
+    let local = stream.local_addr().ok();
     let (mut rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Vec<Bytes>>(WRITE_QUEUE);
     let conn = Arc::new(Connection {
         id: state.next_connection_id(),
         peer,
+        local,
+        connected_since: SystemTime::now(),
+        requests: AtomicU64::new(0),
+        bytes_in: AtomicU64::new(0),
+        bytes_out: AtomicU64::new(0),
         tx,
         callbacks: Mutex::new(HashMap::new()),
         next_xid: AtomicU32::new(rand::random::<u32>() | 1),
@@ -123,7 +142,9 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
             Err(_) => break "timed out",
             Ok(Err(_)) => break "read error",
             Ok(Ok(0)) => break "closed by the client",
-            Ok(Ok(_)) => {}
+            Ok(Ok(n)) => {
+                conn.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+            }
         }
         let mut failed = None;
         loop {
@@ -134,6 +155,7 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
                         conn.deliver_reply((&record[..4]).get_u32(), record);
                         continue;
                     }
+                    conn.requests.fetch_add(1, Ordering::Relaxed);
                     let Ok(permit) = in_flight.clone().acquire_owned().await else {
                         break;
                     };

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use braid_nfs_proto::nfs4::{
     callback_sec_parms4, channel_attrs4, sessionid4, SEQ4_STATUS_CB_PATH_DOWN,
@@ -41,6 +41,16 @@ struct Channels {
     back: Vec<u64>,
     /// The most connections the fore channel had at once.
     fore_max: usize,
+    /// When each connection was bound (admin view).
+    bound_at: HashMap<u64, SystemTime>,
+}
+
+/// One connection of a session, for the admin view.
+pub struct ChannelInfo {
+    pub conn: u64,
+    pub fore: bool,
+    pub back: bool,
+    pub bound_at: SystemTime,
 }
 
 /// What the server needs to call the client back (RFC 8881 18.36, 18.33).
@@ -109,6 +119,23 @@ impl Session {
         !self.channels().back.is_empty()
     }
 
+    /// Every connection bound to the session now, in the order bound.
+    pub fn channel_list(&self) -> Vec<ChannelInfo> {
+        let ch = self.channels();
+        let mut out: Vec<ChannelInfo> = ch
+            .bound_at
+            .iter()
+            .map(|(&conn, &bound_at)| ChannelInfo {
+                conn,
+                fore: ch.fore.contains(&conn),
+                back: ch.back.contains(&conn),
+                bound_at,
+            })
+            .collect();
+        out.sort_by_key(|c| (c.bound_at, c.conn));
+        out
+    }
+
     /// The connections of the fore channel now.
     pub fn fore_connection_ids(&self) -> Vec<u64> {
         self.channels().fore.clone()
@@ -141,6 +168,7 @@ impl Session {
     pub fn bind(&self, conn: u64, fore: bool, back: bool) -> bool {
         let mut ch = self.channels();
         let mut new = false;
+        ch.bound_at.entry(conn).or_insert_with(SystemTime::now);
         if fore && !ch.fore.contains(&conn) {
             ch.fore.push(conn);
             ch.fore_max = ch.fore_max.max(ch.fore.len());
@@ -172,6 +200,7 @@ impl Session {
         ch.fore.retain(|&c| c != conn);
         let had_back = !ch.back.is_empty();
         ch.back.retain(|&c| c != conn);
+        ch.bound_at.remove(&conn);
         if had_back && ch.back.is_empty() {
             self.callback
                 .lock()
