@@ -107,7 +107,7 @@ fn posix_handles_are_bound_to_export_and_key() {
 }
 
 #[test]
-fn posix_removed_objects_are_stale() {
+fn posix_removed_objects_are_stale_once_let_go() {
     let e = env();
     let s = &e.share;
     let r = s.root();
@@ -125,10 +125,13 @@ fn posix_removed_objects_are_stale() {
     let (fh, dh) = (f.handle().to_vec(), d.handle().to_vec());
     s.remove(&root(), &r, b"f").unwrap();
     s.remove(&root(), &r, b"d").unwrap();
-    // Still held by us (so the inode lives on), and maybe cached: Stale.
+    // Still held by us, as an NFS open holds its file: the handles work
+    // until we let go (knfsd's do too; pynfs RNM21 closes such a file).
+    assert_eq!(s.resolve(&fh).unwrap(), f);
+    assert_eq!(s.resolve(&dh).unwrap(), d);
+    drop((f, d));
     assert_eq!(s.resolve(&fh).unwrap_err(), PosixError::Stale);
     assert_eq!(s.resolve(&dh).unwrap_err(), PosixError::Stale);
-    drop((f, d));
     // After a restart (open_by_handle_at path): Stale too.
     let again = PosixShare::new(&e.dir, EXPORT, KEY).unwrap();
     assert_eq!(again.resolve(&fh).unwrap_err(), PosixError::Stale);
@@ -139,7 +142,13 @@ fn posix_removed_objects_are_stale() {
     mkfile(&e, &r, "b");
     let ah = a.handle().to_vec();
     s.rename(&root(), &r, b"b", &r, b"a").unwrap();
+    assert_eq!(s.resolve(&ah).unwrap(), a);
+    drop(a);
     assert_eq!(s.resolve(&ah).unwrap_err(), PosixError::Stale);
+    // Not held (only cached) when its name goes: Stale at once.
+    let h = mkfile(&e, &r, "h").handle().to_vec();
+    s.remove(&root(), &r, b"h").unwrap();
+    assert_eq!(s.resolve(&h).unwrap_err(), PosixError::Stale);
     // One link left is enough to stay valid.
     let c = mkfile(&e, &r, "c");
     s.link(&root(), &c, &r, b"c2").unwrap();

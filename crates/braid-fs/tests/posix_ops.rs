@@ -275,7 +275,10 @@ fn posix_rename_link_remove() {
     let dc = s.remove(&c, &r, b"d2").unwrap();
     assert!(dc.after > dc.before);
     assert_eq!(errno(s.lookup(&c, &r, b"d2")), libc::ENOENT);
-    assert_eq!(s.resolve(d2.handle()).unwrap_err(), PosixError::Stale);
+    // Held here, it still resolves; once let go, its handle is stale.
+    let d2h = d2.handle().to_vec();
+    drop(d2);
+    assert_eq!(s.resolve(&d2h).unwrap_err(), PosixError::Stale);
     assert_eq!(errno(s.remove(&c, &r, b"nothing")), libc::ENOENT);
 
     // Symlinks and special files are removed as names.

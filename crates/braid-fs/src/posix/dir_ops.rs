@@ -199,7 +199,8 @@ impl PosixShare {
     }
 
     /// Drops a cached object whose last link went away, so the cache does
-    /// not keep a deleted file's blocks allocated until it is evicted.
+    /// not keep a deleted file's blocks allocated until it is evicted (an
+    /// open of it keeps it, and its handle working, until closed).
     pub(crate) fn forget_if_gone(&self, fd: &OwnedFd) {
         let gone = sys::statx(fd.as_raw_fd()).map(|a| a.nlink == 0);
         if !matches!(gone, Ok(true)) {
@@ -207,7 +208,7 @@ impl PosixShare {
         }
         if let Ok((ty, kernel)) = sys::name_to_handle(fd.as_raw_fd()) {
             if let Some(h) = handle::encode(&self.key, self.export_id, ty, &kernel) {
-                self.cache.remove(&h);
+                self.cache.orphan(&h);
             }
         }
     }

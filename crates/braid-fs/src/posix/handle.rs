@@ -19,7 +19,7 @@
 //! export: the export id is inside the MACed bytes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -103,6 +103,11 @@ impl Parsed<'_> {
 pub(crate) struct HandleCache {
     shards: Box<[Mutex<Shard>]>,
     per_shard: usize,
+    /// Objects whose last name went while something besides the cache
+    /// held them (an NFS open keeps its `Object`): still resolvable, as an
+    /// open POSIX file stays usable after unlink, but only weakly held
+    /// here, so the inode is freed when the last holder lets go.
+    orphans: Mutex<HashMap<Vec<u8>, Weak<ObjectInner>>>,
 }
 
 #[derive(Default)]
@@ -119,6 +124,7 @@ impl HandleCache {
         HandleCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             per_shard,
+            orphans: Mutex::new(HashMap::new()),
         }
     }
 
@@ -161,6 +167,38 @@ impl HandleCache {
         if s.map.remove(handle).is_some() {
             s.order.retain(|k| k != handle);
         }
+    }
+
+    /// The object of `handle` has no name left: drop the cache's hold on
+    /// it, and keep it findable (weakly) if anything else still holds it.
+    pub(crate) fn orphan(&self, handle: &[u8]) {
+        let removed = {
+            let mut s = self.shard(handle).lock().unwrap_or_else(|e| e.into_inner());
+            let removed = s.map.remove(handle);
+            if removed.is_some() {
+                s.order.retain(|k| k != handle);
+            }
+            removed
+        };
+        let Some(inner) = removed else { return };
+        if Arc::strong_count(&inner) > 1 {
+            let mut o = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+            // Bounded by the live holders: forget the ones let go.
+            if o.len() >= 64 {
+                o.retain(|_, w| w.strong_count() > 0);
+            }
+            o.insert(handle.to_vec(), Arc::downgrade(&inner));
+        }
+    }
+
+    /// A nameless object some holder keeps alive (see `orphan`).
+    pub(crate) fn get_orphan(&self, handle: &[u8]) -> Option<Arc<ObjectInner>> {
+        let mut o = self.orphans.lock().unwrap_or_else(|e| e.into_inner());
+        let found = o.get(handle)?.upgrade();
+        if found.is_none() {
+            o.remove(handle);
+        }
+        found
     }
 
     /// Drops the older half of every shard: called when we run out of fds.

@@ -139,11 +139,22 @@ impl PosixShare {
             match sys::statx(obj.fd()) {
                 // rmdir and the last unlink both leave nlink 0.
                 Ok(a) if a.nlink > 0 => return Ok(obj),
-                _ => {
+                Ok(_) => {
+                    drop(obj);
+                    self.cache.orphan(handle);
+                }
+                Err(_) => {
                     self.cache.remove(handle);
                     return Err(PosixError::Stale);
                 }
             }
+        }
+        // RFC 8881 4.2.3: a removed object's handle is stale, except while
+        // the server itself holds the object open (an NFS open of it): then,
+        // as knfsd does, the handle still works (pynfs RNM21: CLOSE after a
+        // RENAME replaced the open file).
+        if let Some(inner) = self.cache.get_orphan(handle) {
+            return Ok(Object(inner));
         }
         let Some(mount_fd) = &self.mount_fd else {
             return Err(PosixError::Stale);
