@@ -4,11 +4,14 @@
 //! an unlock may split a range. One lock stateid per lock owner and file,
 //! made from an open stateid (open_to_lock_owner4).
 
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use braid_nfs_proto::nfs4::*;
 
+use super::super::errors::errno_status;
 use super::clients::Client;
+use super::kernel_locks;
 use super::opens::next_seqid;
 use super::stateids::*;
 
@@ -47,6 +50,24 @@ fn denied(r: &LockRange) -> LOCK4denied {
         owner: lock_owner4 {
             clientid: r.clientid,
             owner: r.owner.clone(),
+        },
+    }
+}
+
+/// A lock held outside NFS (an SMB client, a local process): no NFS owner
+/// to name.
+fn outside_holder(start: u64, end: u64, write: bool) -> LOCK4denied {
+    LOCK4denied {
+        offset: start,
+        length: if end == u64::MAX {
+            u64::MAX
+        } else {
+            end - start + 1
+        },
+        locktype: if write { WRITE_LT } else { READ_LT },
+        owner: lock_owner4 {
+            clientid: 0,
+            owner: b"braid:not-nfs".to_vec(),
         },
     }
 }
@@ -197,6 +218,39 @@ pub fn lock(
             return Err(NFS4ERR_RESOURCE.into());
         }
     }
+    // The kernel's view (SMB clients, local processes): on the lock
+    // owner's own description, made for a new lock owner from the open's.
+    let new_fd = match lock_other {
+        Some(_) => None,
+        None => match inner.states.get(&open_other) {
+            Some(State {
+                kind: Kind::Open(o),
+                ..
+            }) => kernel_locks::reopen(&o.io.file, o.io.write).ok(),
+            _ => None,
+        },
+    };
+    let fd = match lock_other {
+        Some(o) => match inner.states.get(&o) {
+            Some(State {
+                kind: Kind::Lock(l),
+                ..
+            }) => l.fd.as_ref().map(|f| f.as_raw_fd()),
+            _ => None,
+        },
+        None => new_fd.as_ref().map(|f| f.as_raw_fd()),
+    };
+    if let Some(fd) = fd {
+        match kernel_locks::set(fd, start, end, Some(write)) {
+            Ok(()) => {}
+            Err(libc::EAGAIN) => {
+                let (s, e, w) =
+                    kernel_locks::conflict(fd, start, end, write).unwrap_or((start, end, true));
+                return Err(LockError::Denied(outside_holder(s, e, w)));
+            }
+            Err(e) => return Err(errno_status(e).into()),
+        }
+    }
     let (other, seqid) = match lock_other {
         Some(other) => {
             let Some(st) = inner.states.get_mut(&other) else {
@@ -234,7 +288,10 @@ pub fn lock(
                     owner: owner.clone(),
                     export,
                     obj,
-                    kind: Kind::Lock(LockState { open: open_other }),
+                    kind: Kind::Lock(LockState {
+                        open: open_other,
+                        fd: new_fd,
+                    }),
                 },
             );
             inner
@@ -273,12 +330,26 @@ pub fn test(
     length: u64,
 ) -> Result<Option<LOCK4denied>, nfsstat4> {
     let (start, end) = range(offset, length)?;
+    let write = is_write(locktype);
     let inner = table.lock();
-    Ok(inner
-        .files
-        .get(&key)
-        .and_then(|f| conflict(f, clientid, owner, start, end, is_write(locktype)))
-        .map(denied))
+    let Some(f) = inner.files.get(&key) else {
+        return Ok(None);
+    };
+    if let Some(r) = conflict(f, clientid, owner, start, end, write) {
+        return Ok(Some(denied(r)));
+    }
+    // Outside NFS: asked through an open's description, which holds no
+    // lock itself. (Without an NFS open of the file, the NFS table alone.)
+    let fd = f.opens.iter().find_map(|o| match inner.states.get(o) {
+        Some(State {
+            kind: Kind::Open(o),
+            ..
+        }) => Some(o.io.file.as_raw_fd()),
+        _ => None,
+    });
+    Ok(fd
+        .and_then(|fd| kernel_locks::conflict(fd, start, end, write))
+        .map(|(s, e, w)| outside_holder(s, e, w)))
 }
 
 /// RFC 8881 18.12.3: LOCKU: the owner's locks in the range go (a range
@@ -299,6 +370,14 @@ pub fn unlock(
     }
     if let Some(f) = inner.files.get_mut(&key) {
         carve(&mut f.locks, &sid.other, start, end);
+    }
+    if let Some(State {
+        kind: Kind::Lock(LockState { fd: Some(fd), .. }),
+        ..
+    }) = inner.states.get(&sid.other)
+    {
+        // Only releases: cannot meet a conflict.
+        let _ = kernel_locks::set(fd.as_raw_fd(), start, end, None);
     }
     let Some(st) = inner.states.get_mut(&sid.other) else {
         return Err(NFS4ERR_BAD_STATEID);

@@ -6,6 +6,7 @@ pub mod clients;
 pub mod connections;
 pub mod delegations;
 pub mod grace;
+pub mod kernel_locks;
 pub mod locks;
 pub mod opens;
 pub mod reaper;

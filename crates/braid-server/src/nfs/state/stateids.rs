@@ -85,6 +85,10 @@ pub struct OpenState {
 pub struct LockState {
     /// The open stateid it came from.
     pub open: Other,
+    /// The lock owner's own file description, holding its locks as OFD
+    /// locks (`kernel_locks.rs`); None where the file could not be opened
+    /// again (the NFS table alone then).
+    pub fd: Option<File>,
 }
 
 pub struct DelegState {
