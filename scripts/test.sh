@@ -164,13 +164,12 @@ install_dependencies() {
             || python3 -m pip install -q --break-system-packages smbprotocol pytest \
             || return 1
     fi
-    # nfs-rs: an independent NFSv4.1 client (no test needs it yet: a
-    # registry without it is noted, not a failure).
+    # nfs-rs: an independent NFSv4.1 client (tests/e2e/test_nfs_smb_shared.py).
     if ! python3 -c 'import nfs_rs' 2>/dev/null; then
         say "installing Python package: nfs-rs"
         python3 -m pip install -q nfs-rs 2>/dev/null \
             || python3 -m pip install -q --break-system-packages nfs-rs \
-            || echo "nfs-rs did not install (not needed by any test yet)"
+            || return 1
     fi
 
     if ! command -v cargo >/dev/null 2>&1; then

@@ -739,6 +739,33 @@ def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
                      log_path, proc)
 
 
+def start_braid_smb_nfs(share_dir: Path, workdir: Path,
+                        share: str = DEFAULT_SHARE) -> tuple[Server, NfsServer]:
+    """One Braid serving share_dir as share `share` over SMB and over
+    NFSv4.1 (pseudo path /share, no root squash), each on a free loopback
+    port: (the SMB side, the NFS side), one process; stop either."""
+    if not BRAID_BIN.exists():
+        raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
+    port, nfs_port = free_port(), free_port()
+    password = "Pw-" + secrets.token_hex(8)
+    log_path = workdir / "braid.log"
+    config = workdir / "braid-smb-nfs.toml"
+    config.write_text(f'[[share]]\nname = {json.dumps(share)}\n'
+                      f'path = {json.dumps(str(share_dir))}\n'
+                      'protocols = ["smb", "nfs"]\nroot_squash = false\n')
+    admin = f"127.0.0.1:{free_port()}"
+    argv = [str(BRAID_BIN), "serve", "--config", str(config),
+            "--listen", f"127.0.0.1:{port}", "--nfs-listen", f"127.0.0.1:{nfs_port}",
+            "--user", f"{DEFAULT_USER}:{password}", "--admin-listen", admin]
+    proc = _spawn(argv, log_path, workdir)
+    wait_until_accepting("127.0.0.1", port, proc, log_path)
+    _wait_for_nfs("127.0.0.1", nfs_port, proc, log_path)
+    return (Server("braid", "127.0.0.1", port, share, DEFAULT_USER, password, share_dir,
+                   workdir, proc.pid, log_path, proc, admin=admin),
+            NfsServer("braid", "127.0.0.1", nfs_port, "/" + share, share_dir, workdir,
+                      proc.pid, log_path, proc))
+
+
 def start_nfs(target: str, export_dir: Path, workdir: Path, **kwargs) -> NfsServer:
     """The NFSv4.1 server under test: braid or ganesha."""
     if target == "braid":
