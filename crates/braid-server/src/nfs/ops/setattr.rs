@@ -1,10 +1,12 @@
 //! OP_SETATTR (RFC 8881 18.30): mode, owner, group, size and times.
 
+use braid_fs::posix::ObjectKind;
 use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::attrs;
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::nfs_status;
+use crate::nfs::errors::{errno_status, nfs_status};
+use crate::nfs::state::stateids::{check_io_stateid, IoTarget};
 
 pub fn run(c: &mut Compound, a: &SETATTR4args) -> SETATTR4res {
     match setattr(c, a) {
@@ -21,20 +23,23 @@ pub fn run(c: &mut Compound, a: &SETATTR4args) -> SETATTR4res {
 }
 
 fn setattr(c: &mut Compound, a: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
-    let want = attrs::decode_settable(&a.obj_attributes)?;
+    let mut want = attrs::decode_settable(&a.obj_attributes)?;
     let (export, obj) = c.current_object(NFS4ERR_ROFS)?;
     c.require_write(&export)?;
-    if want.set.size.is_some() {
-        // RFC 8881 18.30.3: a size change is I/O and needs a stateid that
-        // allows writing (or a special one).
-        // TODO: crate::nfs::state::stateids::check_io_stateid (engineer T)
-        // once it exists; until then every stateid is taken as the
-        // anonymous one, and the mode bits decide.
-        let _ = &a.stateid;
+    if let Some(size) = want.set.size {
         match obj.kind() {
-            braid_fs::posix::ObjectKind::File => {}
-            braid_fs::posix::ObjectKind::Directory => return Err(NFS4ERR_ISDIR),
+            ObjectKind::File => {}
+            ObjectKind::Directory => return Err(NFS4ERR_ISDIR),
             _ => return Err(NFS4ERR_INVAL),
+        }
+        // RFC 8881 18.30.3: a size change is a write, checked against the
+        // stateid as WRITE's is (share reservations, delegations, open mode).
+        if let IoTarget::File(file) = check_io_stateid(c, &obj, &a.stateid, true)? {
+            // The open allows writing: truncate through it, as knfsd does,
+            // so a file created read-only by its opener can still be sized.
+            file.set_len(size)
+                .map_err(|e| errno_status(e.raw_os_error().unwrap_or(libc::EIO)))?;
+            want.set.size = None;
         }
     }
     let cred = c.credentials(&export);
