@@ -67,7 +67,11 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
         {
             return Err(NFS4ERR_NO_GRACE);
         }
-    } else if c.state.grace.active() {
+    } else if c.state.grace.active()
+        // RFC 8881 18.51.3: a new client ID takes no new state before its
+        // RECLAIM_COMPLETE (RECC3).
+        || !client.reclaim_complete.load(std::sync::atomic::Ordering::Acquire)
+    {
         return Err(NFS4ERR_GRACE);
     }
 

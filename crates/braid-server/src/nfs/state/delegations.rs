@@ -4,6 +4,8 @@
 //! with NFS4ERR_DELAY until DELEGRETURN, or until a lease period after the
 //! recall, when the delegation is revoked.
 
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use braid_nfs_proto::nfs4::*;
@@ -49,6 +51,10 @@ pub fn conflicting(
                 // RFC 8881 10.4.6? no: 8.3 / 10.2 — not returned within a
                 // lease period of the recall: revoked.
                 d.revoked = true;
+                if let Some(cl) = d.client.upgrade() {
+                    cl.status_flags
+                        .fetch_or(SEQ4_STATUS_RECALLABLE_STATE_REVOKED, Ordering::AcqRel);
+                }
                 if let Some(f) = inner.files.get_mut(&key) {
                     f.delegs.retain(|x| *x != other);
                 }
@@ -117,7 +123,11 @@ pub fn recall(c: &Compound, recalls: Vec<Recall>) {
 /// delegation if nobody writes the file (no open for writing by anyone, no
 /// write delegation), no delegation of it is being recalled, and this
 /// client holds none on it yet.
-pub fn grant_read(table: &StateTable, client: &Client, open_other: &Other) -> Option<stateid4> {
+pub fn grant_read(
+    table: &StateTable,
+    client: &Arc<Client>,
+    open_other: &Other,
+) -> Option<stateid4> {
     let mut inner = table.lock();
     let open = inner.states.get(open_other)?;
     let Kind::Open(o) = &open.kind else {
@@ -153,6 +163,7 @@ pub fn grant_read(table: &StateTable, client: &Client, open_other: &Other) -> Op
                 recalled: None,
                 revoked: false,
                 io,
+                client: Arc::downgrade(client),
             }),
         },
     );
@@ -180,4 +191,18 @@ pub fn delegreturn(
         return Err(NFS4ERR_BAD_STATEID);
     }
     Ok(inner.remove(client, &sid.other))
+}
+
+/// After FREE_STATEID of a revoked delegation: with none left, the client
+/// stops seeing SEQ4_STATUS_RECALLABLE_STATE_REVOKED (RFC 8881 18.46.3).
+pub fn clear_revoked_flag(inner: &Inner, client: &Client) {
+    let cs = client.state.lock().unwrap_or_else(|e| e.into_inner());
+    let any = cs.delegs.iter().any(
+        |o| matches!(inner.states.get(o), Some(State { kind: Kind::Deleg(d), .. }) if d.revoked),
+    );
+    if !any {
+        client
+            .status_flags
+            .fetch_and(!SEQ4_STATUS_RECALLABLE_STATE_REVOKED, Ordering::AcqRel);
+    }
 }

@@ -396,7 +396,9 @@ pub fn free(table: &StateTable, client: &Client, sid: &stateid4) -> Result<Vec<S
     let mut inner = table.lock();
     let st = match inner.check(client.clientid, None, sid) {
         Err(NFS4ERR_DELEG_REVOKED) => {
-            return Ok(inner.remove(client, &sid.other));
+            let gone = inner.remove(client, &sid.other);
+            super::delegations::clear_revoked_flag(&inner, client);
+            return Ok(gone);
         }
         r => r?,
     };

@@ -100,6 +100,9 @@ pub struct DelegState {
     /// until freed (RFC 8881 8.2.2, 18.38).
     pub revoked: bool,
     pub io: IoFile,
+    /// Its client, to raise SEQ4_STATUS_RECALLABLE_STATE_REVOKED on when
+    /// revoked (RFC 8881 18.46.3).
+    pub client: std::sync::Weak<Client>,
 }
 
 /// An fd opened for I/O and what it allows.
