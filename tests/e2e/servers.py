@@ -713,9 +713,10 @@ def start_ganesha(export_dir: Path, workdir: Path, port: int | None = None,
 
 def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
                     export: str = DEFAULT_SHARE, host: str = "127.0.0.1",
-                    wrap=None) -> NfsServer:
+                    wrap=None, extra_config: str = "") -> NfsServer:
     """Braid serving export_dir as share `export`, over NFSv4.1 on
-    host:port (its pseudo path /export) and over SMB on a loopback port."""
+    host:port (its pseudo path /export) and over SMB on a loopback port.
+    `extra_config` is TOML appended to its config (more [[share]] tables)."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port(host if wrap is None else "127.0.0.1")
@@ -726,7 +727,7 @@ def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
     # client's tests run as root and create device nodes and chown.
     config = workdir / "braid-nfs.toml"
     config.write_text(f'[[share]]\nname = "{export}"\npath = "{export_dir}"\n'
-                      'root_squash = false\n')
+                      'root_squash = false\n' + extra_config)
     argv = [str(BRAID_BIN), "serve", "--config", str(config),
             "--listen", f"127.0.0.1:{free_port()}",
             "--nfs-listen", f"{host}:{port}",
