@@ -163,3 +163,28 @@ def test_compare_crosses_nconnect(nfs, tmp_path):
     assert [c["runs"][0]["channels"] for c in res["cases"]] == [1, 2]
     html = (out / "compare.html").read_text()
     assert "nconnect 2" in html and "<svg" in html
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="braid lab needs root (namespaces, tc)")
+def test_lab_per_connection_cap_two_flows(tmp_path):
+    """`braid lab` with one NIC and a per-TCP-connection cap: NFS nconnect 2
+    moves about twice what nconnect 1 does, each connection near the cap."""
+    if TARGET == "ganesha":
+        pytest.skip("the lab serves with Braid")
+    out = tmp_path / "lab"
+    argv = [BIN, "lab", "--nics", "1", "--rate", "1gbit", "--flow-rate", "100mbit",
+            "--modes", "nc1,nc2", "--profiles", "fio-randread-64k", "--duration", "4",
+            "--warmup", "2", "--queue-depth", "8", "--file-size", "8m", "--json",
+            "--out", str(out)]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, f"{' '.join(argv)} failed:\n{p.stderr[-3000:]}"
+    res = json.loads(p.stdout)
+    by = {c["variant"]: c for c in res["cases"]}
+    one, two = by["NFS nconnect 1"], by["NFS nconnect 2"]
+    assert not one["failures"] and not two["failures"], (one["failures"], two["failures"])
+    assert [r["channels"] for r in one["runs"]] == [1]
+    assert [r["channels"] for r in two["runs"]] == [2]
+    cap = 100e6 / 8 / 2**20  # MiB/s
+    assert one["mib_s"] < 1.1 * cap, one["mib_s"]
+    assert two["mib_s"] > 1.5 * one["mib_s"], (one["mib_s"], two["mib_s"])
+    assert "per TCP connection" in res["title"]

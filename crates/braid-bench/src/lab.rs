@@ -4,6 +4,16 @@
 //! bandwidth; Braid serves in the server namespace with one
 //! `[[interface]]` per NIC, and `braid bench` runs from the client
 //! namespace. Everything is torn down on return, on error and on Ctrl-C.
+//!
+//! With a per-connection cap (`flow_rate`, as a cloud file service caps
+//! each TCP connection, not only each NIC), every link gets an htb
+//! instead: a parent class at the NIC's rate and one child class per TCP
+//! connection at the flow rate. The kernel here has no `flow` classifier,
+//! so connections are told apart by the client's port: the client
+//! namespace's ephemeral ports are confined to [`FLOW_PORT_BASE`] ..
+//! +[`FLOW_PORTS`] and a u32 filter per port (source port on the client's
+//! side, destination port on the server's) picks its class. Braid serves
+//! SMB on 445 and NFSv4.1 on 2049; modes `ncN` run NFS with nconnect N.
 
 use crate::compare::{summarize, Case, CompareResult};
 use crate::profiles::Profile;
@@ -28,7 +38,14 @@ pub struct LabOptions {
     pub keep: bool,
     pub out: PathBuf,
     pub load: Overrides,
+    /// Per-TCP-connection cap (e.g. "200mbit"), beside the per-NIC rate.
+    pub flow_rate: Option<String>,
 }
+
+/// The client namespace's first ephemeral port when flows are capped.
+pub const FLOW_PORT_BASE: u16 = 40000;
+/// Ephemeral ports (= connections) the client namespace may use.
+pub const FLOW_PORTS: u16 = 64;
 
 const LAB_USER: &str = "lab";
 const LAB_PASSWORD: &str = "lab-password";
@@ -98,7 +115,12 @@ impl Lab {
     }
 
     /// Build the topology (no server yet).
-    pub fn build(nics: u32, rate: Option<&str>, keep: bool) -> Result<Lab, String> {
+    pub fn build(
+        nics: u32,
+        rate: Option<&str>,
+        flow_rate: Option<&str>,
+        keep: bool,
+    ) -> Result<Lab, String> {
         if !is_root() {
             return Err("braid lab needs root (it creates network namespaces, veth links and tc qdiscs); run it with sudo".into());
         }
@@ -120,6 +142,21 @@ impl Lab {
         for ns in [&lab.server_ns, &lab.client_ns] {
             sh(&["ip", "-n", ns, "link", "set", "lo", "up"])?;
         }
+        if flow_rate.is_some() {
+            let range = format!(
+                "net.ipv4.ip_local_port_range={FLOW_PORT_BASE} {}",
+                FLOW_PORT_BASE + FLOW_PORTS - 1
+            );
+            sh(&[
+                "ip",
+                "netns",
+                "exec",
+                &lab.client_ns,
+                "sysctl",
+                "-qw",
+                &range,
+            ])?;
+        }
         for i in 0..nics {
             let s = format!("bls{id}n{i}");
             let c = format!("blc{id}n{i}");
@@ -132,7 +169,13 @@ impl Lab {
             sh(&["ip", "-n", &lab.client_ns, "addr", "add", &ca, "dev", &c])?;
             sh(&["ip", "-n", &lab.server_ns, "link", "set", &s, "up"])?;
             sh(&["ip", "-n", &lab.client_ns, "link", "set", &c, "up"])?;
-            if let Some(r) = rate {
+            if let Some(fr) = flow_rate {
+                let nic = rate.unwrap_or("10gbit");
+                for (ns, dev, dir) in [(&lab.server_ns, &s, "dport"), (&lab.client_ns, &c, "sport")]
+                {
+                    flow_classes(ns, dev, nic, fr, dir)?;
+                }
+            } else if let Some(r) = rate {
                 for (ns, dev) in [(&lab.server_ns, &s), (&lab.client_ns, &c)] {
                     sh(&[
                         "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
@@ -148,10 +191,11 @@ impl Lab {
         Ok(lab)
     }
 
-    /// Start Braid in the server namespace, one `[[interface]]` per NIC.
+    /// Start Braid in the server namespace, one `[[interface]]` per NIC,
+    /// SMB on 445 and NFSv4.1 on 2049.
     pub fn start_braid(&mut self, exe: &Path, speed_mbps: u64) -> Result<(), String> {
         let mut cfg = String::new();
-        cfg.push_str("listen = [\"0.0.0.0:445\"]\nmultichannel = true\nmax_channels = 32\n");
+        cfg.push_str("listen = [\"0.0.0.0:445\"]\nnfs_listen = [\"0.0.0.0:2049\"]\nmultichannel = true\nmax_channels = 32\n");
         for i in 0..self.nics {
             cfg.push_str(&format!(
                 "[[interface]]\naddress = \"{}\"\nif_index = {}\nspeed_mbps = {speed_mbps}\nrss = true\n",
@@ -160,7 +204,7 @@ impl Lab {
             ));
         }
         cfg.push_str(&format!(
-            "[[share]]\nname = \"share\"\npath = \"{}\"\n",
+            "[[share]]\nname = \"share\"\npath = \"{}\"\nroot_squash = false\n",
             self.workdir.join("share").display()
         ));
         let cfg_path = self.workdir.join("braid.toml");
@@ -240,6 +284,48 @@ impl Lab {
     }
 }
 
+/// An htb on `dev`: class 1:1 at the NIC's rate, 1:2 (default) under it
+/// for traffic of no capped flow, and 1:(100+k) at the flow rate for the
+/// client port FLOW_PORT_BASE+k, matched on `dir` ("sport" on the
+/// client's side, "dport" on the server's).
+fn flow_classes(ns: &str, dev: &str, nic: &str, flow: &str, dir: &str) -> Result<(), String> {
+    let tc = |args: &[&str]| {
+        let mut v = vec!["ip", "netns", "exec", ns, "tc"];
+        v.extend_from_slice(args);
+        sh(&v)
+    };
+    tc(&[
+        "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2", "r2q", "1000",
+    ])?;
+    tc(&[
+        "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", nic, "ceil",
+        nic, "burst", "256kb",
+    ])?;
+    tc(&[
+        "class", "add", "dev", dev, "parent", "1:1", "classid", "1:2", "htb", "rate", nic, "ceil",
+        nic,
+    ])?;
+    for k in 0..FLOW_PORTS {
+        let id = format!("1:{:x}", 0x100 + k as u32);
+        let port = (FLOW_PORT_BASE + k).to_string();
+        tc(&[
+            "class", "add", "dev", dev, "parent", "1:1", "classid", &id, "htb", "rate", flow,
+            "ceil", flow, "burst", "256kb",
+        ])?;
+        // A short queue per flow: a long one inflates the flow's RTT until
+        // TCP's window, not the cap, limits it.
+        let leaf = format!("{:x}:", 0x100 + k as u32);
+        tc(&[
+            "qdisc", "add", "dev", dev, "parent", &id, "handle", &leaf, "bfifo", "limit", "1mb",
+        ])?;
+        tc(&[
+            "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
+            "match", "ip", dir, &port, "0xffff", "flowid", &id,
+        ])?;
+    }
+    Ok(())
+}
+
 impl Drop for Lab {
     fn drop(&mut self) {
         if let Some(mut c) = self.server.take() {
@@ -274,7 +360,7 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
-    let mut lab = Lab::build(o.nics, o.rate.as_deref(), o.keep)?;
+    let mut lab = Lab::build(o.nics, o.rate.as_deref(), o.flow_rate.as_deref(), o.keep)?;
     let speed = o.rate.as_deref().map(rate_mbps).unwrap_or(10_000);
     lab.start_braid(exe, speed)?;
     eprintln!(
@@ -289,6 +375,7 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
         lab.client_ns
     );
     let target = format!("//{}:445/share", Lab::server_addr(0));
+    let nfs_target = format!("nfs://{}:2049/share", Lab::server_addr(0));
     let mut cases = Vec::new();
     for p in profiles {
         let mut row: Vec<Case> = o
@@ -310,6 +397,12 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
                 s.user = LAB_USER.into();
                 s.password = LAB_PASSWORD.into();
                 match m.as_str() {
+                    nc if nc.starts_with("nc") => {
+                        s.target = nfs_target.clone();
+                        s.nconnect = nc[2..]
+                            .parse()
+                            .map_err(|_| format!("mode '{nc}': use ncN, N in 1..16"))?;
+                    }
                     "1" | "single" => {
                         s.multichannel = false;
                         s.channels = 1;
@@ -374,9 +467,18 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
     }
     let res = CompareResult {
         title: format!(
-            "braid lab: {} NIC(s) at {} each, single channel vs multichannel",
+            "braid lab: {} NIC(s) at {} each{}, {}",
             o.nics,
-            o.rate.as_deref().unwrap_or("unlimited")
+            o.rate.as_deref().unwrap_or("unlimited"),
+            o.flow_rate
+                .as_deref()
+                .map(|f| format!(", {f} per TCP connection"))
+                .unwrap_or_default(),
+            o.modes
+                .iter()
+                .map(|m| mode_label(m, o.nics))
+                .collect::<Vec<_>>()
+                .join(" vs ")
         ),
         created_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -387,10 +489,15 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
         variants: Vec::new(),
         cases,
         notes: vec![format!(
-            "Server namespace {} with NICs {} (veth, tc tbf {} per direction); client namespace {}; Braid with one [[interface]] per NIC.",
+            "Server namespace {} with NICs {} ({} {} per direction{}); client namespace {}; Braid with one [[interface]] per NIC, SMB on 445, NFSv4.1 on 2049.",
             lab.server_ns,
             (0..o.nics).map(Lab::server_addr).collect::<Vec<_>>().join(", "),
+            if o.flow_rate.is_some() { "veth, tc htb" } else { "veth, tc tbf" },
             o.rate.as_deref().unwrap_or("unlimited"),
+            o.flow_rate
+                .as_deref()
+                .map(|f| format!(", {f} per TCP connection (htb class per client port)"))
+                .unwrap_or_default(),
             lab.client_ns
         )],
     };
@@ -401,6 +508,7 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
 
 fn mode_label(m: &str, nics: u32) -> String {
     match m {
+        nc if nc.starts_with("nc") => format!("NFS nconnect {}", &nc[2..]),
         "1" | "single" => "single channel".into(),
         "multi" => format!("multichannel ({nics} ch)"),
         n => format!("multichannel ({n} ch/NIC)"),

@@ -177,10 +177,14 @@ pub struct LabArgs {
     /// Profiles to run (names or prefix* globs).
     #[arg(long, default_value = "diskspd-mtmf-read-1m")]
     profiles: String,
-    /// Channel counts per interface to compare (1 = single channel, no
-    /// multichannel).
+    /// Modes to compare: 1 (single channel), multi (one channel per
+    /// NIC), N (SMB channels per NIC), ncN (NFSv4.1 with nconnect N).
     #[arg(long, default_value = "1,multi")]
     modes: String,
+    /// Cap each TCP connection at this rate (tc htb class per client
+    /// port), beside the per-NIC --rate: e.g. 200mbit.
+    #[arg(long)]
+    flow_rate: Option<String>,
     #[arg(long, default_value_t = 1)]
     reps: u32,
     #[command(flatten)]
@@ -471,6 +475,7 @@ pub fn lab_cmd(a: LabArgs) -> Result<(), String> {
         modes: a.modes.split(',').map(|s| s.trim().to_string()).collect(),
         reps: a.reps,
         keep: a.keep,
+        flow_rate: a.flow_rate.clone(),
         out: a.out.clone(),
         load: {
             let l = a.load.clone();
