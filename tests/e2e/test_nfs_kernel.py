@@ -27,8 +27,10 @@ ONE boot (boots are slow) mounts the export with
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import re
 import subprocess
 from pathlib import Path
 
@@ -228,8 +230,23 @@ CHECKS = ["mount", "mounted-4.1", "write", "read-back", "size", "mkdir", "create
           "fcntl-read-conflict", "fcntl-other-range", "fcntl-getlk", "fcntl-holder",
           "fcntl-free", "fcntl-shared", "unlink", "delete", "umount", "refuse-4.2",
           "refuse-4.0", "remount"]
-# What the host checks at the guest's `pause host-view`.
-HOST_CHECKS = ["host-bytes", "host-listing", "host-connections"]
+# What the host checks at the guest's `pause host-view`; against Braid
+# also its admin API: one NFS session with the mount's 4 connections.
+HOST_CHECKS = ["host-bytes", "host-listing", "host-connections"] + (
+    ["host-admin-session"] if TARGET == "braid" else [])
+
+
+def admin_view(ns: kernel_vm.NetNs, log: Path) -> dict:
+    """/api/v1/sessions of the Braid in the namespace (its admin port is in
+    its log: `braid: admin API on http://ADDR/`)."""
+    found = re.findall(r"admin API on http://([0-9.:]+)/", log.read_text(errors="replace"))
+    if not found:
+        raise RuntimeError(f"no admin address in {log}")
+    out = ns.run(["python3", "-c",
+                  "import sys, urllib.request; "
+                  "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())",
+                  f"http://{found[-1]}/api/v1/sessions"], timeout=30)
+    return json.loads(out.stdout)
 
 
 def _locktool(workdir: Path) -> Path:
@@ -278,6 +295,13 @@ def nfs_vm(tmp_path_factory):
             conns = [ln for ln in ss.stdout.splitlines() if kernel_vm.GUEST_ADDRESS in ln]
             host["host-connections"] = (len(conns) == 4,
                                         f"{len(conns)} connections from the VM:\n{ss.stdout}")
+            if TARGET == "braid":
+                view = admin_view(ns, server.log_path)
+                nfs = [x for x in view["sessions"] if x.get("protocol") == "nfs"]
+                good = (len(nfs) == 1 and nfs[0]["current_channels"] == 4
+                        and nfs[0]["backchannel"]
+                        and len(view.get("nfs_clients", [])) == 1)
+                host["host-admin-session"] = (good, json.dumps(view, indent=1)[:3000])
             (export_dir / "after-refusals").write_bytes(b"")
 
         lines = kernel_vm.run_nfs_script(kernel, ns, script, base, VM_TIMEOUT, files=files,
