@@ -333,6 +333,9 @@ impl Client {
         };
         let fore = cs.csr_fore_chan_attrs;
         let mut conns = vec![first.clone()];
+        // The first connection to each other address: the session is
+        // checked on it below.
+        let mut probes = Vec::new();
         for _ in 1..nconnect {
             conns.push(Conn::connect(opts.addrs[0], max_record).await?);
         }
@@ -358,6 +361,7 @@ impl Client {
                 )));
             }
             servers.push(id);
+            probes.push((conns.len(), addr));
             conns.push(c);
             for _ in 1..nconnect {
                 conns.push(Conn::connect(addr, max_record).await?);
@@ -392,6 +396,16 @@ impl Client {
                 Some(s) if s == NFS4ERR_COMPLETE_ALREADY => Ok(Vec::new()),
                 _ => Err(e),
             })?;
+        // Every other address must know the session: a server owner and
+        // client id that only look alike (two servers of one host started
+        // in the same second) answer NFS4ERR_BADSESSION here.
+        for (i, addr) in probes {
+            if let Err(e) = client.compound_via(Some(i), Vec::new()).await {
+                return Err(Error::Trunking(format!(
+                    "{addr} is another server: SEQUENCE of the session on it: {e}"
+                )));
+            }
+        }
         Ok(client)
     }
 
@@ -485,6 +499,16 @@ impl Client {
     /// SEQUENCE's). Any failed op is an error. NFS4ERR_DELAY (from
     /// SEQUENCE or a later op) is retried after a growing pause.
     pub async fn compound(&self, ops: Vec<nfs_argop4>) -> Result<Vec<nfs_resop4>> {
+        self.compound_via(None, ops).await
+    }
+
+    /// [`compound`](Self::compound) on connection `via`, or on the next
+    /// one in turn.
+    async fn compound_via(
+        &self,
+        via: Option<usize>,
+        ops: Vec<nfs_argop4>,
+    ) -> Result<Vec<nfs_resop4>> {
         let mut body = XdrWriter::new();
         for op in &ops {
             op.encode(&mut body);
@@ -507,7 +531,11 @@ impl Client {
             .encode(&mut w);
             let mut segs = w.into_segments();
             segs.extend(body.iter().cloned());
-            let conn = match self.pick() {
+            let picked = match via {
+                Some(i) => self.conns.get(i).ok_or(Error::NoConnection),
+                None => self.pick(),
+            };
+            let conn = match picked {
                 Ok(c) => c,
                 Err(e) => {
                     self.complete(&t, Outcome::NotExecuted);
