@@ -127,8 +127,10 @@ def test_smb_write_reads_back_over_nfs_at_once(smb, nfs, d):
     with nfs.open(f"{d}/f.bin", "rb") as reader:
         assert reader.read_at(2**20, 100) == data[2**20:2**20 + 100]
         # Part of the file overwritten, and the file extended, over SMB
-        # while NFS holds it open.
-        with smbclient.open_file(smb.path("f.bin"), mode="r+b", **smb.kw) as f:
+        # while NFS holds it open (sharing read: NFS's open for reading is
+        # in the same share-mode table as SMB's opens).
+        with smbclient.open_file(smb.path("f.bin"), mode="r+b", share_access="r",
+                                 **smb.kw) as f:
             f.seek(2**20 + 10)
             f.write(b"SMB was here")
             f.seek(len(data) + 5)

@@ -141,7 +141,7 @@ impl HandleInner {
                 // from now on the host mtime tells the time again.
                 s.write_time = None;
             }
-            if idle {
+            if idle && s.reservations.is_empty() {
                 s.dead = true;
                 self.nodes.remove(node);
             }

@@ -43,6 +43,7 @@ pub mod security;
 mod service;
 mod service_create;
 mod share;
+pub mod share_reservation;
 pub mod shortname;
 pub mod snapshot;
 mod sparse;

@@ -106,6 +106,11 @@ pub(crate) struct NodeState {
     /// for them, and an open of the file for DELETE needs them all to share
     /// delete (MS-FSA 2.1.5.1.2).
     pub stream_opens: Vec<OpenEntry>,
+    /// Share reservations of the POSIX face's users (an NFS server's
+    /// opens, `share_reservation.rs`): SMB opens are checked against them;
+    /// they do not keep a delete-pending file from going, but keep the
+    /// entry (and so their reservation) while they last.
+    pub reservations: Vec<OpenEntry>,
 }
 
 impl NodeState {

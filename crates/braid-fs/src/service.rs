@@ -464,6 +464,7 @@ impl FileService {
                 return Err(FsError::DeletePending);
             }
             check_share_access(&s.opens, access, p.share_access)?;
+            check_share_access(&s.reservations, access, p.share_access)?;
             check_stream_opens(&s.stream_opens, access)?;
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             s.opens.push(OpenEntry {

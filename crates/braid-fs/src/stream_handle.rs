@@ -76,8 +76,10 @@ impl StreamOpen {
                     }
                 }
             }
-            s.dead = true;
-            nodes.remove(n);
+            if s.reservations.is_empty() {
+                s.dead = true;
+                nodes.remove(n);
+            }
         }
         drop(s);
         n.notify.notify_waiters();

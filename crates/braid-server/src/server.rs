@@ -56,6 +56,7 @@ impl Server {
         let nfs = crate::nfs::NfsServer::bind(&config).await?;
         if let Some(nfs) = &nfs {
             let _ = state.nfs.set(nfs.state.clone());
+            let _ = nfs.state.files.set(state.files.clone());
         }
         Ok(Server {
             state,

@@ -112,6 +112,9 @@ pub struct NfsState {
     pub started: Instant,
     /// Opens, byte-range locks and delegations (RFC 8881 8.2, 9, 10).
     pub stateids: state::stateids::StateTable,
+    /// The SMB side's file service, whose share-mode table NFS opens join
+    /// (issue 42: one share, two protocols); set by the server at start.
+    pub files: std::sync::OnceLock<Arc<braid_fs::FileService>>,
 }
 
 impl NfsState {
@@ -143,6 +146,7 @@ impl NfsState {
             connections: state::connections::ConnectionTable::default(),
             started: Instant::now(),
             stateids: state::stateids::StateTable::new(boot_epoch),
+            files: std::sync::OnceLock::new(),
         }))
     }
 

@@ -209,6 +209,7 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
             max_opens: c.state.limits.max_opens_per_client,
             lease: c.state.lease_time,
             expire: &courtesy(c),
+            files: c.state.files.get().map(|f| &**f),
         },
     );
     let granted = match granted {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use braid_fs::posix::Object;
+use braid_fs::share_reservation::Reservation;
 use braid_nfs_proto::nfs4::*;
 
 use super::super::exports::Export;
@@ -84,6 +85,19 @@ pub struct OpenArgs<'a> {
     pub max_opens: usize,
     pub lease: std::time::Duration,
     pub expire: Expire<'a>,
+    /// braid-fs's file service, whose share-mode table SMB opens are in.
+    pub files: Option<&'a braid_fs::FileService>,
+}
+
+/// An NFS share reservation as braid-fs's (RFC 8881 9.7 access and deny
+/// bits).
+pub fn reservation(access: u32, deny: u32) -> Reservation {
+    Reservation {
+        read: access & OPEN4_SHARE_ACCESS_READ != 0,
+        write: access & OPEN4_SHARE_ACCESS_WRITE != 0,
+        deny_read: deny & OPEN4_SHARE_DENY_READ != 0,
+        deny_write: deny & OPEN4_SHARE_DENY_WRITE != 0,
+    }
 }
 
 /// RFC 8881 18.16.3 / 9.11: grant the open, or upgrade the owner's open
@@ -124,6 +138,13 @@ pub fn open(table: &StateTable, a: OpenArgs<'_>) -> Result<Granted, Refused> {
             ..
         }) = inner.states.get_mut(&other)
         {
+            // SMB opens of the file (issue 42): a conflict is a share
+            // denial as between NFS opens.
+            if let Some(r) = &o.reservation {
+                if r.update(reservation(access, deny)).is_err() {
+                    return Err(Refused::Status(NFS4ERR_SHARE_DENIED));
+                }
+            }
             *seqid = next_seqid(*seqid);
             o.access = access;
             o.deny = deny;
@@ -151,6 +172,13 @@ pub fn open(table: &StateTable, a: OpenArgs<'_>) -> Result<Granted, Refused> {
             return Err(Refused::Status(NFS4ERR_RESOURCE));
         }
     }
+    let reserved = match a.files {
+        Some(files) => match files.reserve(key.0, key.1, reservation(access, deny)) {
+            Ok(r) => Some(r),
+            Err(_) => return Err(Refused::Status(NFS4ERR_SHARE_DENIED)),
+        },
+        None => None,
+    };
     let other = table.new_other();
     inner.states.insert(
         other,
@@ -168,6 +196,7 @@ pub fn open(table: &StateTable, a: OpenArgs<'_>) -> Result<Granted, Refused> {
                 deny_seen: 1 << a.deny,
                 io,
                 locks: Vec::new(),
+                reservation: reserved,
             }),
         },
     );
@@ -256,6 +285,10 @@ pub fn downgrade(
             .filter(|v| seen & (1 << v) != 0 && v & !mode == 0)
             .fold(0u8, |acc, v| acc | (1 << v))
     };
+    if let Some(r) = &o.reservation {
+        // Less than before: SMB opens cannot be in the way.
+        let _ = r.update(reservation(access, deny));
+    }
     o.access_seen = within(o.access_seen, access);
     o.deny_seen = within(o.deny_seen, deny);
     o.access = access;

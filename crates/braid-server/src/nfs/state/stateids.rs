@@ -80,6 +80,9 @@ pub struct OpenState {
     pub io: IoFile,
     /// Lock stateids derived from this open (open_to_lock_owner4).
     pub locks: Vec<Other>,
+    /// The same reservation in braid-fs's share-mode table, where SMB
+    /// opens meet it (issue 42); None without a file service (tests).
+    pub reservation: Option<braid_fs::share_reservation::ShareReservation>,
 }
 
 pub struct LockState {

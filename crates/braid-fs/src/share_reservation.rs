@@ -1,0 +1,175 @@
+//! Share reservations taken outside the SMB open path (the POSIX face's
+//! users: an NFS server's OPEN with share_access/share_deny), entered in
+//! the same per-file share-mode table as SMB opens (`open_table.rs`), so
+//! that the two protocols' opens of one file hold each other off (issue
+//! 42): an SMB open that does not share writing keeps a writer out, and
+//! a reservation that denies writing makes an SMB open for writing fail
+//! with a sharing violation.
+//!
+//! A reservation is plain read/write access plus what it denies; it
+//! shares DELETE (a POSIX client's open never keeps a name from being
+//! removed). The table's own rules (MS-FSA 2.1.5.1.2) decide conflicts
+//! with SMB opens; reservations are not checked against each other here
+//! (their server keeps its own table, with rules of its own, such as
+//! expired clients losing theirs). They are kept apart from SMB's opens
+//! (`NodeState::reservations`) so an SMB delete-on-close still deletes at
+//! the last SMB close.
+
+use std::sync::Arc;
+
+use crate::error::FsResult;
+use crate::open_table::{check_share_access, FileKey, Node, NodeTable, OpenEntry};
+use crate::service::FileService;
+use crate::types::{access as acc, share as sh};
+
+/// What a reservation asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reservation {
+    pub read: bool,
+    pub write: bool,
+    pub deny_read: bool,
+    pub deny_write: bool,
+}
+
+impl Reservation {
+    fn access(self) -> u32 {
+        (if self.read { acc::FILE_READ_DATA } else { 0 })
+            | (if self.write {
+                acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA
+            } else {
+                0
+            })
+    }
+
+    fn share_access(self) -> u32 {
+        sh::DELETE
+            | (if self.deny_read { 0 } else { sh::READ })
+            | (if self.deny_write { 0 } else { sh::WRITE })
+    }
+
+    fn entry(self, id: u64) -> OpenEntry {
+        OpenEntry {
+            id,
+            access: self.access(),
+            share_access: self.share_access(),
+            delete_on_close: false,
+            write_time: Default::default(),
+            user_set_change_time: false,
+        }
+    }
+}
+
+/// A share reservation in force; dropping it gives it back.
+pub struct ShareReservation {
+    nodes: Arc<NodeTable>,
+    node: Arc<Node>,
+    id: u64,
+}
+
+impl FileService {
+    /// Take a share reservation on the file (dev, ino):
+    /// Err(SharingViolation) when an SMB open of the file conflicts.
+    pub fn reserve(&self, dev: u64, ino: u64, r: Reservation) -> FsResult<ShareReservation> {
+        let key = FileKey {
+            dev,
+            ino,
+            stream: 0,
+        };
+        loop {
+            let node = self.nodes.get_or_insert(key);
+            let mut s = node.lock();
+            if s.dead {
+                continue;
+            }
+            check_share_access(&s.opens, r.access(), r.share_access())?;
+            let id = self.next_open_id();
+            s.reservations.push(r.entry(id));
+            drop(s);
+            return Ok(ShareReservation {
+                nodes: self.nodes.clone(),
+                node,
+                id,
+            });
+        }
+    }
+}
+
+impl ShareReservation {
+    /// Change what the reservation holds (an upgrade or a downgrade),
+    /// checked against every other open of the file.
+    pub fn update(&self, r: Reservation) -> FsResult<()> {
+        let mut s = self.node.lock();
+        check_share_access(&s.opens, r.access(), r.share_access())?;
+        if let Some(e) = s.reservations.iter_mut().find(|o| o.id == self.id) {
+            *e = r.entry(self.id);
+        }
+        drop(s);
+        // A downgrade may let a waiting opener in.
+        self.node.notify.notify_waiters();
+        Ok(())
+    }
+}
+
+impl Drop for ShareReservation {
+    fn drop(&mut self) {
+        let mut s = self.node.lock();
+        s.reservations.retain(|o| o.id != self.id);
+        if s.idle() && s.reservations.is_empty() && s.locks.is_empty() {
+            s.dead = true;
+            self.nodes.remove(&self.node);
+        }
+        drop(s);
+        self.node.notify.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RW: Reservation = Reservation {
+        read: true,
+        write: true,
+        deny_read: false,
+        deny_write: false,
+    };
+
+    #[test]
+    fn reservations_meet_smb_opens() {
+        let fs = FileService::new(Arc::new(crate::SystemClock));
+        let key = FileKey {
+            dev: 1,
+            ino: 2,
+            stream: 0,
+        };
+        let deny_write = Reservation {
+            read: true,
+            write: false,
+            deny_read: false,
+            deny_write: true,
+        };
+        let a = fs.reserve(1, 2, deny_write).unwrap();
+        // An SMB open for writing is refused while a denies writing ...
+        let node = fs.nodes.get(&key).unwrap();
+        {
+            let s = node.lock();
+            assert!(check_share_access(&s.reservations, acc::FILE_WRITE_DATA, sh::ALL).is_err());
+            assert!(check_share_access(&s.reservations, acc::FILE_READ_DATA, sh::ALL).is_ok());
+        }
+        // ... and an SMB open that shares nothing keeps a reservation out.
+        node.lock().opens.push(OpenEntry {
+            id: 99,
+            access: acc::FILE_READ_DATA,
+            share_access: 0,
+            delete_on_close: false,
+            write_time: Default::default(),
+            user_set_change_time: false,
+        });
+        assert!(fs.reserve(1, 2, RW).is_err());
+        assert!(a.update(RW).is_err());
+        node.lock().opens.clear();
+        a.update(RW).unwrap();
+        drop(a);
+        assert!(fs.nodes.get(&key).is_none());
+    }
+}
