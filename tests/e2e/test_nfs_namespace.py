@@ -63,7 +63,7 @@ def pynfs():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, pynfs):
     base = tmp_path_factory.mktemp(f"nfs-namespace-{TARGET}-")
-    for d in ("export", "ro", "other", "work"):
+    for d in ("export", "ro", "other", "anon", "work"):
         (base / d).mkdir()
     (base / "ro" / "file").write_bytes(b"read only")
     extra = ""
@@ -73,7 +73,9 @@ def server(tmp_path_factory, pynfs):
         extra = (f'[[share]]\nname = "ro"\npath = "{base / "ro"}"\n'
                  'root_squash = false\nnfs_read_only = true\n'
                  f'[[share]]\nname = "other"\npath = "{base / "other"}"\n'
-                 'root_squash = false\n')
+                 'root_squash = false\n'
+                 f'[[share]]\nname = "anon"\npath = "{base / "anon"}"\n'
+                 'nfs_sec = ["none"]\n')
         srv = servers.start_braid_nfs(base / "export", base / "work", extra_config=extra)
     else:
         srv = servers.start_nfs(TARGET, base / "export", base / "work")
@@ -386,3 +388,29 @@ def test_secinfo_consumes_the_filehandle(sess, workdir):
     assert K.AUTH_SYS in [s.flavor for s in res.resarray[-1].resok4]
     run(sess, home() + [op.secinfo(name), op.getfh()], "NFS4ERR_NOFILEHANDLE")
     run(sess, home() + [op.secinfo(b"missing")], "NFS4ERR_NOENT")
+
+
+@braid_only
+def test_wrong_flavour(sess, server):
+    """RFC 8881 2.6.3.1.1: an export that takes AUTH_NONE only. An AUTH_SYS
+    LOOKUP into it is WRONGSEC; SECINFO says what it takes; a put-
+    filehandle operation answers WRONGSEC only when the next operation
+    would use the filehandle as it is (not before SECINFO_NO_NAME, LOOKUPP
+    or another put-filehandle, nor last)."""
+    import rpc.security
+    run(sess, [op.putrootfh(), op.lookup(b"anon")], "NFS4ERR_WRONGSEC")
+    res = run(sess, [op.putrootfh(), op.secinfo(b"anon")])
+    assert [s.flavor for s in res.resarray[-1].resok4] == [K.AUTH_NONE]
+    none = nfs4client.NFS4Client(b"127.0.0.1", server.port, minorversion=1)
+    none.set_cred(rpc.security.AuthNone().init_cred())
+    anon = none.new_client_session(b"braid-namespace-none-%d" % os.getpid())
+    fh = run(anon, [op.putrootfh(), op.lookup(b"anon"), op.getfh()]).resarray[-1].object
+    run(sess, [op.putfh(fh)])
+    run(sess, [op.putfh(fh), op.getattr(1 << K.FATTR4_TYPE)], "NFS4ERR_WRONGSEC")
+    run(sess, [op.putfh(fh), op.savefh()], "NFS4ERR_WRONGSEC")
+    res = run(sess, [op.putfh(fh), op.secinfo_no_name(K.SECINFO_STYLE4_CURRENT_FH)])
+    assert [s.flavor for s in res.resarray[-1].resok4] == [K.AUTH_NONE]
+    run(sess, [op.putfh(fh), op.lookupp(), op.getfh()])
+    run(sess, [op.putfh(fh), op.putrootfh(), op.getfh()])
+    # AUTH_NONE is not taken by the AUTH_SYS export.
+    run(anon, home(), "NFS4ERR_WRONGSEC")

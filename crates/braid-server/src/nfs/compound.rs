@@ -43,6 +43,9 @@ pub struct Compound {
     /// the client declared it).
     pub index: usize,
     pub op_count: usize,
+    /// The operation after this one, if any (RFC 8881 2.6.3.1.1: whether
+    /// a put-filehandle operation answers NFS4ERR_WRONGSEC depends on it).
+    pub next_op: Option<nfs_opnum4>,
     /// Bytes the reply may still grow by, this operation's result included,
     /// before it passes the session's ca_maxresponsesize (or
     /// ca_maxresponsesize_cached when the client asked for caching): READ
@@ -242,6 +245,7 @@ impl Compound {
             saved_stateid: None,
             index: 0,
             op_count,
+            next_op: None,
             reply_room: usize::MAX,
             runtime: tokio::runtime::Handle::current(),
         }
@@ -262,6 +266,7 @@ impl Compound {
         let mut status = NFS4_OK;
         for (i, op) in args.ops.iter().enumerate() {
             self.index = i;
+            self.next_op = args.ops.get(i + 1).map(|o| o.discriminant());
             self.reply_room = reply.room();
             let opnum = op.discriminant();
             let res = if illegal(op) {

@@ -9,7 +9,7 @@ use braid_nfs_proto::nfs4::*;
 
 use super::compound::Compound;
 use super::errors::nfs_status;
-use super::export::ExportAccess;
+use super::export::{ExportAccess, SecFlavor};
 use super::exports::Export;
 use super::rpc::Caller;
 use super::NfsState;
@@ -126,6 +126,54 @@ impl Compound {
             ExportAccess::ReadWrite => Ok(()),
             ExportAccess::ReadOnly => Err(NFS4ERR_ROFS),
             ExportAccess::Denied => Err(NFS4ERR_ACCESS),
+        }
+    }
+
+    /// The RPC flavour of this compound's caller.
+    pub fn flavor(&self) -> SecFlavor {
+        match self.caller {
+            Caller::Anonymous => SecFlavor::None,
+            Caller::Sys { .. } => SecFlavor::Sys,
+        }
+    }
+
+    /// RFC 8881 2.6.3.1: whether the caller's flavour is one `fh`'s export
+    /// takes (its `nfs_sec`). The pseudo-root takes what any export takes,
+    /// so a client can always walk to the export it may use.
+    pub fn flavor_ok(&self, fh: &Fh) -> bool {
+        let f = self.flavor();
+        match fh {
+            Fh::Object { export, .. } => export.options.allows_flavor(f),
+            Fh::Pseudo => {
+                f == SecFlavor::Sys
+                    || self
+                        .state
+                        .exports
+                        .all()
+                        .iter()
+                        .any(|e| e.options.allows_flavor(f))
+            }
+        }
+    }
+
+    /// RFC 8881 2.6.3.1.1: a put-filehandle operation (PUTFH, PUTROOTFH,
+    /// PUTPUBFH, RESTOREFH) whose filehandle the caller's flavour may not
+    /// use answers NFS4ERR_WRONGSEC only when the next operation would use
+    /// it as it is: not when it is the last one (2.6.3.1.1.6), nor before
+    /// another put-filehandle (.2), LOOKUP or LOOKUPP (.3, .4: they judge
+    /// what they reach), SECINFO or SECINFO_NO_NAME (.5), or SAVEFH (.1:
+    /// it checks itself).
+    pub fn put_fh_flavor_check(&self, fh: &Fh) -> Result<(), nfsstat4> {
+        if self.flavor_ok(fh) {
+            return Ok(());
+        }
+        match self.next_op {
+            None
+            | Some(
+                OP_PUTFH | OP_PUTROOTFH | OP_PUTPUBFH | OP_RESTOREFH | OP_LOOKUP | OP_LOOKUPP
+                | OP_SECINFO | OP_SECINFO_NO_NAME | OP_SAVEFH,
+            ) => Ok(()),
+            Some(_) => Err(NFS4ERR_WRONGSEC),
         }
     }
 

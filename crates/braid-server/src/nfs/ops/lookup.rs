@@ -42,5 +42,9 @@ fn lookup(c: &mut Compound, name: &[u8]) -> Result<(), nfsstat4> {
             Fh::Object { export, obj: found }
         }
     };
+    // RFC 8881 2.6.3.1.1.3: LOOKUP judges the flavour for what it reaches.
+    if !c.flavor_ok(&fh) {
+        return Err(NFS4ERR_WRONGSEC);
+    }
     c.set_current(fh)
 }

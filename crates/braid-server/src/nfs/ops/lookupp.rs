@@ -29,5 +29,9 @@ fn lookupp(c: &mut Compound) -> Result<(), nfsstat4> {
         Some(p) => Fh::Object { export, obj: p },
         None => Fh::Pseudo,
     };
+    // RFC 8881 2.6.3.1.1.4: LOOKUPP judges the flavour for the parent.
+    if !c.flavor_ok(&fh) {
+        return Err(NFS4ERR_WRONGSEC);
+    }
     c.set_current(fh)
 }

@@ -7,7 +7,10 @@ use crate::nfs::compound::Compound;
 use crate::nfs::fh::Fh;
 
 pub fn run(c: &mut Compound, a: &PUTFH4args) -> PUTFH4res {
-    let status = match Fh::from_wire(&c.state, &a.object).and_then(|fh| c.set_current(fh)) {
+    let status = match Fh::from_wire(&c.state, &a.object).and_then(|fh| {
+        c.set_current(fh.clone())?;
+        c.put_fh_flavor_check(&fh)
+    }) {
         Ok(()) => NFS4_OK,
         Err(e) => e,
     };

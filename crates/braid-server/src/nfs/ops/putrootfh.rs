@@ -7,7 +7,10 @@ use crate::nfs::compound::Compound;
 use crate::nfs::fh::Fh;
 
 pub fn run(c: &mut Compound) -> PUTROOTFH4res {
-    let status = match c.set_current(Fh::Pseudo) {
+    let status = match c
+        .set_current(Fh::Pseudo)
+        .and_then(|()| c.put_fh_flavor_check(&Fh::Pseudo))
+    {
         Ok(()) => NFS4_OK,
         Err(e) => e,
     };

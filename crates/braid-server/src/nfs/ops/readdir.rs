@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use braid_fs::posix::Object;
 use braid_nfs_proto::nfs4::attr::{encode_attrs, Bitmap, FileAttrs};
 use braid_nfs_proto::nfs4::*;
 
@@ -54,13 +55,18 @@ struct Page {
     used: usize,
     dir_used: usize,
     full: bool,
+    /// The session's reply size, not maxcount, is the tighter limit.
+    room_bound: bool,
 }
 
 impl Page {
-    fn new(a: &READDIR4args) -> Page {
+    fn new(a: &READDIR4args, room: usize) -> Page {
         Page {
             entries: Vec::new(),
-            maxcount: a.maxcount as usize,
+            // RFC 8881 2.10.6.4: never more than the session lets the
+            // reply grow by (the operation number comes on top).
+            maxcount: (a.maxcount as usize).min(room.saturating_sub(4)),
+            room_bound: room.saturating_sub(4) < a.maxcount as usize,
             // 0: no limit of its own (only maxcount).
             dircount: if a.dircount == 0 {
                 usize::MAX
@@ -90,9 +96,14 @@ impl Page {
     }
 
     fn finish(self, eof: bool) -> Result<READDIR4resok, nfsstat4> {
-        // RFC 8881 18.23.3: not even one entry fits in maxcount.
+        // RFC 8881 18.23.3: not even one entry fits in maxcount (or, RFC
+        // 8881 2.10.6.4, in what the session lets the reply hold).
         if self.entries.is_empty() && self.full {
-            return Err(NFS4ERR_TOOSMALL);
+            return Err(if self.room_bound {
+                NFS4ERR_REP_TOO_BIG
+            } else {
+                NFS4ERR_TOOSMALL
+            });
         }
         Ok(READDIR4resok {
             cookieverf: COOKIEVERF,
@@ -127,46 +138,69 @@ fn readdir(c: &mut Compound, a: &READDIR4args) -> Result<READDIR4resok, nfsstat4
         Fh::Pseudo => pseudo_root(c, a, &requested),
         Fh::Object { export, obj } => {
             require_dir(&obj)?;
-            let mut page = Page::new(a);
-            // A guess at how many entries fit; the page trims the rest.
-            let batch = (a.maxcount as usize / 24).clamp(1, MAX_BATCH);
-            let cred = c.credentials(&export);
-            let out = export
+            list_dir(c, a, &requested, &export, &obj)
+        }
+    }
+}
+
+fn list_dir(
+    c: &Compound,
+    a: &READDIR4args,
+    requested: &Bitmap,
+    export: &Arc<Export>,
+    dir: &Object,
+) -> Result<READDIR4resok, nfsstat4> {
+    let mut page = Page::new(a, c.reply_room);
+    // A guess at how many entries fit, so that few are looked up in vain:
+    // a name and cookie alone take 24 bytes or so, with the attributes
+    // Linux asks for (a filehandle among them) about 200. More batches
+    // follow while the page has room.
+    let per_entry = if requested.is_empty() { 24 } else { 200 };
+    let batch = (page.maxcount / per_entry)
+        .min(page.dircount / 16)
+        .clamp(1, MAX_BATCH);
+    let cred = c.credentials(export);
+    let mut cookie = a.cookie;
+    loop {
+        let out =
+            export
                 .share
-                .readdir(&cred, &obj, a.cookie, batch)
+                .readdir(&cred, dir, cookie, batch)
                 .map_err(|e| match nfs_status(&e) {
                     // braid-fs's EINVAL here is a cookie it cannot seek to.
                     NFS4ERR_INVAL => NFS4ERR_BAD_COOKIE,
                     s => s,
                 })?;
-            for e in out.entries {
-                let attrs = match e.object {
-                    Ok(obj) => {
-                        let fh = Fh::Object {
-                            export: export.clone(),
-                            obj,
-                        };
-                        entry_attrs(c, &fh, &requested)?
-                    }
-                    Err(err) => {
-                        let status = nfs_status(&err);
-                        // Removed since the directory was read: not there.
-                        if status == NFS4ERR_NOENT || status == NFS4ERR_STALE {
-                            continue;
-                        }
-                        rdattr_error(status, &requested)?
-                    }
-                };
-                let entry = entry4 {
-                    cookie: e.cookie,
-                    name: e.name,
-                    attrs,
-                };
-                if !page.push(entry) {
-                    break;
+        for e in out.entries {
+            cookie = e.cookie;
+            let attrs = match e.object {
+                Ok(obj) => {
+                    let fh = Fh::Object {
+                        export: export.clone(),
+                        obj,
+                    };
+                    entry_attrs(c, &fh, requested)?
                 }
+                Err(err) => {
+                    let status = nfs_status(&err);
+                    // Removed since the directory was read: not there.
+                    if status == NFS4ERR_NOENT || status == NFS4ERR_STALE {
+                        continue;
+                    }
+                    rdattr_error(status, requested)?
+                }
+            };
+            let entry = entry4 {
+                cookie: e.cookie,
+                name: e.name,
+                attrs,
+            };
+            if !page.push(entry) {
+                return page.finish(false);
             }
-            page.finish(out.eof)
+        }
+        if out.eof {
+            return page.finish(true);
         }
     }
 }
@@ -211,7 +245,7 @@ fn pseudo_root(
         0 => 0,
         k => (k - PSEUDO_COOKIE_BASE + 1).min(usize::MAX as u64) as usize,
     };
-    let mut page = Page::new(a);
+    let mut page = Page::new(a, c.reply_room);
     for (i, export) in visible.iter().enumerate().skip(start) {
         let fh = Fh::Object {
             export: export.clone(),

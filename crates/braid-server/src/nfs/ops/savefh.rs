@@ -6,7 +6,16 @@ use braid_nfs_proto::nfs4::*;
 use crate::nfs::compound::Compound;
 
 pub fn run(c: &mut Compound) -> SAVEFH4res {
-    c.saved = c.current.clone();
-    c.saved_stateid = c.current_stateid.clone();
-    SAVEFH4res { status: NFS4_OK }
+    let status = match c.current_fh() {
+        // RFC 8881 2.6.3.1.1.1: SAVEFH judges the flavour for the
+        // put-filehandle operation before it.
+        Ok(fh) if !c.flavor_ok(fh) => NFS4ERR_WRONGSEC,
+        Ok(fh) => {
+            c.saved = Some(fh.clone());
+            c.saved_stateid = c.current_stateid.clone();
+            NFS4_OK
+        }
+        Err(e) => e,
+    };
+    SAVEFH4res { status }
 }
