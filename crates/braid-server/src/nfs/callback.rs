@@ -73,6 +73,17 @@ pub async fn recall(state: Arc<NfsState>, clientid: clientid4, stateid: stateid4
     let Some(conn) = state.connections.get(conn_id) else {
         return;
     };
+    let slot = {
+        let mut slots = state
+            .stateids
+            .cb_slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        // Sessions gone since: their entries go too.
+        slots.retain(|id, _| *id == session.id || state.sessions.get(id).is_some());
+        slots.entry(session.id).or_default().clone()
+    };
+    let _slot = slot.lock().await;
     let (program, seqid) = {
         let mut cb = session.callback.lock().unwrap();
         cb.seqid = cb.seqid.wrapping_add(1);

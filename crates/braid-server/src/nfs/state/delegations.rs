@@ -108,6 +108,29 @@ pub fn evict_expired(
     }
 }
 
+/// RFC 8881 10.4.1 / 10.2: before an operation that changes the file
+/// `key` (SETATTR of its size, REMOVE or RENAME of a name of it), or its
+/// data by a client without a delegation, the delegations other clients
+/// hold on it are recalled: Err(NFS4ERR_DELAY) until they are returned
+/// (or revoked a lease period after the recall). For other engineers'
+/// operations: `delegations::break_for_change(c, obj.key())?`.
+pub fn break_for_change(c: &Compound, key: FileKey) -> Result<(), nfsstat4> {
+    let client = session_client(c)?;
+    let expire = courtesy(c);
+    let recalls = {
+        let mut inner = c.state.stateids.lock();
+        evict_expired(&mut inner, key, client.clientid, true, &expire);
+        conflicting(&mut inner, key, client.clientid, true, c.state.lease_time)
+    };
+    match recalls {
+        None => Ok(()),
+        Some(r) => {
+            recall(c, r);
+            Err(NFS4ERR_DELAY)
+        }
+    }
+}
+
 /// Send the recalls, each on its own task (the operation answers
 /// NFS4ERR_DELAY at once and the client retries).
 pub fn recall(c: &Compound, recalls: Vec<Recall>) {

@@ -157,6 +157,9 @@ pub struct StateTable {
     epoch: u32,
     next: AtomicU64,
     inner: Mutex<Inner>,
+    /// One callback at a time per session: the backchannel has one slot
+    /// (callback.rs), whose sequence id each CB_SEQUENCE moves on.
+    pub cb_slots: Mutex<HashMap<sessionid4, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// RFC 8881 8.2.3: the special stateids.
@@ -256,6 +259,7 @@ impl StateTable {
             epoch,
             next: AtomicU64::new(1),
             inner: Mutex::new(Inner::default()),
+            cb_slots: Mutex::new(HashMap::new()),
         }
     }
 
