@@ -272,6 +272,26 @@ def test_a_slow_trickle_harms_nobody_else(server):
     assert_healthy(server)
 
 
+def test_a_client_that_does_not_read_its_replies(server):
+    """Calls pipelined without reading a reply: the server stops reading
+    that connection when its replies back up, and serves others."""
+    one = nfs_rpc.record(nfs_rpc.encode_call(5, nfs_rpc.NFS_PROGRAM, nfs_rpc.NFS_V4, 0))
+    burst = one * 10_000
+    with connect(server) as s:
+        s.settimeout(2)
+        sent = 0
+        try:
+            for _ in range(20):
+                s.sendall(burst)
+                sent += 10_000
+        except (socket.timeout, OSError):
+            pass  # the server stopped reading: what it should do
+        t0 = time.monotonic()
+        assert_healthy(server)
+        assert time.monotonic() - t0 < 5
+    assert_healthy(server)
+
+
 def test_a_compound_declaring_100000_operations(server):
     """Without a session: answered (an error of the first operation, or
     GARBAGE_ARGS) without reading 100000 operations. With one, whether the

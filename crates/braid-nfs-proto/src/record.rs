@@ -86,6 +86,13 @@ impl RecordDecoder {
         }
     }
 
+    /// Whether earlier fragments of a record were taken and its last one
+    /// has not come yet (the record has begun even when the caller's buffer
+    /// is empty).
+    pub fn in_record(&self) -> bool {
+        self.in_record
+    }
+
     /// How many more bytes are needed at least to make progress (a read
     /// size hint): the rest of the mark, or the rest of the fragment.
     pub fn wanted(&self, buf: &BytesMut) -> usize {

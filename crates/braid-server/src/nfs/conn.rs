@@ -11,19 +11,35 @@ use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use braid_nfs_proto::record::{record_mark, RecordDecoder};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot, Semaphore};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info};
 
 use super::NfsState;
 
 /// Replies waiting for the writer, per connection.
 const WRITE_QUEUE: usize = 1024;
+
+/// KiB of requests a connection may have running at once (besides the
+/// count, NfsLimits::max_in_flight_per_connection), and of replies waiting
+/// to be written: what one connection can make the server hold (issue 42:
+/// a hostile client harms no other).
+const REQUEST_BUDGET_KIB: u32 = 32 * 1024;
+const REPLY_BUDGET_KIB: u32 = 32 * 1024;
+
+/// A record and the budget it holds until it is written.
+type Outgoing = (Vec<Bytes>, Option<OwnedSemaphorePermit>);
+
+/// `len` bytes in whole KiB, at least 1 and at most the whole budget (a
+/// reply larger than the budget still goes, alone).
+fn kib(len: usize, budget: u32) -> u32 {
+    ((len / 1024 + 1).min(budget as usize)) as u32
+}
 
 pub struct Connection {
     pub id: u64,
@@ -35,7 +51,11 @@ pub struct Connection {
     pub requests: AtomicU64,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
-    tx: mpsc::Sender<Vec<Bytes>>,
+    tx: mpsc::Sender<Outgoing>,
+    /// KiB of replies built and not yet written: a client that does not
+    /// read its replies stops its own requests, and holds no more than this
+    /// (REPLY_BUDGET_KIB).
+    reply_budget: Arc<Semaphore>,
     /// Our callback calls on this connection, by xid, waiting for replies.
     callbacks: Mutex<HashMap<u32, oneshot::Sender<Bytes>>>,
     next_xid: AtomicU32,
@@ -45,11 +65,30 @@ pub struct Connection {
 impl Connection {
     /// Queue one record (its segments, without the record mark) for the
     /// writer. False when the connection is gone.
-    pub async fn send_record(&self, mut segments: Vec<Bytes>) -> bool {
+    pub async fn send_record(&self, segments: Vec<Bytes>) -> bool {
+        self.queue(segments, None).await
+    }
+
+    /// Queue a reply once the connection's reply budget has room for it:
+    /// the writer gives the room back when the reply is on the wire.
+    async fn send_reply(&self, segments: Vec<Bytes>) -> bool {
+        let len: usize = segments.iter().map(|s| s.len()).sum();
+        let Ok(permit) = self
+            .reply_budget
+            .clone()
+            .acquire_many_owned(kib(len, REPLY_BUDGET_KIB))
+            .await
+        else {
+            return false;
+        };
+        self.queue(segments, Some(permit)).await
+    }
+
+    async fn queue(&self, mut segments: Vec<Bytes>, permit: Option<OwnedSemaphorePermit>) -> bool {
         let len: usize = segments.iter().map(|s| s.len()).sum();
         self.bytes_out.fetch_add(len as u64 + 4, Ordering::Relaxed);
         segments.insert(0, Bytes::copy_from_slice(&record_mark(len, true)));
-        self.tx.send(segments).await.is_ok()
+        self.tx.send((segments, permit)).await.is_ok()
     }
 
     pub fn is_closed(&self) -> bool {
@@ -84,6 +123,7 @@ impl Connection {
         Arc::new(Connection {
             id,
             peer,
+            reply_budget: Arc::new(Semaphore::new(REPLY_BUDGET_KIB as usize)),
             local: None,
             connected_since: SystemTime::now(),
             requests: AtomicU64::new(0),
@@ -108,10 +148,11 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let local = stream.local_addr().ok();
     let (mut rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::channel::<Vec<Bytes>>(WRITE_QUEUE);
+    let (tx, rx) = mpsc::channel::<Outgoing>(WRITE_QUEUE);
     let conn = Arc::new(Connection {
         id: state.next_connection_id(),
         peer,
+        reply_budget: Arc::new(Semaphore::new(REPLY_BUDGET_KIB as usize)),
         local,
         connected_since: SystemTime::now(),
         requests: AtomicU64::new(0),
@@ -128,17 +169,33 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
 
     let limits = state.limits.clone();
     let in_flight = Arc::new(Semaphore::new(limits.max_in_flight_per_connection));
+    let request_budget = Arc::new(Semaphore::new(REQUEST_BUDGET_KIB as usize));
     let mut decoder = RecordDecoder::new(limits.max_request() as usize);
     let mut buf = BytesMut::with_capacity(256 * 1024);
+    // When the record now arriving began: it must be whole within
+    // record_timeout (a trickle of one byte a minute does not keep a
+    // connection for ever).
+    let mut record_began: Option<Instant> = None;
     let why = loop {
-        // A record that has begun must arrive whole in record_timeout; an
-        // idle connection may stay as long as the client's lease is kept.
-        let read = if buf.is_empty() {
-            tokio::time::timeout(state.lease_time * 4, rd.read_buf(&mut buf)).await
+        if conn.tx.is_closed() {
+            break "the writer stopped";
+        }
+        let in_record = !buf.is_empty() || decoder.in_record();
+        let wait = if in_record {
+            let began = *record_began.get_or_insert_with(Instant::now);
+            match limits.record_timeout.checked_sub(began.elapsed()) {
+                Some(left) => left,
+                None => break "a record took too long",
+            }
         } else {
-            tokio::time::timeout(limits.record_timeout, rd.read_buf(&mut buf)).await
+            record_began = None;
+            // An idle connection may stay as long as a lease is kept.
+            state.lease_time * 4
         };
-        match read {
+        match tokio::time::timeout(wait, rd.read_buf(&mut buf)).await {
+            // The connection a client keeps for callbacks may be idle for
+            // as long as it likes.
+            Err(_) if !in_record && state.sessions.is_back_bound(conn.id) => continue,
             Err(_) => break "timed out",
             Ok(Err(_)) => break "read error",
             Ok(Ok(0)) => break "closed by the client",
@@ -150,20 +207,32 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
         loop {
             match decoder.decode(&mut buf) {
                 Ok(Some(record)) => {
+                    record_began = None;
                     if record.len() >= 8 && (&record[4..8]).get_u32() == 1 {
                         // msg_type REPLY: an answer to one of our callbacks.
                         conn.deliver_reply((&record[..4]).get_u32(), record);
                         continue;
                     }
                     conn.requests.fetch_add(1, Ordering::Relaxed);
+                    // Reading stops while the connection has its fill of
+                    // requests running (by count and by size).
                     let Ok(permit) = in_flight.clone().acquire_owned().await else {
+                        break;
+                    };
+                    let Ok(size) = request_budget
+                        .clone()
+                        .acquire_many_owned(kib(record.len(), REQUEST_BUDGET_KIB))
+                        .await
+                    else {
                         break;
                     };
                     let state = state.clone();
                     let conn = conn.clone();
                     tokio::spawn(async move {
-                        if let Some(reply) = super::rpc::handle_call(&state, &conn, record).await {
-                            conn.send_record(reply).await;
+                        let reply = super::rpc::handle_call(&state, &conn, record).await;
+                        drop(size);
+                        if let Some(reply) = reply {
+                            conn.send_reply(reply).await;
                         }
                         drop(permit);
                     });
@@ -195,18 +264,22 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
 /// Up to this many replies go out in one vectored write.
 const BATCH: usize = 64;
 
-async fn write_replies(
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Vec<Bytes>>,
-) {
+/// How long a write may make no progress before the connection is given up.
+const WRITE_STALL: Duration = Duration::from_secs(60);
+
+async fn write_replies(mut wr: tokio::net::tcp::OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) {
     let mut pending: Vec<Bytes> = Vec::new();
-    while let Some(first) = rx.recv().await {
+    // The budget the replies being written hold, given back once written.
+    let mut held: Vec<OwnedSemaphorePermit> = Vec::new();
+    while let Some((first, permit)) = rx.recv().await {
         pending.extend(first);
+        held.extend(permit);
         let mut n = 1;
         while n < BATCH {
             match rx.try_recv() {
-                Ok(more) => {
+                Ok((more, permit)) => {
                     pending.extend(more);
+                    held.extend(permit);
                     n += 1;
                 }
                 Err(_) => break,
@@ -215,6 +288,7 @@ async fn write_replies(
         if write_all_vectored(&mut wr, &mut pending).await.is_err() {
             break;
         }
+        held.clear();
     }
     let _ = wr.shutdown().await;
 }
@@ -230,7 +304,13 @@ async fn write_all_vectored(
             .take(512)
             .map(|s| IoSlice::new(s))
             .collect();
-        let mut written = wr.write_vectored(&slices).await?;
+        // A client that stops reading its replies for this long loses its
+        // connection (its budget would otherwise stay held for ever).
+        let Ok(written) = tokio::time::timeout(WRITE_STALL, wr.write_vectored(&slices)).await
+        else {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        };
+        let mut written = written?;
         if written == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }

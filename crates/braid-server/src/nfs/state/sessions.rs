@@ -302,6 +302,15 @@ impl SessionTable {
         flags
     }
 
+    /// Whether a connection is bound to some session's backchannel.
+    pub fn is_back_bound(&self, conn: u64) -> bool {
+        self.map
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .any(|s| s.back_connections().contains(&conn))
+    }
+
     pub fn connection_lost(&self, conn: u64) {
         for s in self.map.read().unwrap_or_else(|e| e.into_inner()).values() {
             s.unbind(conn);
