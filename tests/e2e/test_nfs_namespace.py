@@ -106,7 +106,8 @@ def status(res) -> str:
 
 
 def run(sess, ops, expect="NFS4_OK"):
-    res = sess.compound(ops)
+    # pynfs retries NFS4ERR_DELAY ten times, a second apart, unless told not to.
+    res = sess.compound(ops, handle_state_errors=expect != "NFS4ERR_DELAY")
     assert status(res) == expect, (expect, status(res), res.resarray[-1:])
     return res
 
@@ -414,3 +415,48 @@ def test_wrong_flavour(sess, server):
     run(sess, [op.putfh(fh), op.putrootfh(), op.getfh()])
     # AUTH_NONE is not taken by the AUTH_SYS export.
     run(anon, home(), "NFS4ERR_WRONGSEC")
+
+
+@braid_only
+def test_namespace_changes_recall_delegations(sess, server, workdir):
+    """RFC 8881 10.4.4: another client's REMOVE, RENAME, LINK or SETATTR of
+    a file this client holds a read delegation on recalls it (CB_RECALL),
+    answering NFS4ERR_DELAY until DELEGRETURN; then it goes through."""
+    import threading
+    name, path = workdir
+    holder = nfs4client.NFS4Client(b"127.0.0.1", server.port, minorversion=1)
+    import rpc.security
+    holder.set_cred(rpc.security.AuthSys().init_cred(uid=0, gid=0, name=b"braid-holder"))
+    hs = holder.new_client_session(b"braid-namespace-holder-%d" % os.getpid())
+    recalled = threading.Event()
+
+    def pre_hook(arg, env):
+        recalled.stateid = arg.stateid
+        env.notify = recalled.set
+
+    hs.client.cb_pre_hook(K.OP_CB_RECALL, pre_hook)
+    access = K.OPEN4_SHARE_ACCESS_READ | K.OPEN4_SHARE_ACCESS_WANT_READ_DELEG
+    for change in ("setattr", "link", "rename", "remove"):
+        fname = b"f-" + change.encode()
+        (path / fname.decode()).write_bytes(b"x")
+        res = run(hs, home(name) + [
+            op.open(0, access, K.OPEN4_SHARE_DENY_NONE,
+                    T.open_owner4(0, b"holder-" + fname), T.openflag4(K.OPEN4_NOCREATE),
+                    T.open_claim4(K.CLAIM_NULL, fname)),
+            op.getfh()])
+        deleg = res.resarray[-2].delegation
+        assert deleg.delegation_type == K.OPEN_DELEGATE_READ, (change, deleg)
+        fh, open_sid = res.resarray[-1].object, res.resarray[-2].stateid
+        recalled.clear()
+        f = home(name) + [op.lookup(fname)]
+        ops = {
+            "setattr": f + [op.setattr(ZERO_STATEID, {K.FATTR4_MODE: 0o600})],
+            "link": f + [op.savefh()] + home(name) + [op.link(fname + b"-2")],
+            "rename": home(name) + [op.savefh()] + home(name) + [op.rename(fname, b"r")],
+            "remove": home(name) + [op.remove(fname)],
+        }[change]
+        run(sess, ops, "NFS4ERR_DELAY")
+        assert recalled.wait(5), f"no CB_RECALL for {change}"
+        run(hs, [op.putfh(fh), op.delegreturn(recalled.stateid)])
+        run(sess, ops)
+        run(hs, [op.putfh(fh), op.close(0, open_sid)])

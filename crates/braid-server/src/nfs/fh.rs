@@ -12,6 +12,7 @@ use super::errors::nfs_status;
 use super::export::{ExportAccess, SecFlavor};
 use super::exports::Export;
 use super::rpc::Caller;
+use super::state::{delegations, stateids};
 use super::NfsState;
 
 /// The pseudo-root's handle. Export handles begin with braid-fs's
@@ -175,6 +176,29 @@ impl Compound {
             ) => Ok(()),
             Some(_) => Err(NFS4ERR_WRONGSEC),
         }
+    }
+
+    /// RFC 8881 10.4.4: a change to `obj` another client's delegation
+    /// would hide from it (its attributes, its names: SETATTR, REMOVE,
+    /// RENAME, LINK) first recalls that delegation; the operation answers
+    /// NFS4ERR_DELAY until it is returned (or revoked a lease later).
+    pub fn recall_delegations(&self, obj: &Object) -> Result<(), nfsstat4> {
+        let client = stateids::session_client(self)?;
+        let recalls = {
+            let mut inner = self.state.stateids.lock();
+            match delegations::conflicting(
+                &mut inner,
+                obj.key(),
+                client.clientid,
+                true,
+                self.state.lease_time,
+            ) {
+                None => return Ok(()),
+                Some(r) => r,
+            }
+        };
+        delegations::recall(self, recalls);
+        Err(NFS4ERR_DELAY)
     }
 
     /// The caller's ids on `export`, after its squashing.

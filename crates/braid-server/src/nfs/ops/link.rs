@@ -42,6 +42,8 @@ fn link(c: &mut Compound, a: &LINK4args) -> Result<change_info4, nfsstat4> {
     };
     check_component(&a.newname)?;
     c.require_write(&export)?;
+    // Its link count changes.
+    c.recall_delegations(&obj)?;
     let cred = c.credentials(&export);
     let change = export
         .share

@@ -21,6 +21,10 @@ fn remove(c: &mut Compound, a: &REMOVE4args) -> Result<change_info4, nfsstat4> {
     check_component(&a.target)?;
     c.require_write(&export)?;
     let cred = c.credentials(&export);
+    // What the name holds loses a link (or goes): its delegations first.
+    if let Ok(victim) = export.share.lookup(&cred, &dir, &a.target) {
+        c.recall_delegations(&victim)?;
+    }
     let change = export
         .share
         .remove(&cred, &dir, &a.target)

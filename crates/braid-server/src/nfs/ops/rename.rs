@@ -46,6 +46,12 @@ fn rename(c: &mut Compound, a: &RENAME4args) -> Result<RENAME4resok, nfsstat4> {
     check_component(&a.newname)?;
     c.require_write(&export)?;
     let cred = c.credentials(&export);
+    // The object renamed and the one it replaces: their delegations first.
+    for (dir, name) in [(&from_dir, &a.oldname), (&to_dir, &a.newname)] {
+        if let Ok(obj) = export.share.lookup(&cred, dir, name) {
+            c.recall_delegations(&obj)?;
+        }
+    }
     let (source, target) = export
         .share
         .rename(&cred, &from_dir, &a.oldname, &to_dir, &a.newname)
