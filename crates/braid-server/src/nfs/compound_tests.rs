@@ -307,3 +307,53 @@ async fn position_rules() {
     assert_eq!(res.resarray.len(), 3);
     assert!(matches!(res.resarray[2], nfs_resop4::OP_LOOKUP(_)));
 }
+
+fn sequence_on(id: sessionid4, slot: u32, seqid: u32, cachethis: bool) -> nfs_argop4 {
+    nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+        sa_sessionid: id,
+        sa_sequenceid: seqid,
+        sa_slotid: slot,
+        sa_highest_slotid: slot,
+        sa_cachethis: cachethis,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slots_run_at_once_and_a_lost_connection_loses_nothing() {
+    let e = env();
+    let sid = e.session(b"two-connections", attrs(8192, 8192, 16));
+    let session = e.state.sessions.get(&sid).unwrap();
+    // A request on slot 0 still running (begun, not finished) ...
+    let fp = crate::nfs::ops::sequence::fingerprint(&root().principal(), 1);
+    assert_eq!(
+        session.begin(0, 1, 1, fp),
+        crate::nfs::state::slots::SlotVerdict::Execute
+    );
+    // ... does not hold up slot 1, on another connection of the session
+    // (its first SEQUENCE binds it, RFC 8881 2.10.3.1).
+    let other = Connection::detached(
+        e.state.next_connection_id(),
+        "127.0.0.1:701".parse().unwrap(),
+    );
+    let e2 = Env {
+        state: e.state.clone(),
+        conn: other.clone(),
+    };
+    let res = e2.run(vec![sequence_on(sid, 1, 1, true), nfs_argop4::OP_PUTROOTFH]);
+    assert_eq!(res.status, NFS4_OK);
+    assert_eq!(session.fore_connections().0, 2);
+    // A retry of the running request is told to wait.
+    let res = e.run(vec![sequence_on(sid, 0, 1, false)]);
+    assert_eq!(res.status, NFS4ERR_DELAY);
+    session.finish(0, None);
+    // The first connection goes: the session, its slots and cache stay,
+    // and the retry of slot 1's request on the other is answered from
+    // the cache.
+    e.state.sessions.connection_lost(e.conn.id);
+    assert_eq!(session.fore_connections().0, 1);
+    let again = e2.run(vec![sequence_on(sid, 1, 1, true), nfs_argop4::OP_PUTROOTFH]);
+    assert_eq!(again.status, NFS4_OK);
+    assert_eq!(again.resarray.len(), 2);
+    let res = e2.run(vec![sequence_on(sid, 0, 2, false)]);
+    assert_eq!(res.status, NFS4_OK);
+}

@@ -43,7 +43,7 @@ fn refused(status: nfsstat4) -> SequenceOutcome {
 
 /// Names a request for the false-retry check (RFC 8881 2.10.6.1.3.1): the
 /// principal that sent it and its operation count, as Linux nfsd compares.
-fn fingerprint(principal: &[u8], ops: u32) -> u64 {
+pub(crate) fn fingerprint(principal: &[u8], ops: u32) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     principal.hash(&mut h);
     ops.hash(&mut h);
