@@ -19,6 +19,7 @@ pub mod logon_throttle;
 pub mod lsa;
 pub mod metrics;
 pub mod nfs;
+pub mod nfs_smb;
 pub mod notify;
 pub mod oplock;
 pub mod order;

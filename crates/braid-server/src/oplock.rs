@@ -156,6 +156,14 @@ impl OplockTable {
         f
     }
 
+    /// The caching state of a file (not of a stream) if an open of it
+    /// has one; no entry is made (NFS asks on every write, `nfs_smb.rs`).
+    pub fn existing(&self, share: &str, file_id: u64) -> Option<Arc<FileOplocks>> {
+        self.files
+            .get(&(share.to_lowercase(), file_id, 0))
+            .and_then(|w| w.upgrade())
+    }
+
     pub fn new_key(&self) -> u64 {
         self.next_key
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)

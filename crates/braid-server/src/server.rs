@@ -57,6 +57,7 @@ impl Server {
         if let Some(nfs) = &nfs {
             let _ = state.nfs.set(nfs.state.clone());
             let _ = nfs.state.files.set(state.files.clone());
+            let _ = nfs.state.caching.set(crate::nfs_smb::caching(&state));
         }
         Ok(Server {
             state,

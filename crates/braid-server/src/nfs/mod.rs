@@ -115,6 +115,9 @@ pub struct NfsState {
     /// The SMB side's file service, whose share-mode table NFS opens join
     /// (issue 42: one share, two protocols); set by the server at start.
     pub files: std::sync::OnceLock<Arc<braid_fs::FileService>>,
+    /// Breaks SMB oplocks and leases for NFS opens and writes (issue 42);
+    /// set by the server at start.
+    pub caching: std::sync::OnceLock<Arc<dyn state::caching::OtherProtocolCaching>>,
 }
 
 impl NfsState {
@@ -147,6 +150,7 @@ impl NfsState {
             started: Instant::now(),
             stateids: state::stateids::StateTable::new(boot_epoch),
             files: std::sync::OnceLock::new(),
+            caching: std::sync::OnceLock::new(),
         }))
     }
 

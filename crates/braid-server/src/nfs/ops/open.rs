@@ -31,6 +31,9 @@ const WANT_BITS: u32 = OPEN4_SHARE_ACCESS_WANT_DELEG_MASK
     | OPEN4_SHARE_ACCESS_WANT_SIGNAL_DELEG_WHEN_RESRC_AVAIL
     | OPEN4_SHARE_ACCESS_WANT_PUSH_DELEG_WHEN_UNCONTENDED;
 
+/// How long an OPEN waits for SMB clients to acknowledge a break.
+const SMB_BREAK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Mode of a new file whose createattrs carry none.
 const DEFAULT_MODE: u32 = 0o644;
 
@@ -150,6 +153,19 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
     }
     if access & OPEN4_SHARE_ACCESS_WRITE != 0 {
         c.require_write(&export)?;
+    }
+
+    // Issue 42, MS-FSA 2.1.4.12: an open breaks SMB clients' write caching
+    // of the file (they flush first); a client slow to answer gets
+    // NFS4ERR_DELAY and retries while the break goes on.
+    if let Some(smb) = c.state.caching.get() {
+        let breaking = smb.open(&export.name, obj.fileid());
+        let done = c
+            .runtime
+            .block_on(async { tokio::time::timeout(SMB_BREAK_WAIT, breaking).await.is_ok() });
+        if !done {
+            return Err(NFS4ERR_DELAY);
+        }
     }
 
     // The fd: the owner's, if it allows what is asked; else a new one with

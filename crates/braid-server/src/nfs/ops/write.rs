@@ -54,6 +54,10 @@ fn write(c: &mut Compound, a: &WRITE4args) -> Result<WRITE4resok, nfsstat4> {
         }
     };
     file.write_all_at(&a.data, a.offset).map_err(io_err)?;
+    // Issue 42: SMB clients caching the file must read it again.
+    if let Some(smb) = c.state.caching.get() {
+        smb.write(&export.name, obj.fileid());
+    }
     match a.stable {
         DATA_SYNC4 => file.sync_data().map_err(io_err)?,
         FILE_SYNC4 => file.sync_all().map_err(io_err)?,

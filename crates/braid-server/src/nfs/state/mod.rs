@@ -2,6 +2,7 @@
 //! tables, connections, stateids, the grace period after a restart, and the
 //! store that keeps client records across restarts.
 
+pub mod caching;
 pub mod clients;
 pub mod connections;
 pub mod delegations;
