@@ -149,10 +149,10 @@ def test_braid_status(server_process, smb_server, session):
     table = subprocess.run([str(servers.BRAID_BIN), "status", "--admin", server_process.admin],
                            capture_output=True, text=True, timeout=30, check=True).stdout
     lines = table.splitlines()
-    assert lines[0].split() == ["Session", "User", "Client", "Dialect", "Signing",
+    assert lines[0].split() == ["Session", "Protocol", "User", "Client", "Dialect", "Signing",
                                 "Encryption", "MaxChannels", "CurrentChannels"], table
     row = next(line for line in lines if smb_server.user in line)
-    assert "3.1.1" in row
+    assert "3.1.1" in row and row.split()[1] == "smb", table
     channel = lines[lines.index(row) + 1]
     assert channel.startswith("    127.0.0.1:") and " -> 127.0.0.1:" in channel, table
 
