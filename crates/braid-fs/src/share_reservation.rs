@@ -94,6 +94,27 @@ impl FileService {
     }
 }
 
+impl FileService {
+    /// Whether a POSIX-face client may remove a name of the file or
+    /// directory (dev, ino) (an NFS REMOVE, or a RENAME moving or replacing
+    /// it): as an SMB open for DELETE sharing everything would, it fails
+    /// with SharingViolation while an SMB open does not share delete
+    /// (MS-FSA 2.1.5.1.2). A check, not a hold: an SMB open that comes
+    /// between it and the unlink is not kept out.
+    pub fn check_delete(&self, dev: u64, ino: u64) -> FsResult<()> {
+        let key = FileKey {
+            dev,
+            ino,
+            stream: 0,
+        };
+        let Some(node) = self.nodes.get(&key) else {
+            return Ok(());
+        };
+        let s = node.lock();
+        check_share_access(&s.opens, acc::DELETE, sh::READ | sh::WRITE | sh::DELETE)
+    }
+}
+
 impl ShareReservation {
     /// Change what the reservation holds (an upgrade or a downgrade),
     /// checked against every other open of the file.
@@ -171,5 +192,33 @@ mod tests {
         a.update(RW).unwrap();
         drop(a);
         assert!(fs.nodes.get(&key).is_none());
+    }
+
+    #[test]
+    fn delete_meets_smb_share_delete() {
+        let fs = FileService::new(Arc::new(crate::SystemClock));
+        fs.check_delete(1, 2).unwrap();
+        let key = FileKey {
+            dev: 1,
+            ino: 2,
+            stream: 0,
+        };
+        let node = fs.nodes.get_or_insert(key);
+        let open = |share_access| OpenEntry {
+            id: 7,
+            access: acc::FILE_READ_DATA,
+            share_access,
+            delete_on_close: false,
+            write_time: Default::default(),
+            user_set_change_time: false,
+        };
+        node.lock().opens.push(open(sh::READ | sh::WRITE));
+        assert!(fs.check_delete(1, 2).is_err());
+        node.lock().opens[0] = open(sh::ALL);
+        fs.check_delete(1, 2).unwrap();
+        // A reservation (an NFS open) always shares delete.
+        node.lock().opens.clear();
+        let _r = fs.reserve(1, 2, RW).unwrap();
+        fs.check_delete(1, 2).unwrap();
     }
 }

@@ -201,6 +201,19 @@ impl Compound {
         Err(NFS4ERR_DELAY)
     }
 
+    /// Removing a name of `obj` (REMOVE, or RENAME moving or replacing
+    /// it) meets SMB's share modes: while an SMB open of it does not share
+    /// delete, NFS4ERR_FILE_OPEN (RFC 8881 18.25.4, 18.26.4: the server
+    /// does not allow removing a file that is open), as an SMB delete
+    /// would get a sharing violation.
+    pub fn check_smb_share_delete(&self, obj: &Object) -> Result<(), nfsstat4> {
+        let Some(files) = self.state.files.get() else {
+            return Ok(());
+        };
+        let (dev, ino) = obj.key();
+        files.check_delete(dev, ino).map_err(|_| NFS4ERR_FILE_OPEN)
+    }
+
     /// The caller's ids on `export`, after its squashing.
     pub fn credentials(&self, export: &Export) -> Credentials {
         match &self.caller {

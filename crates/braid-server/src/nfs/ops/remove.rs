@@ -23,6 +23,7 @@ fn remove(c: &mut Compound, a: &REMOVE4args) -> Result<change_info4, nfsstat4> {
     let cred = c.credentials(&export);
     // What the name holds loses a link (or goes): its delegations first.
     if let Ok(victim) = export.share.lookup(&cred, &dir, &a.target) {
+        c.check_smb_share_delete(&victim)?;
         c.recall_delegations(&victim)?;
     }
     let change = export

@@ -49,6 +49,7 @@ fn rename(c: &mut Compound, a: &RENAME4args) -> Result<RENAME4resok, nfsstat4> {
     // The object renamed and the one it replaces: their delegations first.
     for (dir, name) in [(&from_dir, &a.oldname), (&to_dir, &a.newname)] {
         if let Ok(obj) = export.share.lookup(&cred, dir, name) {
+            c.check_smb_share_delete(&obj)?;
             c.recall_delegations(&obj)?;
         }
     }

@@ -1,0 +1,128 @@
+"""An SMB open that does not share delete keeps NFS from removing or
+renaming the file (issue 42, "One share, two protocols"): one Braid serves
+a share over both protocols; smbprotocol holds the SMB open and the
+`nfs-rs` Python package removes and renames over NFSv4.1, which answers
+NFS4ERR_FILE_OPEN (RFC 8881 18.25.4, 18.26.4) as an SMB delete would get
+a sharing violation. An SMB open that shares delete does not stand in the
+way, and once the open closes the NFS change goes through.
+
+Braid only: Samba and nfs-ganesha each serve one of the two protocols.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import nfs_rs
+import pytest
+from smbprotocol.open import (
+    CreateDisposition,
+    CreateOptions,
+    FilePipePrinterAccessMask,
+    ImpersonationLevel,
+    Open,
+    ShareAccess,
+)
+
+import servers
+from smbremote import NORMAL, SHARE_ALL, RawClient
+
+TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
+pytestmark = pytest.mark.skipif(TARGET != "braid",
+                                reason="one share over SMB and NFS: Braid only")
+
+READ = FilePipePrinterAccessMask.FILE_READ_DATA | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
+NO_DELETE = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    base = tmp_path_factory.mktemp("smb-nfs-delete-")
+    share_dir, workdir = base / "share", base / "server"
+    share_dir.mkdir()
+    workdir.mkdir()
+    smb, nfs = servers.start_braid_smb_nfs(share_dir, workdir)
+    yield smb, nfs
+    alive = smb.alive()
+    smb.stop()
+    if not alive:
+        pytest.fail(f"braid (pid {smb.pid}) died during the tests; log {smb.log_path}:\n"
+                    f"{smb.log_tail()}")
+
+
+@pytest.fixture(scope="module")
+def nfs(both):
+    _, server = both
+    client = nfs_rs.Client.connect(
+        f"nfs://{server.host}:{server.port}{server.export}?version=4.1",
+        uid=0, gid=0, noresvport=True, connect_timeout=10, operation_timeout=30)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def d(both):
+    """A fresh directory in the share with one file `f`."""
+    smb, _ = both
+    name = f"t-{uuid.uuid4().hex[:12]}"
+    (smb.share_dir / name).mkdir()
+    (smb.share_dir / name / "f").write_bytes(b"shared")
+    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name / "f")
+    return name
+
+
+@pytest.fixture
+def raw(both):
+    c = RawClient(both[0])
+    yield c
+    c.close()
+
+
+def smb_open(raw: RawClient, name: str, share: int) -> Open:
+    op = Open(raw.tree, name)
+    op.create(ImpersonationLevel.Impersonation, READ, NORMAL, share,
+              CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
+    return op
+
+
+def test_smb_open_without_share_delete_keeps_nfs_remove_out(both, nfs, raw, d):
+    smb, _ = both
+    held = smb_open(raw, f"{d}\\f", NO_DELETE)
+    try:
+        with pytest.raises(Exception) as e:
+            nfs.remove(f"{d}/f")
+        assert "open" in str(e.value).lower(), e.value
+        assert (smb.share_dir / d / "f").exists()
+    finally:
+        held.close()
+    nfs.remove(f"{d}/f")
+    assert not (smb.share_dir / d / "f").exists()
+
+
+def test_smb_open_without_share_delete_keeps_nfs_rename_out(both, nfs, raw, d):
+    smb, _ = both
+    (smb.share_dir / d / "g").write_bytes(b"other")
+    held = smb_open(raw, f"{d}\\f", NO_DELETE)
+    try:
+        # Neither moving it nor replacing it.
+        with pytest.raises(Exception):
+            nfs.rename(f"{d}/f", f"{d}/moved")
+        with pytest.raises(Exception):
+            nfs.rename(f"{d}/g", f"{d}/f")
+        assert (smb.share_dir / d / "f").read_bytes() == b"shared"
+    finally:
+        held.close()
+    nfs.rename(f"{d}/f", f"{d}/moved")
+    assert (smb.share_dir / d / "moved").read_bytes() == b"shared"
+
+
+def test_smb_open_sharing_delete_lets_nfs_remove(both, nfs, raw, d):
+    smb, _ = both
+    held = smb_open(raw, f"{d}\\f", SHARE_ALL)
+    try:
+        nfs.remove(f"{d}/f")
+        assert not (smb.share_dir / d / "f").exists()
+    finally:
+        held.close()
