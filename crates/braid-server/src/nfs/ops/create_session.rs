@@ -121,12 +121,14 @@ fn negotiate(
         ca_maxrequests: fa.ca_maxrequests.clamp(1, limits.max_slots),
         ca_rdma_ird: Vec::new(),
     };
-    // The backchannel is the client's to size: callbacks use one slot and
-    // two operations, and the client is asked to cache nothing.
+    // The backchannel is the client's to size: callbacks are small, use
+    // one slot and two operations, and the client is asked to cache
+    // nothing. Its replies may be as large as it said (Linux refuses a
+    // session whose backchannel ca_maxresponsesize was lowered).
     let back = channel_attrs4 {
         ca_headerpadsize: 0,
         ca_maxrequestsize: ba.ca_maxrequestsize.min(16 * 1024),
-        ca_maxresponsesize: ba.ca_maxresponsesize.min(16 * 1024),
+        ca_maxresponsesize: ba.ca_maxresponsesize,
         ca_maxresponsesize_cached: 0,
         ca_maxoperations: ba.ca_maxoperations.min(8),
         ca_maxrequests: ba.ca_maxrequests.clamp(1, 4),
