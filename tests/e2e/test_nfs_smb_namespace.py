@@ -1,10 +1,12 @@
-"""An SMB open that does not share delete keeps NFS from removing or
-renaming the file (issue 42, "One share, two protocols"): one Braid serves
+"""NFS namespace and attribute changes against SMB opens of the same file
+(issue 42, "One share, two protocols"). An SMB open that does not share
+delete keeps NFS from removing or renaming the file: one Braid serves
 a share over both protocols; smbprotocol holds the SMB open and the
 `nfs-rs` Python package removes and renames over NFSv4.1, which answers
 NFS4ERR_FILE_OPEN (RFC 8881 18.25.4, 18.26.4) as an SMB delete would get
 a sharing violation. An SMB open that shares delete does not stand in the
-way, and once the open closes the NFS change goes through.
+way, and once the open closes the NFS change goes through. An NFS SETATTR
+of the size breaks an SMB read lease, as a WRITE does.
 
 Braid only: Samba and nfs-ganesha each serve one of the two protocols.
 """
@@ -26,7 +28,7 @@ from smbprotocol.open import (
 )
 
 import servers
-from smbremote import NORMAL, SHARE_ALL, RawClient
+from smbremote import NORMAL, SHARE_ALL, Breaks, RawClient
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid",
@@ -126,3 +128,17 @@ def test_smb_open_sharing_delete_lets_nfs_remove(both, nfs, raw, d):
         assert not (smb.share_dir / d / "f").exists()
     finally:
         held.close()
+
+
+def test_nfs_truncate_breaks_an_smb_read_lease(both, nfs, raw, d):
+    breaks = Breaks(raw.conn)
+    op = raw.open_cached(f"{d}\\f", READ, lease=1 | 2)
+    try:
+        assert op.granted_lease == 1 | 2
+        nfs.truncate(f"{d}/f", 2)
+        got = breaks.next(5)
+        assert got is not None, "no lease break for an NFS truncate"
+        assert got["new"] & 1 == 0, got
+        assert op.read(0, 6) == b"sh"
+    finally:
+        op.close()

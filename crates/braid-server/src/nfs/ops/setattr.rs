@@ -48,5 +48,12 @@ fn setattr(c: &mut Compound, a: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
         .share
         .setattr(&cred, &obj, &want.set)
         .map_err(|e| nfs_status(&e))?;
+    // Issue 42: a new size is a change of data, as a WRITE is: SMB clients
+    // caching the file must read it again.
+    if want.mask.contains(FATTR4_SIZE) {
+        if let Some(smb) = c.state.caching.get() {
+            smb.write(&export.name, obj.fileid());
+        }
+    }
     Ok(want.mask.into())
 }
