@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use braid_nfs_proto::nfs4::*;
 
 use super::super::compound::Compound;
+use super::super::NfsState;
 use super::clients::Client;
 use super::stateids::*;
 
@@ -128,6 +129,47 @@ pub fn break_for_change(c: &Compound, key: FileKey) -> Result<(), nfsstat4> {
             recall(c, r);
             Err(NFS4ERR_DELAY)
         }
+    }
+}
+
+/// How long an open of the other protocol waits for NFS clients to return
+/// the delegations it recalled (then it goes on; the delegations are
+/// revoked a lease period after the recall if still not returned).
+pub const OTHER_OPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// Issue 42, RFC 8881 10.4.1: an SMB open of file `fileid` of share
+/// `share` that writes (or any open, against a write delegation) recalls
+/// the NFS delegations of the file and waits, up to [`OTHER_OPEN_WAIT`],
+/// until they are returned, so that NFS clients do not go on reading what
+/// they cached.
+pub async fn recall_for_other_open(state: &Arc<NfsState>, share: &str, fileid: u64, write: bool) {
+    let Some(export) = state.exports.by_name(share) else {
+        return;
+    };
+    // One share is one file system (braid-fs's POSIX face): its dev.
+    let key = (export.share.root().key().0, fileid);
+    let deadline = Instant::now() + OTHER_OPEN_WAIT;
+    loop {
+        let recalls = {
+            let mut inner = state.stateids.lock();
+            // Client id 0 is nobody's: every holder is "another client".
+            conflicting(&mut inner, key, 0, write, state.lease_time)
+        };
+        let Some(recalls) = recalls else {
+            return;
+        };
+        for r in recalls {
+            tokio::spawn(super::super::callback::recall(
+                state.clone(),
+                r.clientid,
+                r.stateid,
+                r.fh,
+            ));
+        }
+        if Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -1,0 +1,78 @@
+"""An NFSv4.1 client that holds a read delegation and answers its recall,
+on pynfs's client library (run with cwd = a built pynfs's nfs4.1, as
+test_nfs_smb_delegations.py does): what nfs-rs and the kernel client in
+a VM cannot be driven to do from a test.
+
+    python3 nfs_deleg_client.py HOST PORT EXPORT_COMPONENT... -- FILE DELAY
+
+Creates FILE in the export with a read delegation (over a session whose
+connection is bound to the backchannel) and prints `DELEGATED`; on
+CB_RECALL prints `RECALLED`, waits DELAY seconds and returns the
+delegation (DELEGRETURN), then prints `RETURNED`. Exits when stdin closes.
+"""
+
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.getcwd())
+import use_local  # noqa: F401 - pynfs's path setup
+import nfs4client
+from rpc.security import AuthSys
+import nfs_ops
+from xdrdef.nfs4_const import (
+    CREATE_SESSION4_FLAG_CONN_BACK_CHAN, GUARDED4, NFS4_OK, OPEN4_CREATE,
+    OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_ACCESS_WANT_READ_DELEG, OPEN4_SHARE_DENY_NONE,
+    OP_CB_RECALL, OPEN_DELEGATE_READ, CLAIM_NULL, FATTR4_MODE,
+)
+from xdrdef.nfs4_type import createhow4, open_claim4, open_owner4, openflag4
+
+op = nfs_ops.NFS4ops()
+
+
+def main():
+    sep = sys.argv.index("--")
+    host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
+    name, delay = sys.argv[sep + 1].encode(), float(sys.argv[sep + 2])
+    c = nfs4client.NFS4Client(host, port, 1)
+    # AUTH_SYS as root, as pynfs's tests run (the export squashes no root).
+    c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
+    client = c.new_client(b"braid-deleg-%d" % time.time_ns())
+    sess = client.create_session(flags=CREATE_SESSION4_FLAG_CONN_BACK_CHAN)
+    sess.compound([op.reclaim_complete(False)])
+    recalled = threading.Event()
+
+    def pre_hook(arg, env):
+        recalled.stateid = arg.stateid
+        env.notify = recalled.set
+
+    client.cb_pre_hook(OP_CB_RECALL, pre_hook)
+    lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
+    how = openflag4(OPEN4_CREATE, createhow4(GUARDED4, {FATTR4_MODE: 0o666}))
+    res = sess.compound(lookup + [
+        op.open(0, OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
+                OPEN4_SHARE_DENY_NONE, open_owner4(0, b"deleg-owner"), how,
+                open_claim4(CLAIM_NULL, name)),
+        op.getfh()])
+    assert res.status == NFS4_OK, res
+    opened, fh = res.resarray[-2], res.resarray[-1].object
+    if opened.delegation.delegation_type != OPEN_DELEGATE_READ:
+        print("NO DELEGATION", opened.delegation, flush=True)
+        return 1
+    print("DELEGATED", flush=True)
+    recalled.wait(60)
+    if not recalled.is_set():
+        print("NOT RECALLED", flush=True)
+        return 1
+    print("RECALLED", flush=True)
+    time.sleep(delay)
+    res = sess.compound([op.putfh(fh), op.delegreturn(recalled.stateid)])
+    assert res.status == NFS4_OK, res
+    print("RETURNED", flush=True)
+    sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""An NFS read delegation and an SMB open for writing the same file (issue
+42, RFC 8881 10.4.1): the SMB open recalls the delegation (CB_RECALL on
+the NFS client's backchannel) and waits until the client returned it
+(DELEGRETURN), so the NFS client stops reading from its cache before SMB
+writes.
+
+The NFS client is pynfs's client library (nfs_deleg_client.py, run in the
+copy of pynfs tests/conformance/run_pynfs.py builds); SMB is smbprotocol.
+Braid only: Samba and nfs-ganesha each serve one of the two protocols.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from smbprotocol.open import FilePipePrinterAccessMask
+
+import servers
+from smbremote import RawClient
+
+TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
+pytestmark = pytest.mark.skipif(TARGET != "braid",
+                                reason="one share over SMB and NFS: Braid only")
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "conformance"))
+import run_pynfs  # noqa: E402
+
+WRITE = FilePipePrinterAccessMask.FILE_WRITE_DATA | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
+
+
+@pytest.fixture(scope="module")
+def pynfs_tree():
+    source = run_pynfs.find_pynfs()
+    if source is None:
+        pytest.fail("pynfs not found (../shared/pynfs or $BRAID_PYNFS)")
+    return run_pynfs.build_pynfs(source, io.StringIO())
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    base = tmp_path_factory.mktemp("smb-nfs-deleg-")
+    share_dir, workdir = base / "share", base / "server"
+    share_dir.mkdir()
+    workdir.mkdir()
+    smb, nfs = servers.start_braid_smb_nfs(share_dir, workdir)
+    yield smb, nfs
+    alive = smb.alive()
+    smb.stop()
+    if not alive:
+        pytest.fail(f"braid (pid {smb.pid}) died during the tests; log {smb.log_path}:\n"
+                    f"{smb.log_tail()}")
+
+
+def expect_line(proc, want: str, timeout: float = 30) -> float:
+    """Wait for the helper to print `want`; the time it did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        if line.strip() == want:
+            return time.monotonic()
+        if line.strip() in ("NOT RECALLED",) or line.startswith("NO DELEGATION"):
+            pytest.fail(line.strip())
+    pytest.fail(f"the NFS client never printed {want}: {proc.stderr.read()[-3000:]}")
+
+
+def test_smb_writer_recalls_an_nfs_read_delegation_and_waits(both, pynfs_tree):
+    smb, nfs = both
+    name = f"d-{uuid.uuid4().hex[:12]}"
+    delay = 1.5
+    components = [p for p in nfs.export.split("/") if p]
+    proc = subprocess.Popen(
+        [run_pynfs.PYTHON, str(HERE / "nfs_deleg_client.py"), nfs.host, str(nfs.port),
+         *components, "--", name, str(delay)],
+        cwd=pynfs_tree / "nfs4.1", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        expect_line(proc, "DELEGATED")
+        servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+        raw = RawClient(smb)
+        try:
+            t0 = time.monotonic()
+            op = raw.open(name, WRITE)
+            opened = time.monotonic()
+            # (Read after the open returned: the helper printed them while
+            # the open waited.)
+            expect_line(proc, "RECALLED")
+            expect_line(proc, "RETURNED")
+            op.write(b"smb", 0)
+            op.close()
+        finally:
+            raw.close()
+        assert opened - t0 >= delay * 0.8, (
+            f"the SMB open went on after {opened - t0:.2f}s, before the delegation "
+            f"was returned ({delay}s after the recall)")
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
