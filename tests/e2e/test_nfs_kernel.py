@@ -32,6 +32,7 @@ import os
 import random
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,21 @@ idle=$(grep -E '^[[:space:]]*xprt:[[:space:]]+tcp ' /proc/self/mountstats | awk 
 grep -E 'xprt:' /proc/self/mountstats | tr '\t' ' ' | sed 's/^/mountstats /'
 pause host-view
 
+# --- a connection cut mid-copy: the host kills one of the 4 under direct
+# 1 MiB WRITEs; the session and the other connections stay, the client
+# reconnects and resends, and every byte arrives ---
+rm -f /tmp/cut.err
+( for i in $(seq 1 16); do
+      dd if=/data.bin of=$M/cut-$i.bin bs=1M oflag=direct 2>/tmp/cut-dd.err \
+          || echo "copy $i: $(cat /tmp/cut-dd.err)" >> /tmp/cut.err
+  done ) & copier=$!
+pause cut
+wait $copier
+echo 3 > /proc/sys/vm/drop_caches
+bad=""; for i in $(seq 1 16); do [ "$(md5sum < $M/cut-$i.bin)" = "$want" ] || bad="$bad $i"; done
+[ -z "$bad" ] && [ ! -s /tmp/cut.err ] && ok cut-copy || fail cut-copy "copies$bad differ $(cat /tmp/cut.err 2>/dev/null)"
+rm -f $M/cut-*.bin
+
 # --- locks (two processes of this client) ---
 rm -f /tmp/r1 /tmp/g1
 $lt flock-hold $M/d/lock /tmp/r1 /tmp/g1 & holder=$!
@@ -229,10 +245,10 @@ CHECKS = ["mount", "mounted-4.1", "write", "read-back", "size", "mkdir", "create
           "xprt-used", "flock-conflict", "flock-holder", "flock-free", "fcntl-conflict",
           "fcntl-read-conflict", "fcntl-other-range", "fcntl-getlk", "fcntl-holder",
           "fcntl-free", "fcntl-shared", "unlink", "delete", "umount", "refuse-4.2",
-          "refuse-4.0", "remount"]
+          "refuse-4.0", "remount", "cut-copy"]
 # What the host checks at the guest's `pause host-view`; against Braid
 # also its admin API: one NFS session with the mount's 4 connections.
-HOST_CHECKS = ["host-bytes", "host-listing", "host-connections"] + (
+HOST_CHECKS = ["host-bytes", "host-listing", "host-connections", "host-cut"] + (
     ["host-admin-session"] if TARGET == "braid" else [])
 
 
@@ -255,6 +271,45 @@ def _locktool(workdir: Path) -> Path:
     subprocess.run(["cc", "-static", "-O2", "-o", str(out), str(src)], check=True,
                    capture_output=True, timeout=120)
     return out
+
+
+def established(ns: kernel_vm.NetNs) -> list[tuple[str, str]]:
+    """(server end, client end) of the server's connections from the VM."""
+    ss = ns.run(["ss", "-Htn", "state", "established", "( sport = :%d )" % PORT])
+    return [(ln.split()[-2], ln.split()[-1]) for ln in ss.stdout.splitlines()
+            if kernel_vm.GUEST_ADDRESS in ln]
+
+
+def cut_one(ns: kernel_vm.NetNs, server) -> tuple[bool, str]:
+    """Kill one of the mount's connections at the server (ss -K) while the
+    guest copies: against Braid one that carries no callbacks (its admin
+    API says which), against ganesha the last ss lists."""
+    time.sleep(0.3)
+    conns = established(ns)
+    if len(conns) != 4:
+        return False, f"{len(conns)} connections before the cut: {conns}"
+    victim = conns[-1]
+    if TARGET == "braid":
+        view = admin_view(ns, server.log_path)
+        nfs = [x for x in view["sessions"] if x.get("protocol") == "nfs"]
+        fore_only = [c["remote_address"] for x in nfs for c in x["channels"] if not c["back"]]
+        victim = next((c for c in conns if c[1] in fore_only), victim)
+    local, peer = victim
+    # How far the copies were (the cut should land in the middle of them).
+    sizes = [(server.export_dir / f"cut-{i}.bin").stat().st_size
+             if (server.export_dir / f"cut-{i}.bin").exists() else None for i in range(1, 17)]
+    (server.workdir / "cut.txt").write_text(f"{victim} at copy sizes {sizes}\n")
+    ns.run(["ss", "-K", "-tn", "sport", "=", ":" + local.rsplit(":", 1)[1],
+            "dport", "=", ":" + peer.rsplit(":", 1)[1]])
+    left = established(ns)
+    if victim in left:
+        return False, f"{victim} survived ss -K: {left}"
+    if TARGET == "braid":
+        view = admin_view(ns, server.log_path)
+        nfs = [x for x in view["sessions"] if x.get("protocol") == "nfs"]
+        if len(nfs) != 1:
+            return False, f"sessions after the cut: {json.dumps(nfs)[:2000]}"
+    return True, f"cut {victim}"
 
 
 @pytest.fixture(scope="module")
@@ -281,6 +336,9 @@ def nfs_vm(tmp_path_factory):
                                    host=SERVER, wrap=ns.argv)
 
         def at_pause(name):
+            if name == "cut":
+                host["host-cut"] = cut_one(ns, server)
+                return
             if name != "host-view":
                 return
             big = export_dir / "big.bin"
