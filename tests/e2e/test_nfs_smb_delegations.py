@@ -68,8 +68,8 @@ def expect_line(proc, want: str, timeout: float = 30) -> float:
             break
         if line.strip() == want:
             return time.monotonic()
-        if line.strip() in ("NOT RECALLED",) or line.startswith("NO DELEGATION"):
-            pytest.fail(line.strip())
+        if line.strip() in ("NOT RECALLED", "NO DELEGATION", "DELEGATED"):
+            pytest.fail(f"{line.strip()} (waiting for {want})")
     pytest.fail(f"the NFS client never printed {want}: {proc.stderr.read()[-3000:]}")
 
 
@@ -105,3 +105,24 @@ def test_smb_writer_recalls_an_nfs_read_delegation_and_waits(both, pynfs_tree):
     finally:
         proc.stdin.close()
         proc.wait(10)
+
+
+def test_no_nfs_read_delegation_while_smb_may_write(both, pynfs_tree):
+    smb, nfs = both
+    name = f"w-{uuid.uuid4().hex[:12]}"
+    (smb.share_dir / name).write_bytes(b"x")
+    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+    raw = RawClient(smb)
+    try:
+        op = raw.open(name, WRITE)
+        components = [p for p in nfs.export.split("/") if p]
+        proc = subprocess.Popen(
+            [run_pynfs.PYTHON, str(HERE / "nfs_deleg_client.py"), nfs.host, str(nfs.port),
+             *components, "--", name, "0"],
+            cwd=pynfs_tree / "nfs4.1", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        expect_line(proc, "NO DELEGATION")
+        proc.wait(10)
+        op.close()
+    finally:
+        raw.close()

@@ -115,6 +115,25 @@ impl FileService {
     }
 }
 
+impl FileService {
+    /// Whether an SMB open of the file (dev, ino) may write it: a POSIX-face
+    /// client is then not given read caching (an NFS read delegation).
+    pub fn has_writers(&self, dev: u64, ino: u64) -> bool {
+        let key = FileKey {
+            dev,
+            ino,
+            stream: 0,
+        };
+        let Some(node) = self.nodes.get(&key) else {
+            return false;
+        };
+        let s = node.lock();
+        s.opens
+            .iter()
+            .any(|o| o.access & (acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA) != 0)
+    }
+}
+
 impl ShareReservation {
     /// Change what the reservation holds (an upgrade or a downgrade),
     /// checked against every other open of the file.

@@ -237,7 +237,14 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
         }
     };
 
-    let delegation = delegation(c, &client, access, want, reclaim, &granted.stateid.other);
+    let delegation = delegation(
+        c,
+        &client,
+        access,
+        want,
+        reclaim,
+        (key, &granted.stateid.other),
+    );
     c.set_current(Fh::Object {
         export: export.clone(),
         obj,
@@ -310,7 +317,7 @@ fn delegation(
     access: u32,
     want: u32,
     reclaim: bool,
-    open: &crate::nfs::state::stateids::Other,
+    (key, open): ((u64, u64), &crate::nfs::state::stateids::Other),
 ) -> open_delegation4 {
     let none = |why| {
         if want == OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE {
@@ -327,6 +334,12 @@ fn delegation(
     }
     if !callback::reachable(&c.state, client.clientid) {
         return none(open_none_delegation4::WND4_RESOURCE(false));
+    }
+    // Issue 42: nor while an SMB client may write the file.
+    if let Some(files) = c.state.files.get() {
+        if files.has_writers(key.0, key.1) {
+            return none(open_none_delegation4::WND4_CONTENTION(false));
+        }
     }
     match delegations::grant_read(&c.state.stateids, client, open) {
         Some(stateid) => open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 {
