@@ -1,0 +1,141 @@
+"""NFS and SMB byte-range locks on one file hold each other off (issue 42):
+Braid mirrors both into the kernel's open file description locks (SMB's
+with the share's `posix_locking`, on by default; NFS's always, one file
+description per NFS lock owner), so each side meets the other's there.
+
+The NFS client is pynfs's client library (nfs_lock_client.py, run in the
+copy of pynfs tests/conformance/run_pynfs.py builds); SMB is smbprotocol.
+Braid only: Samba and nfs-ganesha each serve one of the two protocols.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from smbprotocol.exceptions import SMBResponseException
+from smbprotocol.open import FilePipePrinterAccessMask as Access
+from smbprotocol.open import LockFlags, SMB2LockElement
+
+import servers
+from smbremote import RawClient
+
+TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
+pytestmark = pytest.mark.skipif(TARGET != "braid",
+                                reason="one share over SMB and NFS: Braid only")
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "conformance"))
+import run_pynfs  # noqa: E402
+
+LOCK_NOT_GRANTED = 0xC0000055
+EXCLUSIVE_NOW = LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
+
+
+def element(offset: int, length: int, flags: int) -> SMB2LockElement:
+    e = SMB2LockElement()
+    e["offset"] = offset
+    e["length"] = length
+    e["flags"] = flags
+    return e
+
+
+@pytest.fixture(scope="module")
+def pynfs_tree():
+    source = run_pynfs.find_pynfs()
+    if source is None:
+        pytest.fail("pynfs not found (../shared/pynfs or $BRAID_PYNFS)")
+    return run_pynfs.build_pynfs(source, io.StringIO())
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    base = tmp_path_factory.mktemp("smb-nfs-locks-")
+    share_dir, workdir = base / "share", base / "server"
+    share_dir.mkdir()
+    workdir.mkdir()
+    smb, nfs = servers.start_braid_smb_nfs(share_dir, workdir)
+    yield smb, nfs
+    alive = smb.alive()
+    smb.stop()
+    if not alive:
+        pytest.fail(f"braid (pid {smb.pid}) died during the tests; log {smb.log_path}:\n"
+                    f"{smb.log_tail()}")
+
+
+class NfsLocker:
+    def __init__(self, nfs, tree: Path, name: str):
+        components = [p for p in nfs.export.split("/") if p]
+        self.proc = subprocess.Popen(
+            [run_pynfs.PYTHON, str(HERE / "nfs_lock_client.py"), nfs.host, str(nfs.port),
+             *components, "--", name],
+            cwd=tree / "nfs4.1", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        assert self.reply() == "OPEN"
+
+    def reply(self) -> str:
+        """The helper's next answer (pynfs prints a word of its own about
+        gssapi first)."""
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                pytest.fail(f"the NFS client ended: {self.proc.stderr.read()[-3000:]}")
+            if line.startswith("> "):
+                return line[2:].strip()
+
+    def __call__(self, command: str) -> str:
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self.reply()
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(10)
+
+
+@pytest.fixture
+def file(both, pynfs_tree):
+    smb, nfs = both
+    name = f"l-{uuid.uuid4().hex[:12]}"
+    (smb.share_dir / name).write_bytes(bytes(256))
+    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+    locker = NfsLocker(nfs, pynfs_tree, name)
+    raw = RawClient(smb)
+    op = raw.open(name, Access.GENERIC_READ | Access.GENERIC_WRITE)
+    yield locker, op
+    op.close()
+    raw.close()
+    locker.close()
+
+
+def test_an_nfs_lock_holds_smb_off(file):
+    nfs, op = file
+    assert nfs("lock 0 100 w") == "OK"
+    with pytest.raises(SMBResponseException) as refused:
+        op.lock([element(10, 10, EXCLUSIVE_NOW)])
+    assert refused.value.status == LOCK_NOT_GRANTED
+    # Bytes the NFS lock does not cover stay lockable.
+    op.lock([element(100, 10, EXCLUSIVE_NOW)])
+    op.lock([element(100, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+    # NFS's POSIX unlock splits its range: 0-9 stays locked.
+    assert nfs("unlock 10 90 w") == "OK"
+    op.lock([element(10, 10, EXCLUSIVE_NOW)])
+    with pytest.raises(SMBResponseException):
+        op.lock([element(5, 1, EXCLUSIVE_NOW)])
+    op.lock([element(10, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+
+
+def test_an_smb_lock_holds_nfs_off(file):
+    nfs, op = file
+    op.lock([element(200, 10, EXCLUSIVE_NOW)])
+    assert nfs("lock 205 1 r") == "DENIED"
+    assert nfs("test 200 10 w") == "DENIED"
+    assert nfs("test 210 10 w") == "OK"
+    op.lock([element(200, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+    assert nfs("test 200 10 w") == "OK"
+    assert nfs("lock 205 1 r") == "OK"
