@@ -105,13 +105,22 @@ impl Connection {
     ) -> Option<Bytes> {
         let xid = self.next_xid.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        self.callbacks.lock().unwrap().insert(xid, tx);
+        self.callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(xid, tx);
         if !self.send_record(build(xid)).await {
-            self.callbacks.lock().unwrap().remove(&xid);
+            self.callbacks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&xid);
             return None;
         }
         let reply = tokio::time::timeout(timeout, rx).await;
-        self.callbacks.lock().unwrap().remove(&xid);
+        self.callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&xid);
         reply.ok()?.ok()
     }
 
@@ -137,7 +146,12 @@ impl Connection {
     }
 
     fn deliver_reply(&self, xid: u32, record: Bytes) {
-        if let Some(tx) = self.callbacks.lock().unwrap().remove(&xid) {
+        if let Some(tx) = self
+            .callbacks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&xid)
+        {
             let _ = tx.send(record);
         }
     }

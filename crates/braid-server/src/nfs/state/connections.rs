@@ -25,7 +25,7 @@ pub struct AddressSlot {
 
 impl Drop for AddressSlot {
     fn drop(&mut self) {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = inner.per_address.get_mut(&self.addr) {
             *n -= 1;
             if *n == 0 {
@@ -38,7 +38,7 @@ impl Drop for AddressSlot {
 impl ConnectionTable {
     /// A place for one more connection from `addr`, or None at `max`.
     pub fn admit(&self, addr: IpAddr, max: usize) -> Option<AddressSlot> {
-        let mut inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let n = inner.per_address.entry(addr).or_insert(0);
         if *n >= max {
             return None;
@@ -53,21 +53,34 @@ impl ConnectionTable {
     pub fn insert(&self, conn: &Arc<Connection>) {
         self.inner
             .lock()
-            .unwrap()
+            .unwrap_or_else(|e| e.into_inner())
             .live
             .insert(conn.id, Arc::downgrade(conn));
     }
 
     pub fn remove(&self, id: u64) {
-        self.inner.lock().unwrap().live.remove(&id);
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .live
+            .remove(&id);
     }
 
     pub fn get(&self, id: u64) -> Option<Arc<Connection>> {
-        self.inner.lock().unwrap().live.get(&id)?.upgrade()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .live
+            .get(&id)?
+            .upgrade()
     }
 
     pub fn len(&self) -> usize {
-        self.inner.lock().unwrap().live.len()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .live
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {
