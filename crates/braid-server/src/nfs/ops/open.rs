@@ -300,7 +300,7 @@ fn check_delegation(
     key: Option<(u64, u64)>,
 ) -> Result<(), nfsstat4> {
     let sid = resolve_real(c, sid)?;
-    let inner = c.state.stateids.lock();
+    let inner = c.state.stateids.read();
     let st = inner.check(client.clientid, key, &sid)?;
     match st.kind {
         Kind::Deleg(_) => Ok(()),

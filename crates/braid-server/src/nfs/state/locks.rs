@@ -331,7 +331,7 @@ pub fn test(
 ) -> Result<Option<LOCK4denied>, nfsstat4> {
     let (start, end) = range(offset, length)?;
     let write = is_write(locktype);
-    let inner = table.lock();
+    let inner = table.read();
     let Some(f) = inner.files.get(&key) else {
         return Ok(None);
     };
@@ -421,7 +421,7 @@ pub fn free(table: &StateTable, client: &Client, sid: &stateid4) -> Result<Vec<S
 /// RFC 8881 18.48.3: TEST_STATEID's status for one stateid (of this
 /// client; the current filehandle does not matter).
 pub fn test_stateid(table: &StateTable, clientid: clientid4, sid: &stateid4) -> nfsstat4 {
-    let inner = table.lock();
+    let inner = table.read();
     match inner.check(clientid, None, sid) {
         Ok(_) => NFS4_OK,
         Err(e) => e,

@@ -34,7 +34,7 @@ pub fn existing(
     owner: &[u8],
     key: FileKey,
 ) -> Option<(u32, IoFile)> {
-    let inner = table.lock();
+    let inner = table.read();
     let other = inner.open_owners.get(&(client, owner.to_vec(), key))?;
     match &inner.states.get(other)?.kind {
         Kind::Open(o) => Some((o.access, o.io.clone())),

@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use braid_fs::posix::Object;
@@ -156,7 +156,9 @@ pub struct Inner {
 pub struct StateTable {
     epoch: u32,
     next: AtomicU64,
-    inner: Mutex<Inner>,
+    /// Read-locked by READ and WRITE with a real stateid (the hot path),
+    /// write-locked by every change.
+    inner: RwLock<Inner>,
     /// One callback at a time per session: the backchannel has one slot
     /// (callback.rs), whose sequence id each CB_SEQUENCE moves on.
     pub cb_slots: Mutex<HashMap<sessionid4, Arc<tokio::sync::Mutex<()>>>>,
@@ -258,18 +260,22 @@ impl StateTable {
         StateTable {
             epoch,
             next: AtomicU64::new(1),
-            inner: Mutex::new(Inner::default()),
+            inner: RwLock::new(Inner::default()),
             cb_slots: Mutex::new(HashMap::new()),
         }
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    pub fn lock(&self) -> RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// An fd some open of the file holds (COMMIT syncs through it).
     pub fn any_fd(&self, key: FileKey) -> Option<Arc<File>> {
-        let inner = self.lock();
+        let inner = self.read();
         inner
             .files
             .get(&key)?
@@ -448,6 +454,42 @@ pub fn check_io_stateid(
     let key = obj.key();
     let sid = resolve(c, stateid)?;
     let table = &c.state.stateids;
+    if let Stateid::Real(sid) = &sid {
+        let inner = table.read();
+        let st = inner.check(client.clientid, Some(key), sid)?;
+        let io = match &st.kind {
+            Kind::Open(o) => {
+                if write && o.access & OPEN4_SHARE_ACCESS_WRITE == 0 {
+                    return Err(NFS4ERR_OPENMODE);
+                }
+                &o.io
+            }
+            Kind::Lock(l) => match inner.states.get(&l.open) {
+                Some(State {
+                    kind: Kind::Open(o),
+                    ..
+                }) => {
+                    if write && o.access & OPEN4_SHARE_ACCESS_WRITE == 0 {
+                        return Err(NFS4ERR_OPENMODE);
+                    }
+                    &o.io
+                }
+                _ => return Err(NFS4ERR_BAD_STATEID),
+            },
+            Kind::Deleg(d) => {
+                if write && !d.write {
+                    return Err(NFS4ERR_OPENMODE);
+                }
+                &d.io
+            }
+        };
+        let fits = if write { io.write } else { io.read };
+        return Ok(if fits {
+            IoTarget::File(io.file.clone())
+        } else {
+            IoTarget::OpenAsCaller
+        });
+    }
     let recall;
     {
         let mut inner = table.lock();
@@ -484,41 +526,7 @@ pub fn check_io_stateid(
                     Some(r) => recall = r,
                 }
             }
-            Stateid::Real(sid) => {
-                let st = inner.check(client.clientid, Some(key), &sid)?;
-                let io = match &st.kind {
-                    Kind::Open(o) => {
-                        if write && o.access & OPEN4_SHARE_ACCESS_WRITE == 0 {
-                            return Err(NFS4ERR_OPENMODE);
-                        }
-                        &o.io
-                    }
-                    Kind::Lock(l) => match inner.states.get(&l.open) {
-                        Some(State {
-                            kind: Kind::Open(o),
-                            ..
-                        }) => {
-                            if write && o.access & OPEN4_SHARE_ACCESS_WRITE == 0 {
-                                return Err(NFS4ERR_OPENMODE);
-                            }
-                            &o.io
-                        }
-                        _ => return Err(NFS4ERR_BAD_STATEID),
-                    },
-                    Kind::Deleg(d) => {
-                        if write && !d.write {
-                            return Err(NFS4ERR_OPENMODE);
-                        }
-                        &d.io
-                    }
-                };
-                let fits = if write { io.write } else { io.read };
-                return Ok(if fits {
-                    IoTarget::File(io.file.clone())
-                } else {
-                    IoTarget::OpenAsCaller
-                });
-            }
+            Stateid::Real(_) => return Err(NFS4ERR_SERVERFAULT),
         }
     }
     super::delegations::recall(c, recall);
