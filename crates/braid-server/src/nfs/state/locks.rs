@@ -338,14 +338,27 @@ pub fn test(
     if let Some(r) = conflict(f, clientid, owner, start, end, write) {
         return Ok(Some(denied(r)));
     }
-    // Outside NFS: asked through an open's description, which holds no
-    // lock itself. (Without an NFS open of the file, the NFS table alone.)
-    let fd = f.opens.iter().find_map(|o| match inner.states.get(o) {
-        Some(State {
-            kind: Kind::Open(o),
-            ..
-        }) => Some(o.io.file.as_raw_fd()),
-        _ => None,
+    // Outside NFS: asked through the owner's own description (its own
+    // locks are no conflict), or an open's, which holds none. (Without an
+    // NFS open of the file, the NFS table alone.)
+    let own = inner
+        .lock_owners
+        .get(&(clientid, owner.to_vec(), key))
+        .and_then(|o| match inner.states.get(o) {
+            Some(State {
+                kind: Kind::Lock(LockState { fd: Some(fd), .. }),
+                ..
+            }) => Some(fd.as_raw_fd()),
+            _ => None,
+        });
+    let fd = own.or_else(|| {
+        f.opens.iter().find_map(|o| match inner.states.get(o) {
+            Some(State {
+                kind: Kind::Open(o),
+                ..
+            }) => Some(o.io.file.as_raw_fd()),
+            _ => None,
+        })
     });
     Ok(fd
         .and_then(|fd| kernel_locks::conflict(fd, start, end, write))

@@ -532,3 +532,7 @@ pub fn check_io_stateid(
     super::delegations::recall(c, recall);
     Err(NFS4ERR_DELAY)
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod state_tests;
