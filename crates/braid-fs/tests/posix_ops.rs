@@ -484,3 +484,49 @@ fn posix_access_bits_follow_mode() {
     assert_eq!(s.access(&user(9), &d, all).unwrap(), ACCESS_LOOKUP);
     assert_eq!(s.access(&user(9), &d, ACCESS_READ).unwrap(), 0);
 }
+
+/// remove_checked and rename_checked show the server what a name holds
+/// before it goes, and a refusal leaves everything as it was.
+#[test]
+fn posix_checked_remove_and_rename() {
+    let e = env();
+    let s = &e.share;
+    let r = s.root();
+    let c = root();
+    let f = mkfile(&e, &r, "f");
+    let g = mkfile(&e, &r, "g");
+    let refuse = |_| Err(PosixError::Errno(libc::EBUSY));
+    assert_eq!(
+        s.remove_checked(&c, &r, b"f", refuse).unwrap_err(),
+        PosixError::Errno(libc::EBUSY)
+    );
+    assert_eq!(s.lookup(&c, &r, b"f").unwrap(), f);
+    // Both the object moved and the one it replaces are shown.
+    let mut seen = Vec::new();
+    let err = s.rename_checked(&c, &r, b"f", &r, b"g", |k| {
+        seen.push(k);
+        if seen.len() == 2 {
+            Err(PosixError::Errno(libc::EBUSY))
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(err.unwrap_err(), PosixError::Errno(libc::EBUSY));
+    assert_eq!(seen, vec![f.key(), g.key()]);
+    assert_eq!(s.lookup(&c, &r, b"g").unwrap(), g);
+    let mut seen = Vec::new();
+    s.rename_checked(&c, &r, b"f", &r, b"h", |k| {
+        seen.push(k);
+        Ok::<(), PosixError>(())
+    })
+    .unwrap();
+    assert_eq!(seen, vec![f.key()]);
+    let mut seen = None;
+    s.remove_checked(&c, &r, b"h", |k| {
+        seen = Some(k);
+        Ok::<(), PosixError>(())
+    })
+    .unwrap();
+    assert_eq!(seen, Some(f.key()));
+    assert_eq!(errno(s.lookup(&c, &r, b"h")), libc::ENOENT);
+}

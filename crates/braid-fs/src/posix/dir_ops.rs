@@ -142,6 +142,22 @@ impl PosixShare {
         to_dir: &Object,
         to: &[u8],
     ) -> PosixResult<(DirChange, DirChange)> {
+        self.rename_checked(cred, from_dir, from, to_dir, to, |_| Ok(()))
+    }
+
+    /// As [`PosixShare::rename`], calling `check` first with the (dev,
+    /// ino) of the object moved and of the one it replaces (if any): the
+    /// server's chance to refuse (share modes of another protocol) or to
+    /// recall what others cache of them, without looking them up again.
+    pub fn rename_checked<E: From<PosixError>>(
+        &self,
+        cred: &Credentials,
+        from_dir: &Object,
+        from: &[u8],
+        to_dir: &Object,
+        to: &[u8],
+        mut check: impl FnMut((u64, u64)) -> Result<(), E>,
+    ) -> Result<(DirChange, DirChange), E> {
         require_dir(from_dir)?;
         require_dir(to_dir)?;
         let cf = validate_name(from)?;
@@ -152,7 +168,12 @@ impl PosixShare {
         let before_to = change_of(to_dir);
         let victim = {
             let _as = self.as_cred(cred)?;
+            let source = sys::open_path_nofollow(from_dir.fd(), &cf)?;
             let victim = sys::open_path_nofollow(to_dir.fd(), &ct).ok();
+            for fd in std::iter::once(&source).chain(victim.as_ref()) {
+                let a = sys::statx(fd.as_raw_fd())?;
+                check((a.dev, a.fileid))?;
+            }
             sys::renameat(from_dir.fd(), &cf, to_dir.fd(), &ct)?;
             victim
         };
@@ -168,6 +189,18 @@ impl PosixShare {
     /// RFC 8881 18.25 REMOVE: unlinkat, with AT_REMOVEDIR when the name is
     /// a directory.
     pub fn remove(&self, cred: &Credentials, dir: &Object, name: &[u8]) -> PosixResult<DirChange> {
+        self.remove_checked(cred, dir, name, |_| Ok(()))
+    }
+
+    /// As [`PosixShare::remove`], calling `check` with the (dev, ino) of
+    /// what the name holds before removing it (see `rename_checked`).
+    pub fn remove_checked<E: From<PosixError>>(
+        &self,
+        cred: &Credentials,
+        dir: &Object,
+        name: &[u8],
+        check: impl FnOnce((u64, u64)) -> Result<(), E>,
+    ) -> Result<DirChange, E> {
         require_dir(dir)?;
         let c = validate_name(name)?;
         self.check_own(cred, dir, MAY_WRITE | MAY_EXEC)?;
@@ -175,7 +208,9 @@ impl PosixShare {
         let victim = {
             let _as = self.as_cred(cred)?;
             let victim = sys::open_path_nofollow(dir.fd(), &c)?;
-            let is_dir = sys::statx(victim.as_raw_fd())?.kind == ObjectKind::Directory;
+            let a = sys::statx(victim.as_raw_fd())?;
+            check((a.dev, a.fileid))?;
+            let is_dir = a.kind == ObjectKind::Directory;
             let flags = |d: bool| if d { libc::AT_REMOVEDIR } else { 0 };
             match sys::unlinkat(dir.fd(), &c, flags(is_dir)) {
                 // The name was replaced by the other kind in between.

@@ -40,3 +40,13 @@ pub fn errno_status(errno: i32) -> nfsstat4 {
         _ => NFS4ERR_IO,
     }
 }
+
+/// The error of a braid-fs call made with a check of the server's own
+/// (`remove_checked`, `rename_checked`): an NFS status either way.
+pub struct Status(pub nfsstat4);
+
+impl From<PosixError> for Status {
+    fn from(e: PosixError) -> Status {
+        Status(nfs_status(&e))
+    }
+}

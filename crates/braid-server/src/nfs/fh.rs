@@ -8,7 +8,7 @@ use braid_fs::posix::{Credentials, Object, ObjectKind, PosixShare, MAX_HANDLE};
 use braid_nfs_proto::nfs4::*;
 
 use super::compound::Compound;
-use super::errors::nfs_status;
+use super::errors::{nfs_status, Status};
 use super::export::{ExportAccess, SecFlavor};
 use super::exports::Export;
 use super::rpc::Caller;
@@ -182,13 +182,13 @@ impl Compound {
     /// would hide from it (its attributes, its names: SETATTR, REMOVE,
     /// RENAME, LINK) first recalls that delegation; the operation answers
     /// NFS4ERR_DELAY until it is returned (or revoked a lease later).
-    pub fn recall_delegations(&self, obj: &Object) -> Result<(), nfsstat4> {
+    pub fn recall_delegations(&self, key: (u64, u64)) -> Result<(), nfsstat4> {
         let client = stateids::session_client(self)?;
         let recalls = {
             let mut inner = self.state.stateids.lock();
             match delegations::conflicting(
                 &mut inner,
-                obj.key(),
+                key,
                 client.clientid,
                 true,
                 self.state.lease_time,
@@ -206,12 +206,19 @@ impl Compound {
     /// delete, NFS4ERR_FILE_OPEN (RFC 8881 18.25.4, 18.26.4: the server
     /// does not allow removing a file that is open), as an SMB delete
     /// would get a sharing violation.
-    pub fn check_smb_share_delete(&self, obj: &Object) -> Result<(), nfsstat4> {
+    pub fn check_smb_share_delete(&self, (dev, ino): (u64, u64)) -> Result<(), nfsstat4> {
         let Some(files) = self.state.files.get() else {
             return Ok(());
         };
-        let (dev, ino) = obj.key();
         files.check_delete(dev, ino).map_err(|_| NFS4ERR_FILE_OPEN)
+    }
+
+    /// What REMOVE and RENAME check of each object whose name they take
+    /// away, before they do: SMB's share modes, then other clients'
+    /// delegations.
+    pub fn before_unlink(&self, key: (u64, u64)) -> Result<(), Status> {
+        self.check_smb_share_delete(key).map_err(Status)?;
+        self.recall_delegations(key).map_err(Status)
     }
 
     /// The caller's ids on `export`, after its squashing.

@@ -43,7 +43,7 @@ fn link(c: &mut Compound, a: &LINK4args) -> Result<change_info4, nfsstat4> {
     check_component(&a.newname)?;
     c.require_write(&export)?;
     // Its link count changes.
-    c.recall_delegations(&obj)?;
+    c.recall_delegations(obj.key())?;
     let cred = c.credentials(&export);
     let change = export
         .share

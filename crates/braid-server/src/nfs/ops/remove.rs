@@ -5,7 +5,7 @@ use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::attrs;
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::nfs_status;
+use crate::nfs::errors::Status;
 use crate::nfs::fh::{check_component, require_dir};
 
 pub fn run(c: &mut Compound, a: &REMOVE4args) -> REMOVE4res {
@@ -21,14 +21,11 @@ fn remove(c: &mut Compound, a: &REMOVE4args) -> Result<change_info4, nfsstat4> {
     check_component(&a.target)?;
     c.require_write(&export)?;
     let cred = c.credentials(&export);
-    // What the name holds loses a link (or goes): its delegations first.
-    if let Ok(victim) = export.share.lookup(&cred, &dir, &a.target) {
-        c.check_smb_share_delete(&victim)?;
-        c.recall_delegations(&victim)?;
-    }
+    // What the name holds loses a link (or goes): SMB share modes and
+    // other clients' delegations are checked on it first.
     let change = export
         .share
-        .remove(&cred, &dir, &a.target)
-        .map_err(|e| nfs_status(&e))?;
+        .remove_checked(&cred, &dir, &a.target, |key| c.before_unlink(key))
+        .map_err(|Status(s)| s)?;
     Ok(attrs::cinfo(change))
 }

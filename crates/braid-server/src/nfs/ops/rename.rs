@@ -6,7 +6,7 @@ use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::attrs;
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::nfs_status;
+use crate::nfs::errors::Status;
 use crate::nfs::fh::{check_component, require_dir, Fh};
 
 pub fn run(c: &mut Compound, a: &RENAME4args) -> RENAME4res {
@@ -46,17 +46,14 @@ fn rename(c: &mut Compound, a: &RENAME4args) -> Result<RENAME4resok, nfsstat4> {
     check_component(&a.newname)?;
     c.require_write(&export)?;
     let cred = c.credentials(&export);
-    // The object renamed and the one it replaces: their delegations first.
-    for (dir, name) in [(&from_dir, &a.oldname), (&to_dir, &a.newname)] {
-        if let Ok(obj) = export.share.lookup(&cred, dir, name) {
-            c.check_smb_share_delete(&obj)?;
-            c.recall_delegations(&obj)?;
-        }
-    }
+    // The object renamed and the one it replaces: SMB share modes and
+    // other clients' delegations are checked on them first.
     let (source, target) = export
         .share
-        .rename(&cred, &from_dir, &a.oldname, &to_dir, &a.newname)
-        .map_err(|e| nfs_status(&e))?;
+        .rename_checked(&cred, &from_dir, &a.oldname, &to_dir, &a.newname, |key| {
+            c.before_unlink(key)
+        })
+        .map_err(|Status(s)| s)?;
     Ok(RENAME4resok {
         source_cinfo: attrs::cinfo(source),
         target_cinfo: attrs::cinfo(target),

@@ -26,7 +26,7 @@ fn setattr(c: &mut Compound, a: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
     let mut want = attrs::decode_settable(&a.obj_attributes)?;
     let (export, obj) = c.current_object(NFS4ERR_ROFS)?;
     c.require_write(&export)?;
-    c.recall_delegations(&obj)?;
+    c.recall_delegations(obj.key())?;
     if let Some(size) = want.set.size {
         match obj.kind() {
             ObjectKind::File => {}
