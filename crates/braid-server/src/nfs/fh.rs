@@ -12,7 +12,7 @@ use super::errors::{nfs_status, Status};
 use super::export::{ExportAccess, SecFlavor};
 use super::exports::Export;
 use super::rpc::Caller;
-use super::state::{delegations, stateids};
+use super::state::delegations;
 use super::NfsState;
 
 /// The pseudo-root's handle. Export handles begin with braid-fs's
@@ -183,22 +183,8 @@ impl Compound {
     /// RENAME, LINK) first recalls that delegation; the operation answers
     /// NFS4ERR_DELAY until it is returned (or revoked a lease later).
     pub fn recall_delegations(&self, key: (u64, u64)) -> Result<(), nfsstat4> {
-        let client = stateids::session_client(self)?;
-        let recalls = {
-            let mut inner = self.state.stateids.lock();
-            match delegations::conflicting(
-                &mut inner,
-                key,
-                client.clientid,
-                true,
-                self.state.lease_time,
-            ) {
-                None => return Ok(()),
-                Some(r) => r,
-            }
-        };
-        delegations::recall(self, recalls);
-        Err(NFS4ERR_DELAY)
+        // It first evicts courtesy clients whose delegations are in the way.
+        delegations::break_for_change(self, key)
     }
 
     /// Removing a name of `obj` (REMOVE, or RENAME moving or replacing
