@@ -2,8 +2,8 @@
 //! per SMB2 command under `smb/ops/`, and a dispatch table.
 
 pub mod admin;
-pub mod admin_nfs;
 pub mod admin_auth;
+pub mod admin_nfs;
 pub mod break_delivery;
 pub mod config;
 pub mod conn;

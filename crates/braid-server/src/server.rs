@@ -100,9 +100,8 @@ impl Server {
         tokio::spawn(crate::host_watch::run(self.state.clone()));
         if let Some(nfs) = self.nfs {
             let state = self.state.clone();
-            let admits = std::sync::Arc::new(move |ip: std::net::IpAddr| {
-                state.config().hosts.admits(ip)
-            });
+            let admits =
+                std::sync::Arc::new(move |ip: std::net::IpAddr| state.config().hosts.admits(ip));
             tokio::spawn(nfs.run(admits));
         }
         for l in self.listeners {

@@ -224,10 +224,10 @@ impl NfsServer {
                                 drop(stream);
                                 continue;
                             }
-                            let Some(slot) = state.connections.admit(
-                                peer.ip(),
-                                state.limits.max_connections_per_address,
-                            ) else {
+                            let Some(slot) = state
+                                .connections
+                                .admit(peer.ip(), state.limits.max_connections_per_address)
+                            else {
                                 warn!(%peer, "NFS connection refused: too many from this address");
                                 drop(stream);
                                 continue;
