@@ -11,7 +11,6 @@ Braid only: Samba and nfs-ganesha each serve one of the two protocols.
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ import pytest
 from smbprotocol.open import FilePipePrinterAccessMask
 
 import servers
+from smb_nfs import both, pynfs_tree  # noqa: F401
 from smbremote import RawClient
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
@@ -34,29 +34,6 @@ sys.path.insert(0, str(HERE.parent / "conformance"))
 import run_pynfs  # noqa: E402
 
 WRITE = FilePipePrinterAccessMask.FILE_WRITE_DATA | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
-
-
-@pytest.fixture(scope="module")
-def pynfs_tree():
-    source = run_pynfs.find_pynfs()
-    if source is None:
-        pytest.fail("pynfs not found (../shared/pynfs or $BRAID_PYNFS)")
-    return run_pynfs.build_pynfs(source, io.StringIO())
-
-
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    base = tmp_path_factory.mktemp("smb-nfs-deleg-")
-    share_dir, workdir = base / "share", base / "server"
-    share_dir.mkdir()
-    workdir.mkdir()
-    smb, nfs = servers.start_braid_smb_nfs(share_dir, workdir)
-    yield smb, nfs
-    alive = smb.alive()
-    smb.stop()
-    if not alive:
-        pytest.fail(f"braid (pid {smb.pid}) died during the tests; log {smb.log_path}:\n"
-                    f"{smb.log_tail()}")
 
 
 def expect_line(proc, want: str, timeout: float = 30) -> float:

@@ -14,9 +14,7 @@ Braid only: Samba and nfs-ganesha each serve one of the two protocols.
 from __future__ import annotations
 
 import os
-import uuid
 
-import nfs_rs
 import pytest
 from smbprotocol.open import (
     CreateDisposition,
@@ -27,7 +25,7 @@ from smbprotocol.open import (
     ShareAccess,
 )
 
-import servers
+from smb_nfs import both, fresh_dir, nfs, raw  # noqa: F401
 from smbremote import NORMAL, SHARE_ALL, Breaks, RawClient
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
@@ -38,48 +36,10 @@ READ = FilePipePrinterAccessMask.FILE_READ_DATA | FilePipePrinterAccessMask.FILE
 NO_DELETE = ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    base = tmp_path_factory.mktemp("smb-nfs-delete-")
-    share_dir, workdir = base / "share", base / "server"
-    share_dir.mkdir()
-    workdir.mkdir()
-    smb, nfs = servers.start_braid_smb_nfs(share_dir, workdir)
-    yield smb, nfs
-    alive = smb.alive()
-    smb.stop()
-    if not alive:
-        pytest.fail(f"braid (pid {smb.pid}) died during the tests; log {smb.log_path}:\n"
-                    f"{smb.log_tail()}")
-
-
-@pytest.fixture(scope="module")
-def nfs(both):
-    _, server = both
-    client = nfs_rs.Client.connect(
-        f"nfs://{server.host}:{server.port}{server.export}?version=4.1",
-        uid=0, gid=0, noresvport=True, connect_timeout=10, operation_timeout=30)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def d(both):
     """A fresh directory in the share with one file `f`."""
-    smb, _ = both
-    name = f"t-{uuid.uuid4().hex[:12]}"
-    (smb.share_dir / name).mkdir()
-    (smb.share_dir / name / "f").write_bytes(b"shared")
-    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
-    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name / "f")
-    return name
-
-
-@pytest.fixture
-def raw(both):
-    c = RawClient(both[0])
-    yield c
-    c.close()
+    return fresh_dir(both[0], b"shared")
 
 
 def smb_open(raw: RawClient, name: str, share: int) -> Open:

@@ -20,22 +20,16 @@ from __future__ import annotations
 
 import os
 import threading
-import uuid
 
-import nfs_rs
 import pytest
 from smbprotocol.exceptions import SharingViolation
 from smbprotocol.open import (
-    CreateDisposition,
-    CreateOptions,
     FilePipePrinterAccessMask,
-    ImpersonationLevel,
-    Open,
     ShareAccess,
 )
 
-import servers
-from smbremote import NORMAL, SHARE_ALL, Breaks, RawClient
+from smb_nfs import both, fresh_dir, nfs, raw, smb_open  # noqa: F401
+from smbremote import SHARE_ALL, Breaks
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid",
@@ -46,55 +40,10 @@ WRITE = FilePipePrinterAccessMask.FILE_WRITE_DATA | FilePipePrinterAccessMask.FI
 R, H, W = 1, 2, 4
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    base = tmp_path_factory.mktemp("smb-nfs-modes-")
-    share_dir, workdir = base / "share", base / "server"
-    share_dir.mkdir()
-    workdir.mkdir()
-    smb, nfs = servers.start_braid_smb_nfs(share_dir, workdir)
-    yield smb, nfs
-    alive = smb.alive()
-    smb.stop()
-    if not alive:
-        pytest.fail(f"braid (pid {smb.pid}) died during the tests; log {smb.log_path}:\n"
-                    f"{smb.log_tail()}")
-
-
-@pytest.fixture(scope="module")
-def nfs(both):
-    _, server = both
-    client = nfs_rs.Client.connect(
-        f"nfs://{server.host}:{server.port}{server.export}?version=4.1",
-        uid=0, gid=0, noresvport=True, connect_timeout=10, operation_timeout=30)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def d(both):
     """A fresh directory in the share with one file `f` of 6 bytes."""
-    smb, _ = both
-    name = f"t-{uuid.uuid4().hex[:12]}"
-    (smb.share_dir / name).mkdir()
-    (smb.share_dir / name / "f").write_bytes(b"shared")
-    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
-    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name / "f")
-    return name
-
-
-@pytest.fixture
-def raw(both):
-    c = RawClient(both[0])
-    yield c
-    c.close()
-
-
-def smb_open(raw: RawClient, name: str, access: int, share: int) -> Open:
-    op = Open(raw.tree, name)
-    op.create(ImpersonationLevel.Impersonation, access, NORMAL, share,
-              CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
-    return op
+    return fresh_dir(both[0], b"shared")
 
 
 def test_smb_open_sharing_nothing_keeps_nfs_readers_out(nfs, raw, d):

@@ -8,13 +8,12 @@ the file is overwritten and the file extended or cut while the reader holds
 it open (no stale attributes or data); a rename or a delete shows in the
 other's next lookup and listing.
 
-Not checked here: an NFS byte-range lock against an SMB one (nfs-rs's
-Python API has no lock call); share modes across the protocols and an NFS
-WRITE breaking an SMB lease, which Braid does not do yet (NFS OPEN, REMOVE,
-RENAME and WRITE do not go through braid-fs's open table or the SMB
-oplock/lease table; issue 42). nfs-rs cannot list the export's root (its
-LOOKUP of the root path fails "bad name", against nfs-ganesha too), so each
-test works in a directory of its own.
+Share modes, lease breaks and delegation recalls across the protocols are
+checked in test_nfs_smb_share_modes.py, test_nfs_smb_namespace.py and
+test_nfs_smb_delegations.py, byte-range locks in test_nfs_smb_locks.py.
+nfs-rs cannot list the export's root (its LOOKUP of the root path fails
+"bad name", against nfs-ganesha too), so each test works in a directory of
+its own.
 
 Braid only: Samba and nfs-ganesha each serve one of the two protocols.
 """
@@ -22,23 +21,15 @@ Braid only: Samba and nfs-ganesha each serve one of the two protocols.
 from __future__ import annotations
 
 import os
-import uuid
 
-import nfs_rs
 import pytest
 import smbclient
 from smbprotocol.exceptions import SMBOSError
 from smbprotocol.header import NtStatus
-from smbprotocol.open import (
-    CreateDisposition,
-    CreateOptions,
-    FilePipePrinterAccessMask,
-    ImpersonationLevel,
-    Open,
-)
+from smbprotocol.open import FilePipePrinterAccessMask
 
-import servers
-from smbremote import NORMAL, SHARE_ALL, RawClient, Remote
+from smb_nfs import both, fresh_dir, nfs, raw, smb_open  # noqa: F401
+from smbremote import SHARE_ALL, Remote
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid",
@@ -47,39 +38,10 @@ pytestmark = pytest.mark.skipif(TARGET != "braid",
 READ = FilePipePrinterAccessMask.FILE_READ_DATA | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
-    base = tmp_path_factory.mktemp("smb-nfs-")
-    share_dir, workdir = base / "share", base / "server"
-    share_dir.mkdir()
-    workdir.mkdir()
-    smb, nfs = servers.start_braid_smb_nfs(share_dir, workdir)
-    yield smb, nfs
-    alive = smb.alive()
-    smb.stop()
-    if not alive:
-        pytest.fail(f"braid (pid {smb.pid}) died during the tests; log {smb.log_path}:\n"
-                    f"{smb.log_tail()}")
-
-
-@pytest.fixture(scope="module")
-def nfs(both):
-    _, server = both
-    client = nfs_rs.Client.connect(
-        f"nfs://{server.host}:{server.port}{server.export}?version=4.1",
-        uid=0, gid=0, noresvport=True, connect_timeout=10, operation_timeout=30)
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def d(both):
     """A fresh directory in the share: its name, the same over both protocols."""
-    smb, _ = both
-    name = f"t-{uuid.uuid4().hex[:12]}"
-    (smb.share_dir / name).mkdir()
-    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
-    return name
+    return fresh_dir(both[0])
 
 
 @pytest.fixture
@@ -87,13 +49,6 @@ def smb(both, d):
     r = Remote(both[0], d)
     yield r
     r.close()
-
-
-@pytest.fixture
-def raw(both):
-    c = RawClient(both[0])
-    yield c
-    c.close()
 
 
 def nfs_read(nfs, path: str) -> bytes:
@@ -106,13 +61,6 @@ def nfs_read(nfs, path: str) -> bytes:
     size = nfs.stat(path).size
     with nfs.open(path, "rb") as f:
         return f.read_at(0, size) if size else b""
-
-
-def smb_open(raw: RawClient, name: str, access: int, share: int) -> Open:
-    op = Open(raw.tree, name)
-    op.create(ImpersonationLevel.Impersonation, access, NORMAL, share,
-              CreateDisposition.FILE_OPEN, CreateOptions.FILE_NON_DIRECTORY_FILE)
-    return op
 
 
 # ---- data and attributes --------------------------------------------------
