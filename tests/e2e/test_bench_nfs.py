@@ -168,12 +168,13 @@ def test_compare_crosses_nconnect(nfs, tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="braid lab needs root (namespaces, tc)")
 def test_lab_per_connection_cap_two_flows(tmp_path):
     """`braid lab` with one NIC and a per-TCP-connection cap: NFS nconnect 2
-    moves about twice what nconnect 1 does, each connection near the cap."""
+    moves about twice what nconnect 1 does, each connection near the cap,
+    for Braid and for nfs-ganesha started beside it in the lab."""
     if TARGET == "ganesha":
         pytest.skip("the lab serves with Braid")
     out = tmp_path / "lab"
     argv = [BIN, "lab", "--nics", "1", "--rate", "1gbit", "--flow-rate", "100mbit",
-            "--modes", "nc1,nc2", "--profiles", "fio-randread-64k", "--duration", "4",
+            "--modes", "nc1,nc2,gnc2", "--profiles", "fio-randread-64k", "--duration", "4",
             "--warmup", "2", "--queue-depth", "8", "--file-size", "8m", "--json",
             "--out", str(out)]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=300)
@@ -188,3 +189,9 @@ def test_lab_per_connection_cap_two_flows(tmp_path):
     assert one["mib_s"] < 1.1 * cap, one["mib_s"]
     assert two["mib_s"] > 1.5 * one["mib_s"], (one["mib_s"], two["mib_s"])
     assert "per TCP connection" in res["title"]
+    ganesha = by["ganesha NFS nconnect 2"]
+    assert not ganesha["failures"], ganesha["failures"]
+    assert [r["channels"] for r in ganesha["runs"]] == [2]
+    target = ganesha["reports"][0]["spec"]["target"]
+    assert target.endswith(":2050/share"), target
+    assert 1.5 * cap < ganesha["mib_s"] < 2.2 * cap, ganesha["mib_s"]

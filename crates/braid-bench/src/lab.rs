@@ -14,6 +14,11 @@
 //! +[`FLOW_PORTS`] and a u32 filter per port (source port on the client's
 //! side, destination port on the server's) picks its class. Braid serves
 //! SMB on 445 and NFSv4.1 on 2049; modes `ncN` run NFS with nconnect N.
+//!
+//! Modes `gncN` run the same NFS load against nfs-ganesha (FSAL VFS) in the
+//! same server namespace, on port 2050, exporting a directory of its own on
+//! the same file system, so Braid and its peer cross the same links, caps and
+//! profiles in one report.
 
 use crate::compare::{summarize, Case, CompareResult};
 use crate::profiles::Profile;
@@ -106,7 +111,57 @@ pub struct Lab {
     pub nics: u32,
     workdir: PathBuf,
     server: Option<Child>,
+    ganesha: Option<Child>,
     keep: bool,
+}
+
+/// nfs-ganesha's port in the server namespace (Braid's NFS is on 2049).
+pub const GANESHA_PORT: u16 = 2050;
+
+/// What one lab mode runs: an SMB channel setting, or an NFS server with
+/// an nconnect count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// SMB without multichannel.
+    SingleChannel,
+    /// SMB with one channel per NIC.
+    Multichannel,
+    /// SMB with N channels per NIC.
+    Channels(u32),
+    /// Braid's NFSv4.1 server with nconnect N.
+    BraidNfs(u32),
+    /// nfs-ganesha with nconnect N.
+    GaneshaNfs(u32),
+}
+
+impl Mode {
+    pub fn parse(m: &str) -> Result<Mode, String> {
+        let count = |n: &str| -> Result<u32, String> {
+            n.parse::<u32>()
+                .ok()
+                .filter(|c| (1..=16).contains(c))
+                .ok_or_else(|| format!("mode '{m}': the count must be 1..16"))
+        };
+        Ok(match m {
+            "1" | "single" => Mode::SingleChannel,
+            "multi" => Mode::Multichannel,
+            _ if m.starts_with("gnc") => Mode::GaneshaNfs(count(&m[3..])?),
+            _ if m.starts_with("nc") => Mode::BraidNfs(count(&m[2..])?),
+            n => Mode::Channels(n.parse().map_err(|_| {
+                format!("mode '{n}': use 1, multi, a channel count, ncN (Braid NFS) or gncN (nfs-ganesha)")
+            })?),
+        })
+    }
+
+    pub fn label(&self, nics: u32) -> String {
+        match self {
+            Mode::SingleChannel => "single channel".into(),
+            Mode::Multichannel => format!("multichannel ({nics} ch)"),
+            Mode::Channels(n) => format!("multichannel ({n} ch/NIC)"),
+            Mode::BraidNfs(n) => format!("NFS nconnect {n}"),
+            Mode::GaneshaNfs(n) => format!("ganesha NFS nconnect {n}"),
+        }
+    }
 }
 
 impl Lab {
@@ -134,6 +189,7 @@ impl Lab {
             nics,
             workdir: std::env::temp_dir().join(format!("braidlab-{id}")),
             server: None,
+            ganesha: None,
             keep,
         };
         // Partial set-ups are torn down by Drop on the error path.
@@ -258,6 +314,69 @@ impl Lab {
         }
     }
 
+    /// Start nfs-ganesha (FSAL VFS, NFSv4.1 only, AUTH_SYS, no root
+    /// squash, as Braid's lab share) in the server namespace on
+    /// [`GANESHA_PORT`], exporting `share-ganesha` as /share.
+    pub fn start_ganesha(&mut self) -> Result<(), String> {
+        let binary = ["/usr/bin/ganesha.nfsd", "/usr/sbin/ganesha.nfsd"]
+            .into_iter()
+            .find(|p| Path::new(p).exists())
+            .ok_or("ganesha modes need nfs-ganesha: apt-get install nfs-ganesha nfs-ganesha-vfs")?;
+        let export = self.workdir.join("share-ganesha");
+        let recov = self.workdir.join("ganesha-recov");
+        for d in [&export, &recov] {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        let conf = format!(
+            "NFS_CORE_PARAM {{ NFS_Port = {GANESHA_PORT}; Protocols = 4; Enable_NLM = false; \
+             Enable_RQUOTA = false; Enable_UDP = false; }}\n\
+             NFSv4 {{ Minor_Versions = 1; Graceless = true; RecoveryBackend = fs; \
+             RecoveryRoot = {}; Only_Numeric_Owners = true; }}\n\
+             EXPORT {{ Export_Id = 1; Path = {}; Pseudo = /share; Protocols = 4; \
+             Transports = TCP; Access_Type = RW; Squash = No_Root_Squash; SecType = sys; \
+             FSAL {{ Name = VFS; }} }}\n",
+            recov.display(),
+            export.display()
+        );
+        let conf_path = self.workdir.join("ganesha.conf");
+        std::fs::write(&conf_path, conf).map_err(|e| e.to_string())?;
+        let log = self.workdir.join("ganesha.log");
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.server_ns, binary, "-F", "-f"])
+            .arg(&conf_path)
+            .arg("-L")
+            .arg(&log)
+            .arg("-p")
+            .arg(self.workdir.join("ganesha.pid"))
+            .args(["-N", "NIV_EVENT"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("starting nfs-ganesha: {e}"))?;
+        self.ganesha = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let sport = format!("sport = :{GANESHA_PORT}");
+        loop {
+            interrupted()?;
+            let listening = Command::new("ip")
+                .args(["netns", "exec", &self.server_ns, "ss", "-Hltn", &sport])
+                .output()
+                .map(|o| !o.stdout.is_empty())
+                .unwrap_or(false);
+            if listening {
+                return Ok(());
+            }
+            if let Some(Ok(Some(st))) = self.ganesha.as_mut().map(|c| c.try_wait()) {
+                let tail = std::fs::read_to_string(&log).unwrap_or_default();
+                return Err(format!("nfs-ganesha exited ({st}) in the lab:\n{tail}"));
+            }
+            if Instant::now() > deadline {
+                return Err("nfs-ganesha did not listen within 30 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Run one bench from the client namespace (a `braid bench --spec`
     /// child) and parse its JSON report.
     pub fn bench(&self, exe: &Path, spec: &Spec) -> Result<Report, String> {
@@ -328,7 +447,10 @@ fn flow_classes(ns: &str, dev: &str, nic: &str, flow: &str, dir: &str) -> Result
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if let Some(mut c) = self.server.take() {
+        for mut c in [self.server.take(), self.ganesha.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -360,9 +482,17 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
+    let modes = o
+        .modes
+        .iter()
+        .map(|m| Mode::parse(m))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut lab = Lab::build(o.nics, o.rate.as_deref(), o.flow_rate.as_deref(), o.keep)?;
     let speed = o.rate.as_deref().map(rate_mbps).unwrap_or(10_000);
     lab.start_braid(exe, speed)?;
+    if modes.iter().any(|m| matches!(m, Mode::GaneshaNfs(_))) {
+        lab.start_ganesha()?;
+    }
     eprintln!(
         "braid lab: server {} with {} NIC(s) {} (rate {}), client {}",
         lab.server_ns,
@@ -376,46 +506,46 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
     );
     let target = format!("//{}:445/share", Lab::server_addr(0));
     let nfs_target = format!("nfs://{}:2049/share", Lab::server_addr(0));
+    let ganesha_target = format!("nfs://{}:{GANESHA_PORT}/share", Lab::server_addr(0));
     let mut cases = Vec::new();
     for p in profiles {
-        let mut row: Vec<Case> = o
-            .modes
+        let mut row: Vec<Case> = modes
             .iter()
             .map(|m| Case {
                 profile: p.name.clone(),
                 family: p.family.clone(),
-                variant: mode_label(m, o.nics),
+                variant: m.label(o.nics),
                 ..Default::default()
             })
             .collect();
         for _ in 0..o.reps.max(1) {
-            for (m, case) in o.modes.iter().zip(row.iter_mut()) {
+            for (m, case) in modes.iter().zip(row.iter_mut()) {
                 interrupted()?;
                 let mut s = Spec::default();
                 p.apply(&mut s);
                 s.target = target.clone();
                 s.user = LAB_USER.into();
                 s.password = LAB_PASSWORD.into();
-                match m.as_str() {
-                    nc if nc.starts_with("nc") => {
+                match *m {
+                    Mode::BraidNfs(n) => {
                         s.target = nfs_target.clone();
-                        s.nconnect = nc[2..]
-                            .parse()
-                            .map_err(|_| format!("mode '{nc}': use ncN, N in 1..16"))?;
+                        s.nconnect = n;
                     }
-                    "1" | "single" => {
+                    Mode::GaneshaNfs(n) => {
+                        s.target = ganesha_target.clone();
+                        s.nconnect = n;
+                    }
+                    Mode::SingleChannel => {
                         s.multichannel = false;
                         s.channels = 1;
                     }
-                    "multi" => {
+                    Mode::Multichannel => {
                         s.multichannel = true;
                         s.channels = 1;
                     }
-                    n => {
+                    Mode::Channels(n) => {
                         s.multichannel = true;
-                        s.channels = n
-                            .parse()
-                            .map_err(|_| format!("mode '{n}': use 1, multi or a channel count"))?;
+                        s.channels = n;
                     }
                 }
                 (o.load)(&mut s)?;
@@ -474,9 +604,9 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
                 .as_deref()
                 .map(|f| format!(", {f} per TCP connection"))
                 .unwrap_or_default(),
-            o.modes
+            modes
                 .iter()
-                .map(|m| mode_label(m, o.nics))
+                .map(|m| m.label(o.nics))
                 .collect::<Vec<_>>()
                 .join(" vs ")
         ),
@@ -489,7 +619,7 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
         variants: Vec::new(),
         cases,
         notes: vec![format!(
-            "Server namespace {} with NICs {} ({} {} per direction{}); client namespace {}; Braid with one [[interface]] per NIC, SMB on 445, NFSv4.1 on 2049.",
+            "Server namespace {} with NICs {} ({} {} per direction{}); client namespace {}; Braid with one [[interface]] per NIC, SMB on 445, NFSv4.1 on 2049; nfs-ganesha (FSAL VFS, same file system) on 2050 for the ganesha modes.",
             lab.server_ns,
             (0..o.nics).map(Lab::server_addr).collect::<Vec<_>>().join(", "),
             if o.flow_rate.is_some() { "veth, tc htb" } else { "veth, tc tbf" },
@@ -506,11 +636,21 @@ pub fn run(exe: &Path, profiles: &[Profile], o: LabOptions) -> Result<CompareRes
     Ok(res)
 }
 
-fn mode_label(m: &str, nics: u32) -> String {
-    match m {
-        nc if nc.starts_with("nc") => format!("NFS nconnect {}", &nc[2..]),
-        "1" | "single" => "single channel".into(),
-        "multi" => format!("multichannel ({nics} ch)"),
-        n => format!("multichannel ({n} ch/NIC)"),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_and_label() {
+        assert_eq!(Mode::parse("1").unwrap(), Mode::SingleChannel);
+        assert_eq!(Mode::parse("multi").unwrap(), Mode::Multichannel);
+        assert_eq!(Mode::parse("4").unwrap(), Mode::Channels(4));
+        assert_eq!(Mode::parse("nc4").unwrap(), Mode::BraidNfs(4));
+        assert_eq!(Mode::parse("gnc16").unwrap(), Mode::GaneshaNfs(16));
+        assert_eq!(Mode::GaneshaNfs(4).label(1), "ganesha NFS nconnect 4");
+        assert_eq!(Mode::BraidNfs(1).label(1), "NFS nconnect 1");
+        for bad in ["nc0", "nc17", "gnc", "ncx", "x"] {
+            assert!(Mode::parse(bad).is_err(), "{bad}");
+        }
     }
 }

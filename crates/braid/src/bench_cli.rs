@@ -178,7 +178,8 @@ pub struct LabArgs {
     #[arg(long, default_value = "diskspd-mtmf-read-1m")]
     profiles: String,
     /// Modes to compare: 1 (single channel), multi (one channel per
-    /// NIC), N (SMB channels per NIC), ncN (NFSv4.1 with nconnect N).
+    /// NIC), N (SMB channels per NIC), ncN (Braid's NFSv4.1 with nconnect
+    /// N), gncN (nfs-ganesha in the same namespace, nconnect N).
     #[arg(long, default_value = "1,multi")]
     modes: String,
     /// Cap each TCP connection at this rate (tc htb class per client
