@@ -122,3 +122,63 @@ def test_a_users_file_that_no_longer_loads_keeps_the_last_users(server):
     braid_user("add", "carol", "--users-file", str(users), password="carol-Pw-4\n")
     assert logon_status(port, "carol", "carol-Pw-4") == 0
     assert "alice-Pw-1" not in log.read_text()
+
+
+def test_a_users_uid_and_gid_own_what_it_creates_over_smb_as_nfs_sees(tmp_path):
+    """`braid user add --uid --gid` maps an SMB user to a Unix owner: the
+    files and directories it creates over SMB belong to that uid and gid on
+    disk and in an NFS client's GETATTR, so both protocols agree on who owns
+    them; a user without a mapping leaves the server's owner."""
+    import nfs_rs
+
+    share = tmp_path / "share"
+    share.mkdir()
+    users = tmp_path / "users"
+    braid_user("add", "alice", "--users-file", str(users), "--uid", "4242", "--gid", "4343",
+               password="alice-Pw-1\n")
+    braid_user("add", "bob", "--users-file", str(users), password="bob-Pw-2\n")
+    assert ":4242:4343" in users.read_text()
+    port, nfs_port = servers.free_port(), servers.free_port()
+    config = tmp_path / "braid.toml"
+    config.write_text(f'listen = ["127.0.0.1:{port}"]\nnfs_listen = ["127.0.0.1:{nfs_port}"]\n'
+                      f'admin_listen = "off"\nusers_file = "{users}"\n'
+                      f'[[share]]\nname = "share"\npath = "{share}"\n'
+                      'protocols = ["smb", "nfs"]\nroot_squash = false\n')
+    log = tmp_path / "braid.log"
+    proc = servers._spawn([str(servers.BRAID_BIN), "serve", "--config", str(config)],
+                          log, tmp_path)
+    try:
+        servers.wait_until_accepting("127.0.0.1", port, proc, log)
+        alice = Client(port, "alice", "alice-Pw-1")
+        try:
+            assert alice.write_read("by-alice", b"alice's bytes") == b"alice's bytes"
+            d = Open(alice.tree, "alice-dir")
+            d.create(ImpersonationLevel.Impersonation, FilePipePrinterAccessMask.FILE_READ_DATA,
+                     0, ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_CREATE,
+                     CreateOptions.FILE_DIRECTORY_FILE)
+            d.close()
+        finally:
+            alice.close()
+        bob = Client(port, "bob", "bob-Pw-2")
+        try:
+            assert bob.write_read("by-bob", b"bob's") == b"bob's"
+        finally:
+            bob.close()
+        for name in ("by-alice", "alice-dir"):
+            st = (share / name).stat()
+            assert (st.st_uid, st.st_gid) == (4242, 4343), (name, st.st_uid, st.st_gid)
+        st = (share / "by-bob").stat()
+        assert (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid())
+
+        nfs = nfs_rs.Client.connect(f"nfs://127.0.0.1:{nfs_port}/share?version=4.1",
+                                    uid=0, gid=0, noresvport=True, connect_timeout=10,
+                                    operation_timeout=30)
+        try:
+            for name in ("by-alice", "alice-dir"):
+                info = nfs.stat(name)
+                assert (info.uid, info.gid) == (4242, 4343), (name, info.uid, info.gid)
+            assert nfs.stat("by-bob").uid == os.geteuid()
+        finally:
+            nfs.close()
+    finally:
+        servers.stop_pid(proc.pid)

@@ -72,8 +72,8 @@ pub use snapshot::SnapshotConfig;
 pub use stream_handle::StreamEntry;
 pub use types::{
     access, attr, map_generic, share as share_access, BasicTimes, CreateAction, DirEntry,
-    DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FsStats, LockOwner, OpenParams,
-    Opened, RequestCtx,
+    DirectoryRequirement, Disposition, ExtendedAttribute, FileInfo, FileOwner, FsStats, LockOwner,
+    OpenParams, Opened, RequestCtx,
 };
 pub use unconvert::Unconverted;
 pub use unix_mode::UnixIdentity;

@@ -172,6 +172,9 @@ impl FileService {
         // A create can race with another create or a delete; retry a little.
         for _ in 0..4 {
             if let Some(o) = self.try_open(share, &comps, &p, access, max, pol)? {
+                if o.action == CreateAction::Created {
+                    give_to_owner(ctx, &o.handle);
+                }
                 return Ok(o);
             }
         }
@@ -545,4 +548,23 @@ fn lease_break_time() -> std::time::Duration {
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(45);
     std::time::Duration::from_secs(secs.min(300) + 1)
+}
+
+/// A new file or directory goes to the requester's Unix owner, when it has
+/// one, so that both protocols agree on who owns it. A server that may not
+/// chown (not root) keeps its own ownership and says so once: the file
+/// exists and the create succeeded, which a client must not be told
+/// otherwise.
+fn give_to_owner(ctx: &RequestCtx, handle: &OpenHandle) {
+    let Some(owner) = ctx.owner else { return };
+    // SAFETY: plain syscall on a descriptor the handle owns.
+    if unsafe { libc::fchown(handle.fd(), owner.uid, owner.gid) } < 0 {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        let err = std::io::Error::last_os_error();
+        WARNED.call_once(|| {
+            tracing::warn!(
+                "cannot give new files to their users' uid/gid ({err}); they keep the server's owner"
+            )
+        });
+    }
 }

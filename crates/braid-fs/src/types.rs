@@ -95,6 +95,17 @@ pub struct RequestCtx {
     /// (Samba's vfs_fruit with AAPL): opening one without creating it is
     /// [`crate::FsError::NotFound`] (`mac_streams.rs`). Off by default.
     pub hide_empty_streams: bool,
+    /// The Unix owner the requester's new files and directories get (an
+    /// SMB user's uid and gid from the users file, so that NFS clients see
+    /// the same owner); `None`: the server process's.
+    pub owner: Option<FileOwner>,
+}
+
+/// A Unix owner and group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileOwner {
+    pub uid: u32,
+    pub gid: u32,
 }
 
 impl std::fmt::Debug for RequestCtx {
@@ -103,6 +114,7 @@ impl std::fmt::Debug for RequestCtx {
             .field("identity", &self.identity)
             .field("access", &self.access.is_some())
             .field("hide_empty_streams", &self.hide_empty_streams)
+            .field("owner", &self.owner)
             .finish()
     }
 }
@@ -113,6 +125,7 @@ impl RequestCtx {
             identity: identity.into(),
             access: None,
             hide_empty_streams: false,
+            owner: None,
         }
     }
 }

@@ -611,6 +611,7 @@ mod tests {
             anonymous: false,
             guest: false,
             workstation: "LAPTOP".into(),
+            owner: None,
         });
         *s.signing.lock().unwrap() = Some(crate::session::SigningState {
             algorithm: SigningAlgorithm::AesGmac,

@@ -27,6 +27,8 @@ pub struct Identity {
     pub guest: bool,
     /// The client's name as it gave it (NTLM workstation), for the admin view.
     pub workstation: String,
+    /// The Unix owner of the user's new files (users file), if mapped.
+    pub owner: Option<braid_fs::FileOwner>,
 }
 
 #[derive(Clone)]

@@ -6,12 +6,19 @@
 //! ```text
 //! # comment
 //! alice:a4f49c406510bdcab6824ee7c30fd852
+//! bob:8846f7eaee8fb117ad06bdd830b7586c:1001:1001
 //! ```
+//!
+//! The optional last two fields are the Unix uid and gid the user's new
+//! files and directories get, so that NFS clients, which see numeric
+//! owners, and SMB agree on who owns a file. Without them a file created
+//! over SMB belongs to the server process.
 //!
 //! The file must not be accessible by group or others (`chmod 600`): an NT
 //! hash is as good as the password for NTLM. User names match
 //! case-insensitively, as Windows account names do.
 
+use braid_fs::FileOwner;
 use braid_smb_proto::auth::nt_hash;
 use std::collections::HashMap;
 use std::fmt;
@@ -103,23 +110,47 @@ fn hex(h: &[u8; 16]) -> String {
 }
 
 /// One parsed line: `None` for blank lines and comments.
-fn parse_line(line: &str) -> Result<Option<(&str, [u8; 16])>, &'static str> {
+fn parse_line(line: &str) -> Result<Option<Entry<'_>>, &'static str> {
     let t = line.trim();
     if t.is_empty() || t.starts_with('#') {
         return Ok(None);
     }
-    let (name, hash) = t.rsplit_once(':').ok_or("expected NAME:NT-HASH")?;
-    let name = name.trim();
+    // Names never hold ':' (validate_name), so the fields split cleanly.
+    let fields: Vec<&str> = t.split(':').map(str::trim).collect();
+    let (name, hash, owner) = match fields[..] {
+        [name, hash] => (name, hash, None),
+        [name, hash, uid, gid] => {
+            let id = |s: &str| s.parse::<u32>().ok().filter(|&v| v != u32::MAX);
+            let (Some(uid), Some(gid)) = (id(uid), id(gid)) else {
+                return Err("uid and gid must be numbers below 4294967295");
+            };
+            (name, hash, Some(FileOwner { uid, gid }))
+        }
+        _ => return Err("expected NAME:NT-HASH or NAME:NT-HASH:UID:GID"),
+    };
     validate_name(name).map_err(|_| "invalid user name")?;
-    let hash = parse_hash(hash.trim()).ok_or("NT hash must be 32 hex digits")?;
-    Ok(Some((name, hash)))
+    let hash = parse_hash(hash).ok_or("NT hash must be 32 hex digits")?;
+    Ok(Some(Entry { name, hash, owner }))
+}
+
+struct Entry<'a> {
+    name: &'a str,
+    hash: [u8; 16],
+    owner: Option<FileOwner>,
+}
+
+fn format_entry(name: &str, hash: &[u8; 16], owner: Option<FileOwner>) -> String {
+    match owner {
+        Some(o) => format!("{name}:{}:{}:{}", hex(hash), o.uid, o.gid),
+        None => format!("{name}:{}", hex(hash)),
+    }
 }
 
 /// In-memory user table.
 #[derive(Clone, Default)]
 pub struct UserDb {
-    /// Lower-cased name -> (name as written, NT hash).
-    users: HashMap<String, (String, [u8; 16])>,
+    /// Lower-cased name -> (name as written, NT hash, Unix owner).
+    users: HashMap<String, (String, [u8; 16], Option<FileOwner>)>,
 }
 
 impl fmt::Debug for UserDb {
@@ -159,10 +190,10 @@ impl UserDb {
                 line: i + 1,
                 reason,
             };
-            if let Some((name, hash)) = parse_line(line).map_err(perr)? {
+            if let Some(e) = parse_line(line).map_err(perr)? {
                 if db
                     .users
-                    .insert(key(name), (name.to_string(), hash))
+                    .insert(key(e.name), (e.name.to_string(), e.hash, e.owner))
                     .is_some()
                 {
                     return Err(perr("duplicate user (names are case-insensitive)"));
@@ -199,7 +230,7 @@ impl UserDb {
 
     pub fn insert_hash(&mut self, name: &str, hash: [u8; 16]) -> Result<(), UserDbError> {
         validate_name(name)?;
-        self.users.insert(key(name), (name.to_string(), hash));
+        self.users.insert(key(name), (name.to_string(), hash, None));
         Ok(())
     }
 
@@ -210,7 +241,12 @@ impl UserDb {
 
     /// The NT hash for `user`, matched case-insensitively.
     pub fn nt_hash(&self, user: &str) -> Option<[u8; 16]> {
-        self.users.get(&key(user)).map(|(_, h)| *h)
+        self.users.get(&key(user)).map(|(_, h, _)| *h)
+    }
+
+    /// The Unix owner `user`'s new files get, if the users file maps it.
+    pub fn owner(&self, user: &str) -> Option<FileOwner> {
+        self.users.get(&key(user)).and_then(|(_, _, o)| *o)
     }
 
     pub fn contains(&self, user: &str) -> bool {
@@ -219,7 +255,7 @@ impl UserDb {
 
     /// User names as written, sorted.
     pub fn list(&self) -> Vec<&str> {
-        let mut v: Vec<&str> = self.users.values().map(|(n, _)| n.as_str()).collect();
+        let mut v: Vec<&str> = self.users.values().map(|(n, _, _)| n.as_str()).collect();
         v.sort_unstable_by_key(|n| n.to_lowercase());
         v
     }
@@ -236,26 +272,30 @@ impl UserDb {
     /// hash of `password`. Comments and other lines are kept. The file is
     /// replaced atomically (temporary file with mode 0600, then rename).
     pub fn add_user(path: impl AsRef<Path>, name: &str, password: &str) -> Result<(), UserDbError> {
-        Self::add_user_hash(path, name, nt_hash(password))
+        Self::add_user_hash(path, name, nt_hash(password), None)
     }
 
+    /// Creates or updates `name` with `hash`; `owner` sets its Unix owner,
+    /// `None` keeps the one the file has for it (if any).
     pub fn add_user_hash(
         path: impl AsRef<Path>,
         name: &str,
         hash: [u8; 16],
+        owner: Option<FileOwner>,
     ) -> Result<(), UserDbError> {
         validate_name(name)?;
         let path = path.as_ref();
         let text = read_existing(path)?;
         // Validate the whole existing file first: never rewrite one we
         // cannot parse.
-        Self::parse(path, &text)?;
-        let entry = format!("{name}:{}", hex(&hash));
+        let existing = Self::parse(path, &text)?;
+        let owner = owner.or_else(|| existing.owner(name));
+        let entry = format_entry(name, &hash, owner);
         let mut out = String::new();
         let mut replaced = false;
         for line in text.lines() {
             match parse_line(line) {
-                Ok(Some((n, _))) if key(n) == key(name) => {
+                Ok(Some(e)) if key(e.name) == key(name) => {
                     if !replaced {
                         out.push_str(&entry);
                         out.push('\n');
@@ -271,7 +311,7 @@ impl UserDb {
         if !replaced {
             if text.is_empty() {
                 out.push_str(
-                    "# Braid users: NAME:NT-HASH (MD4 of the UTF-16LE password). Keep mode 0600.\n",
+                    "# Braid users: NAME:NT-HASH[:UID:GID] (NT-HASH: MD4 of the UTF-16LE password; UID:GID: the owner of the user's new files). Keep mode 0600.\n",
                 );
             }
             out.push_str(&entry);
@@ -289,7 +329,7 @@ impl UserDb {
         let mut removed = false;
         for line in text.lines() {
             match parse_line(line) {
-                Ok(Some((n, _))) if key(n) == key(name) => removed = true,
+                Ok(Some(e)) if key(e.name) == key(name) => removed = true,
                 _ => {
                     out.push_str(line);
                     out.push('\n');
@@ -428,6 +468,35 @@ mod tests {
     }
 
     #[test]
+    fn unix_owner_is_read_kept_and_replaced() {
+        let d = TempDir::new();
+        let path = d.0.join("users");
+        let owner = FileOwner {
+            uid: 1001,
+            gid: 2002,
+        };
+        UserDb::add_user_hash(&path, "carol", nt_hash("pw"), Some(owner)).unwrap();
+        UserDb::add_user(&path, "dave", "pw").unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains(&format!("carol:{}:1001:2002\n", hex(&nt_hash("pw")))));
+        let db = UserDb::load(&path).unwrap();
+        assert_eq!(db.owner("CAROL"), Some(owner));
+        assert_eq!(db.owner("dave"), None);
+        assert_eq!(db.nt_hash("carol"), Some(nt_hash("pw")));
+
+        // A new password without an owner keeps the mapping; a new owner
+        // replaces it.
+        UserDb::add_user(&path, "carol", "pw2").unwrap();
+        let db = UserDb::load(&path).unwrap();
+        assert_eq!(db.owner("carol"), Some(owner));
+        assert_eq!(db.nt_hash("carol"), Some(nt_hash("pw2")));
+        let other = FileOwner { uid: 7, gid: 8 };
+        UserDb::add_user_hash(&path, "Carol", nt_hash("pw2"), Some(other)).unwrap();
+        assert_eq!(UserDb::load(&path).unwrap().owner("carol"), Some(other));
+        assert_eq!(UserDb::load(&path).unwrap().list(), vec!["Carol", "dave"]);
+    }
+
+    #[test]
     fn refuses_group_or_world_readable() {
         let d = TempDir::new();
         let path = d.0.join("users");
@@ -463,6 +532,11 @@ mod tests {
                 2,
             ),
             (&*format!(":{PASSWORD_HASH}\n"), 1),
+            (&*format!("alice:{PASSWORD_HASH}:1000\n"), 1),
+            (&*format!("alice:{PASSWORD_HASH}:1000:x\n"), 1),
+            (&*format!("alice:{PASSWORD_HASH}:-1:1000\n"), 1),
+            (&*format!("alice:{PASSWORD_HASH}:4294967295:1000\n"), 1),
+            (&*format!("alice:{PASSWORD_HASH}:1:2:3\n"), 1),
         ] {
             fs::write(&path, bad).unwrap();
             fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();

@@ -117,6 +117,14 @@ enum UserCmd {
         name: String,
         #[arg(long, default_value = DEFAULT_USERS_FILE)]
         users_file: PathBuf,
+        /// The Unix uid the user's new files and directories get (with
+        /// --gid), so NFS clients see the same owner; an update without it
+        /// keeps the one the file has.
+        #[arg(long, requires = "gid")]
+        uid: Option<u32>,
+        /// The Unix gid of the user's new files and directories (with --uid).
+        #[arg(long, requires = "uid")]
+        gid: Option<u32>,
     },
     /// Remove a user.
     Remove {
@@ -186,12 +194,30 @@ fn read_password() -> Result<String, String> {
 
 fn user(cmd: UserCmd) -> Result<(), String> {
     match cmd {
-        UserCmd::Add { name, users_file } => {
+        UserCmd::Add {
+            name,
+            users_file,
+            uid,
+            gid,
+        } => {
+            let owner = match (uid, gid) {
+                (Some(uid), Some(gid)) if uid != u32::MAX && gid != u32::MAX => {
+                    Some(braid_fs::FileOwner { uid, gid })
+                }
+                (None, None) => None,
+                _ => return Err("--uid and --gid: give both, each below 4294967295".into()),
+            };
             let password = read_password()?;
             if password.is_empty() {
                 return Err("empty password refused".into());
             }
-            UserDb::add_user(&users_file, &name, &password).map_err(|e| e.to_string())?;
+            UserDb::add_user_hash(
+                &users_file,
+                &name,
+                braid_smb_proto::auth::nt_hash(&password),
+                owner,
+            )
+            .map_err(|e| e.to_string())?;
             println!("user '{name}' saved in {}", users_file.display());
         }
         UserCmd::Remove { name, users_file } => {

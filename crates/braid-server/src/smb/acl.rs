@@ -270,6 +270,7 @@ mod tests {
             anonymous: false,
             guest: false,
             workstation: String::new(),
+            owner: None,
         };
         let p = SmbAccess::new(Some(&alice), None);
         let none = ObjectSecurity {

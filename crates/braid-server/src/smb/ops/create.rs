@@ -218,13 +218,14 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
 
     let params = open_params(&r, name, allocation_size);
-    let (user, access) = {
+    let (user, owner, access) = {
         let identity = session.identity.lock().unwrap();
         (
             identity
                 .as_ref()
                 .map(|i| i.user.clone())
                 .unwrap_or_default(),
+            identity.as_ref().and_then(|i| i.owner),
             crate::smb::acl::SmbAccess::new(identity.as_ref(), creator_sd)
                 .within(req.tree()?.maximal_access),
         )
@@ -232,6 +233,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let ctx = RequestCtx {
         access: Some(Arc::new(access)),
         hide_empty_streams: super::create_aapl::hides_empty_streams(&session, &share),
+        owner,
         ..RequestCtx::new(user)
     };
     let oplocks = &req.conn.server.oplocks;

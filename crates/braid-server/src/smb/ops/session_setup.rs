@@ -394,6 +394,11 @@ fn complete(
         anonymous: outcome.anonymous,
         guest,
         workstation: outcome.workstation.clone(),
+        owner: if outcome.anonymous || guest {
+            None
+        } else {
+            conn.server.users.current().owner(&outcome.user)
+        },
     });
     session.set_phase(SessionPhase::Valid);
     info!(conn = conn.id, peer = %conn.peer, user = %outcome.user, session = session.id, "session established");
