@@ -1,5 +1,6 @@
-//! Calls to the client on the backchannel (RFC 8881 20): CB_COMPOUND with
-//! CB_SEQUENCE first (20.9) and CB_RECALL (20.2), sent on a connection the
+//! Calls to the client on the backchannel (RFC 8881 20): CB_NULL, the probe
+//! of a new backchannel, and CB_COMPOUND with CB_SEQUENCE first (20.9) and
+//! CB_RECALL (20.2), sent on a connection the
 //! client bound to its session's backchannel, with the callback program and
 //! credentials it gave in CREATE_SESSION or BACKCHANNEL_CTL.
 
@@ -62,16 +63,104 @@ fn credential(session: &Session) -> OpaqueAuth {
     OpaqueAuth::none()
 }
 
-/// RFC 8881 20.2: CB_RECALL of delegation `stateid` on file `fh`. Runs on
-/// the tokio runtime; the result is logged (a client that does not answer
-/// has its delegation revoked after a lease period).
-pub async fn recall(state: Arc<NfsState>, clientid: clientid4, stateid: stateid4, fh: Vec<u8>) {
-    let Some((session, conn_id)) = back_channel(&state, clientid) else {
-        debug!(clientid, "CB_RECALL: no backchannel");
+/// RFC 8881 20 (procedure 0, CB_NULL) and 18.36.3: a new session's
+/// backchannel is probed at once with the program and credential the
+/// client gave, as Linux's nfsd does, so a client learns early that its
+/// callback service is reached and the server that it answers. A probe
+/// that gets no answer marks the path down (no delegations are granted
+/// until a later call gets through); one answered marks it up.
+pub async fn probe(state: Arc<NfsState>, session: Arc<Session>) {
+    let Some(conn) = session
+        .back_connections()
+        .into_iter()
+        .rev()
+        .find_map(|id| state.connections.get(id).filter(|c| !c.is_closed()))
+    else {
         return;
     };
+    let program = session.callback.lock().unwrap().program;
+    let cred = credential(&session);
+    let build = |xid: u32| -> Vec<Bytes> {
+        let mut w = XdrWriter::with_capacity(64);
+        encode_call(
+            &mut w,
+            &CallHeader {
+                xid,
+                prog: program,
+                vers: NFS_CB,
+                proc_: CB_NULL,
+                cred: cred.clone(),
+                verf: OpaqueAuth::none(),
+            },
+        );
+        w.into_segments()
+    };
+    let answered = match conn.call(build, CALLBACK_TIMEOUT).await {
+        Some(reply) => matches!(
+            decode_reply(&mut XdrReader::new(reply)),
+            Ok((
+                _,
+                ReplyStat::Accepted {
+                    stat: AcceptStat::Success,
+                    ..
+                },
+            ))
+        ),
+        None => false,
+    };
+    debug!(session = ?session.id, answered, "CB_NULL probe");
+    session.callback.lock().unwrap().path_down = !answered;
+}
+
+/// How long to wait before sending a recall again that got no answer or
+/// found no backchannel.
+const RECALL_RETRY: Duration = Duration::from_secs(1);
+
+/// RFC 8881 20.2: CB_RECALL of delegation `stateid` on file `fh`. Runs on
+/// the tokio runtime. A recall that finds no backchannel or gets no
+/// answer is sent again, on whichever backchannel the client has then (a
+/// new session's, after it destroyed the one the recall went to), until
+/// the client answers, the delegation is returned or revoked, or a lease
+/// period has passed (the delegation is then revoked at the next
+/// conflict, `delegations::conflicting`). The result is logged.
+pub async fn recall(state: Arc<NfsState>, clientid: clientid4, stateid: stateid4, fh: Vec<u8>) {
+    let started = std::time::Instant::now();
+    loop {
+        if !outstanding(&state, &stateid)
+            || recall_once(&state, clientid, stateid.clone(), &fh).await
+        {
+            return;
+        }
+        if started.elapsed() >= state.lease_time {
+            debug!(clientid, "CB_RECALL: unanswered for a lease period");
+            return;
+        }
+        tokio::time::sleep(RECALL_RETRY).await;
+    }
+}
+
+/// Whether delegation `stateid` is still held (not returned, not revoked).
+fn outstanding(state: &NfsState, stateid: &stateid4) -> bool {
+    let inner = state.stateids.lock();
+    matches!(
+        inner.states.get(&stateid.other).map(|s| &s.kind),
+        Some(super::state::stateids::Kind::Deleg(d)) if !d.revoked
+    )
+}
+
+/// One CB_RECALL; whether the client answered it.
+async fn recall_once(
+    state: &Arc<NfsState>,
+    clientid: clientid4,
+    stateid: stateid4,
+    fh: &[u8],
+) -> bool {
+    let Some((session, conn_id)) = back_channel(state, clientid) else {
+        debug!(clientid, "CB_RECALL: no backchannel");
+        return false;
+    };
     let Some(conn) = state.connections.get(conn_id) else {
-        return;
+        return false;
     };
     let slot = {
         let mut slots = state
@@ -106,7 +195,7 @@ pub async fn recall(state: Arc<NfsState>, clientid: clientid4, stateid: stateid4
             nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args {
                 stateid,
                 truncate: false,
-                fh,
+                fh: fh.to_vec(),
             }),
         ],
     };
@@ -128,10 +217,20 @@ pub async fn recall(state: Arc<NfsState>, clientid: clientid4, stateid: stateid4
     };
     let Some(reply) = conn.call(build, CALLBACK_TIMEOUT).await else {
         debug!(clientid, "CB_RECALL: no answer");
-        session.callback.lock().unwrap().path_down = true;
-        return;
+        let mut cb = session.callback.lock().unwrap();
+        cb.path_down = true;
+        // RFC 8881 20.9.3: the client may never have seen this call; the
+        // slot's next call (the retry) reuses its sequence id, so a client
+        // that did see it answers from its reply cache.
+        if cb.seqid == seqid {
+            cb.seqid = seqid.wrapping_sub(1);
+        }
+        return false;
     };
     let mut r = XdrReader::new(reply);
+    // Only a CB_COMPOUND result counts as an answer: an RPC-level refusal
+    // (the client's callback service failed, GARBAGE_ARGS, SYSTEM_ERR)
+    // means it did not take the recall in, and it is sent again.
     match decode_reply(&mut r) {
         Ok((
             _,
@@ -140,9 +239,29 @@ pub async fn recall(state: Arc<NfsState>, clientid: clientid4, stateid: stateid4
                 ..
             },
         )) => match decode_cb_compound_res(&mut r) {
-            Ok(res) => debug!(clientid, status = res.status.name(), "CB_RECALL answered"),
-            Err(e) => debug!(clientid, "CB_RECALL: undecodable reply: {e}"),
+            Ok(res) => {
+                debug!(clientid, status = res.status.name(), "CB_RECALL answered");
+                // RFC 8881 20.9.3, 15.1.1.3: a CB_SEQUENCE the client
+                // could not take (a session it no longer knows, a slot out
+                // of step) or a busy client: the recall did not get in.
+                !matches!(
+                    res.status,
+                    NFS4ERR_DELAY
+                        | NFS4ERR_BADSESSION
+                        | NFS4ERR_BADSLOT
+                        | NFS4ERR_SEQ_MISORDERED
+                        | NFS4ERR_SEQ_FALSE_RETRY
+                        | NFS4ERR_RETRY_UNCACHED_REP
+                )
+            }
+            Err(e) => {
+                debug!(clientid, "CB_RECALL: undecodable reply: {e}");
+                false
+            }
         },
-        other => debug!(clientid, "CB_RECALL refused: {other:?}"),
+        other => {
+            debug!(clientid, "CB_RECALL refused: {other:?}");
+            false
+        }
     }
 }

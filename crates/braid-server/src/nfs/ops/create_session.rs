@@ -184,6 +184,12 @@ fn create(
         true,
         flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0,
     );
+    if flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN != 0 {
+        c.runtime.spawn(crate::nfs::callback::probe(
+            c.state.clone(),
+            session.clone(),
+        ));
+    }
     c.state.sessions.insert(session);
     client
         .sessions
