@@ -194,7 +194,7 @@ impl FileService {
         if comps.is_empty() {
             return Ok((sys::fstat(share.0.root_fd())?.st_ino, skey));
         }
-        let r = path::resolve(share.0.root_fd(), &comps)?;
+        let r = path::resolve(share.0.names(), share.0.root_fd(), &comps)?;
         if !r.exists {
             return Err(FsError::NotFound);
         }
@@ -222,7 +222,7 @@ impl FileService {
                 .open_existing(share, String::new(), None, p, (access, max), pol)
                 .map(Some);
         }
-        let r = path::resolve(root, comps)?;
+        let r = path::resolve(share.0.names(), root, comps)?;
         if r.exists {
             if p.disposition == Disposition::Create {
                 return Err(FsError::NameCollision);
