@@ -379,3 +379,39 @@ def test_the_checks_fail_with_a_broken_cache(tmp_path):
                           "check_nfs_changes_seen_by_smb"], caught
     finally:
         stop(smb, nfs)
+
+
+def test_bad_bounds_are_refused_naming_the_key(tmp_path):
+    share = f'[[share]]\nname = "x"\npath = {json.dumps(str(tmp_path))}\nmetadata_cache = true\n'
+    line = servers.config_error(tmp_path, "metadata_cache_max_mib = 0\n" + share)
+    assert "metadata_cache_max_mib = 0" in line and "1 to 65536" in line, line
+    line = servers.config_error(tmp_path, "metadata_cache_max_entries = 5\n" + share)
+    assert "metadata_cache_max_entries = 5" in line and "1000" in line, line
+    # Type errors name the line (the config parser's general rule).
+    line = servers.config_error(tmp_path, share.replace("true", '"yes"'))
+    assert "line 4" in line and "expected a boolean" in line, line
+
+
+def test_the_flag_turns_it_on_for_flag_shares(tmp_path):
+    share_dir, workdir = tmp_path / "share", tmp_path / "server"
+    share_dir.mkdir()
+    workdir.mkdir()
+    saved = os.environ.get("BRAID_EXTRA_ARGS")
+    os.environ["BRAID_EXTRA_ARGS"] = "--metadata-cache"
+    try:
+        server = servers.start_braid(share_dir, workdir)
+    finally:
+        if saved is None:
+            os.environ.pop("BRAID_EXTRA_ARGS")
+        else:
+            os.environ["BRAID_EXTRA_ARGS"] = saved
+    try:
+        c = Smb(server)
+        (share_dir / "Flagged.txt").write_bytes(b"x")
+        # The first lookup reads the directory, the second is a hit.
+        assert c.exists("flagged.TXT") and c.exists("FLAGGED.txt")
+        with urllib.request.urlopen(f"http://{server.admin}/api/v1/shares", timeout=10) as r:
+            view = json.load(r)["shares"][0]["metadata_cache"]
+        assert view["enabled"] is True and view["misses"] == 1 and view["hits"] >= 1, view
+    finally:
+        server.stop()

@@ -99,6 +99,10 @@ struct ServeArgs {
     /// Require SMB3 encryption on every session.
     #[arg(long)]
     encrypt: bool,
+    /// Resolve every share's names through the metadata cache (as
+    /// `metadata_cache = true` in each [[share]]).
+    #[arg(long)]
+    metadata_cache: bool,
     /// Admin HTTP API address (default 127.0.0.1:9445), or "off".
     #[arg(long)]
     admin_listen: Option<String>,
@@ -266,7 +270,8 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         if !seen.insert(s.name.to_lowercase()) {
             return Err(format!("share '{}' is defined twice", s.name));
         }
-        let (served, is_homes) = served_share(s)?;
+        let (mut served, is_homes) = served_share(s)?;
+        served.metadata_cache |= args.metadata_cache;
         if is_homes {
             cfg.homes = Some(served);
         } else {
