@@ -160,3 +160,45 @@ fn without_a_cache_nothing_is_counted() {
     let plain = PosixStore::plain();
     assert!(plain.cache_stats().is_none());
 }
+
+#[test]
+fn the_posix_feed_reports_every_change_to_a_watched_directory() {
+    use braid_fs::meta::StoreChange;
+    use std::os::fd::AsRawFd;
+    let store = PosixStore::watching();
+    if !store.has_feed() {
+        if may_skip() {
+            skip_without("fanotify");
+            return;
+        }
+        panic!("no fanotify feed");
+    }
+    let e = env();
+    std::fs::create_dir(e.host("w")).unwrap();
+    let dir = std::fs::File::open(e.host("w")).unwrap();
+    let stamp = store.dir_stamp(dir.as_raw_fd()).unwrap();
+    let held = store.hold(dir.as_raw_fd()).unwrap();
+    assert!(store.watch(&held, stamp.id));
+    // Made by this very process: the server's own changes are reported too.
+    std::fs::write(e.host("w/One"), b"").unwrap();
+    std::fs::rename(e.host("w/One"), e.host("w/Two")).unwrap();
+    std::fs::create_dir(e.host("w/Sub")).unwrap();
+    std::fs::remove_file(e.host("w/Two")).unwrap();
+    let mut seen = Vec::new();
+    store.drain_changes(&mut |c| seen.push(c));
+    for name in ["One", "Two", "Sub"] {
+        let want = StoreChange::Entry {
+            dir: stamp.id,
+            name: name.into(),
+        };
+        assert!(seen.contains(&want), "{name} missing from {seen:?}");
+    }
+    // Drained: nothing more until the next change; none after unwatching.
+    let mut more = Vec::new();
+    store.drain_changes(&mut |c| more.push(c));
+    assert!(more.is_empty(), "{more:?}");
+    store.unwatch(&held);
+    std::fs::write(e.host("w/Three"), b"").unwrap();
+    store.drain_changes(&mut |c| more.push(c));
+    assert!(more.is_empty(), "{more:?}");
+}

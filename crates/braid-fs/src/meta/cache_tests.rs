@@ -231,3 +231,122 @@ fn short_names_are_found_through_the_index() {
         "the backend agrees"
     );
 }
+
+/// One step of the model test: a change "on the host", the clock moving,
+/// or a lookup through the cache.
+#[derive(Debug, Clone)]
+enum Step {
+    Create(usize, usize),
+    Remove(usize, usize),
+    Rename(usize, usize, usize, usize),
+    Advance(u64),
+    Lookup(usize, usize),
+}
+
+const NAMES: [&str; 8] = ["a", "A", "b", "B", "ab", "Ab", "aB", "AB~1"];
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let d = 0..3usize;
+    let n = 0..NAMES.len();
+    prop_oneof![
+        (d.clone(), n.clone()).prop_map(|(d, n)| Step::Create(d, n)),
+        (d.clone(), n.clone()).prop_map(|(d, n)| Step::Remove(d, n)),
+        (d.clone(), n.clone(), d.clone(), n.clone())
+            .prop_map(|(a, b, c, e)| Step::Rename(a, b, c, e)),
+        (0..120u64).prop_map(Step::Advance),
+        (d, n).prop_map(|(d, n)| Step::Lookup(d, n)),
+    ]
+}
+
+/// Whatever happens beside it, each lookup through the cache agrees with
+/// the store: the name it gives exists and folds to the one asked, and it
+/// finds one exactly when the store has one. With a feed, without one,
+/// and with a queue that overflows.
+fn agrees_with_the_store(store: MemoryStore, clock: Arc<ManualClock>, steps: Vec<Step>) {
+    check_against_the_store(cache(store, &clock), clock, steps)
+}
+
+fn check_against_the_store(
+    cache: MetadataCache<MemoryStore>,
+    clock: Arc<ManualClock>,
+    steps: Vec<Step>,
+) {
+    let s = cache.backend();
+    let dirs = [
+        ROOT,
+        s.mkdir(ROOT, "d1").unwrap(),
+        s.mkdir(ROOT, "d2").unwrap(),
+    ];
+    for st in steps {
+        match st {
+            Step::Create(d, n) => {
+                let _ = s.create(dirs[d], NAMES[n]);
+            }
+            Step::Remove(d, n) => {
+                let _ = s.remove(dirs[d], NAMES[n]);
+            }
+            Step::Rename(a, b, c, e) => {
+                if s.exists(dirs[c], NAMES[e]).unwrap() {
+                    let _ = s.remove(dirs[c], NAMES[e]);
+                }
+                let _ = s.rename(dirs[a], NAMES[b], dirs[c], NAMES[e]);
+            }
+            Step::Advance(ms) => clock.advance(Duration::from_millis(ms)),
+            Step::Lookup(d, n) => {
+                let want = NAMES[n];
+                let got = cache.lookup(dirs[d], want).unwrap();
+                let truth = s.lookup(dirs[d], want).unwrap();
+                assert_eq!(
+                    got.is_some(),
+                    truth.is_some(),
+                    "{want} in {d}: {got:?} vs {truth:?}"
+                );
+                if let Some(g) = got {
+                    assert!(s.exists(dirs[d], &g).unwrap(), "{g} does not exist");
+                    let short = crate::shortname::short_name(&g);
+                    assert!(
+                        g.to_lowercase() == want.to_lowercase() || short.eq_ignore_ascii_case(want),
+                        "{g} is not {want}"
+                    );
+                }
+            }
+        }
+    }
+    let stats = cache.cache_stats().unwrap();
+    assert!(stats.entries <= 3 * NAMES.len() as u64 + 2, "{stats:?}");
+}
+
+#[test]
+fn the_model_check_catches_the_broken_layer() {
+    let c = clock();
+    let broken = cache(MemoryStore::new(c.clone()), &c).skipping_invalidation();
+    let steps = vec![Step::Lookup(0, 0), Step::Create(0, 1), Step::Lookup(0, 0)];
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        check_against_the_store(broken, c.clone(), steps.clone())
+    }));
+    assert!(caught.is_err(), "the broken layer passed the model check");
+    agrees_with_the_store(MemoryStore::new(c.clone()), c, steps);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn cached_lookups_agree_with_the_store(steps in proptest::collection::vec(step(), 1..80)) {
+        let c = clock();
+        agrees_with_the_store(MemoryStore::new(c.clone()), c, steps);
+    }
+
+    #[test]
+    fn cached_lookups_agree_without_a_feed(steps in proptest::collection::vec(step(), 1..80)) {
+        let c = clock();
+        agrees_with_the_store(MemoryStore::new(c.clone()).without_feed(), c, steps);
+    }
+
+    #[test]
+    fn cached_lookups_agree_through_overflows(steps in proptest::collection::vec(step(), 1..80)) {
+        let c = clock();
+        agrees_with_the_store(MemoryStore::new(c.clone()).with_queue_limit(3), c, steps);
+    }
+}
