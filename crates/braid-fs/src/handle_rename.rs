@@ -66,7 +66,7 @@ impl OpenHandle {
             return Err(FsError::AccessDenied);
         }
         let root = share.root_fd();
-        let t = path::resolve(root, &comps)?;
+        let t = path::resolve(share.names(), root, &comps)?;
         // MS-FSA 2.1.5.14.11: the rename opens the target's parent directory
         // for FILE_ADD_FILE (FILE_ADD_SUBDIRECTORY for a directory), sharing
         // read and write; an open of that directory with DELETE access, or

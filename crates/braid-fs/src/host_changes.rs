@@ -465,8 +465,8 @@ pub(crate) struct Event {
     pub(crate) mask: u64,
     pub(crate) pid: i32,
     /// fsid, handle type and handle bytes of the directory.
-    dir_key: Vec<u8>,
-    name: Option<String>,
+    pub(crate) dir_key: Vec<u8>,
+    pub(crate) name: Option<String>,
     /// The same, of the object itself (a group with `FAN_REPORT_FID`).
     pub(crate) object_key: Vec<u8>,
 }

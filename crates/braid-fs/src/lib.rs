@@ -30,6 +30,7 @@ mod info;
 pub mod locks;
 pub mod mac_listing;
 pub mod mac_streams;
+pub mod meta;
 mod netatalk_lock;
 mod netatalk_meta;
 mod open_access;

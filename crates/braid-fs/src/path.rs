@@ -16,6 +16,7 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use crate::error::{FsError, FsResult};
+use crate::meta::ShareStore;
 use crate::sys;
 
 /// Longest component, in bytes (NTFS allows 255 UTF-16 units; we bound bytes).
@@ -137,31 +138,27 @@ pub(crate) fn find_case_insensitive(dirfd: RawFd, name: &str) -> FsResult<Option
 }
 
 /// Does `name` exist in `dirfd` (exact, then case-insensitively)? Returns the
-/// on-disk name.
-pub(crate) fn lookup(dirfd: RawFd, name: &str) -> FsResult<Option<String>> {
-    let c = sys::cstr(name)?;
-    match sys::lstat_at(dirfd, &c) {
-        Ok(_) => Ok(Some(name.to_string())),
-        Err(libc::ENOENT) => find_case_insensitive(dirfd, name),
-        Err(e) => Err(FsError::from_errno(e)),
-    }
+/// on-disk name. Asked of the share's metadata store, so a cache layer can
+/// answer the case-insensitive part without scanning (`meta/cache.rs`).
+pub(crate) fn lookup(names: &ShareStore, dirfd: RawFd, name: &str) -> FsResult<Option<String>> {
+    names.lookup(dirfd, name)
 }
 
 const DIR_FLAGS: i32 = libc::O_PATH | libc::O_DIRECTORY;
 
 /// Resolve the parent directories of `comps` (non-empty) beneath `root`,
 /// correcting case, then look up the last component.
-pub(crate) fn resolve(root: RawFd, comps: &[String]) -> FsResult<Resolved> {
+pub(crate) fn resolve(names: &ShareStore, root: RawFd, comps: &[String]) -> FsResult<Resolved> {
     let (last, dirs) = comps.split_last().ok_or(FsError::InvalidName)?;
     // Fast path: the parent exists with exactly the client's case.
     let direct = dirs.join("/");
     let (parent_fd, parent_rel) = match open_beneath(root, &direct, DIR_FLAGS, 0) {
         Ok(fd) => (fd, direct),
-        Err(libc::ENOENT) => walk(root, dirs)?,
+        Err(libc::ENOENT) => walk(names, root, dirs)?,
         Err(libc::ENOTDIR) => return Err(FsError::PathNotFound),
         Err(e) => return Err(FsError::from_errno(e)),
     };
-    let (name, exists) = match lookup(parent_fd.as_raw_fd(), last)? {
+    let (name, exists) = match lookup(names, parent_fd.as_raw_fd(), last)? {
         Some(n) => (n, true),
         None => (last.clone(), false),
     };
@@ -174,11 +171,11 @@ pub(crate) fn resolve(root: RawFd, comps: &[String]) -> FsResult<Resolved> {
 }
 
 /// Component-by-component walk with case-insensitive fallback.
-fn walk(root: RawFd, dirs: &[String]) -> FsResult<(OwnedFd, String)> {
+fn walk(names: &ShareStore, root: RawFd, dirs: &[String]) -> FsResult<(OwnedFd, String)> {
     let mut rel = String::new();
     let mut fd = open_beneath(root, "", DIR_FLAGS, 0).map_err(FsError::from_errno)?;
     for c in dirs {
-        let actual = match lookup(fd.as_raw_fd(), c)? {
+        let actual = match lookup(names, fd.as_raw_fd(), c)? {
             Some(a) => a,
             None => return Err(FsError::PathNotFound),
         };

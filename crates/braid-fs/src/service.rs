@@ -11,6 +11,7 @@ use crate::clock::Clock;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
 use crate::info::{self, DosMeta};
+use crate::meta::CacheBudget;
 use crate::open_access::check_existing;
 use crate::open_table::{
     check_share_access, check_stream_opens, FileKey, Node, NodeTable, OpenEntry,
@@ -35,6 +36,8 @@ pub struct FileService {
     next_id: AtomicU64,
     /// io_uring for direct writes (`uring.rs`), started on first use.
     pub(crate) ring: Arc<RingSlot>,
+    /// Bounds every share's metadata cache shares (`meta/stats.rs`).
+    metadata_budget: std::sync::Mutex<Arc<CacheBudget>>,
 }
 
 /// Rights a read-only file never grants for writing (MS-FSA 2.1.5.1.2.1).
@@ -50,7 +53,32 @@ impl FileService {
             nodes: Arc::new(NodeTable::default()),
             next_id: AtomicU64::new(1),
             ring: Arc::default(),
+            metadata_budget: Default::default(),
         })
+    }
+
+    /// Bound the metadata caches of the shares given one from now on:
+    /// `max_entries` names and `max_bytes` of memory together.
+    pub fn set_metadata_cache_limits(&self, max_entries: u64, max_bytes: u64) {
+        *self
+            .metadata_budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) =
+            Arc::new(CacheBudget::new(max_entries, max_bytes));
+    }
+
+    /// The bounds the metadata caches of new shares share.
+    pub fn metadata_cache_budget(&self) -> Arc<CacheBudget> {
+        self.metadata_budget
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Give `share` a metadata cache (`meta/cache.rs`) under the
+    /// service's bounds and clock.
+    pub fn enable_metadata_cache(&self, share: &ShareRef) {
+        share.set_metadata_cache(self.metadata_cache_budget(), self.clock.clone());
     }
 
     /// A fresh open id (unique within the service).
@@ -197,7 +225,7 @@ impl FileService {
         if comps.is_empty() {
             return Ok((sys::fstat(share.0.root_fd())?.st_ino, skey));
         }
-        let r = path::resolve(share.0.root_fd(), &comps)?;
+        let r = path::resolve(share.0.names(), share.0.root_fd(), &comps)?;
         if !r.exists {
             return Err(FsError::NotFound);
         }
@@ -225,7 +253,7 @@ impl FileService {
                 .open_existing(share, String::new(), None, p, (access, max), pol)
                 .map(Some);
         }
-        let r = path::resolve(root, comps)?;
+        let r = path::resolve(share.0.names(), root, comps)?;
         if r.exists {
             if p.disposition == Disposition::Create {
                 return Err(FsError::NameCollision);

@@ -7,8 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
+use crate::clock::Clock;
 use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
+use crate::meta::{CacheBudget, CacheStats, MetadataCache, PosixStore, ShareStore, PLAIN_POSIX};
 use crate::resource_fork_file::AppleDoubleOptions;
 use crate::snapshot::{SnapshotConfig, Snapshots};
 use crate::sparse::FreeSpaceHint;
@@ -60,6 +62,9 @@ pub(crate) struct Share {
     pub(crate) free_space: FreeSpaceHint,
     /// Its file system punches holes (`trim.rs`); unset: not asked yet.
     pub(crate) trims: OnceLock<bool>,
+    /// What names are resolved through (`meta/`); unset: the POSIX
+    /// backend with no layer.
+    names: OnceLock<Box<ShareStore>>,
 }
 
 /// Unix permission bits for what clients create (Samba's `create mask`
@@ -146,6 +151,7 @@ impl Share {
             tunnel: Tunnel::default(),
             free_space: FreeSpaceHint::default(),
             trims: OnceLock::new(),
+            names: OnceLock::new(),
         }
     }
 
@@ -296,6 +302,14 @@ impl Share {
         Ok(())
     }
 
+    /// The metadata store names are resolved through.
+    pub(crate) fn names(&self) -> &ShareStore {
+        match self.names.get() {
+            Some(store) => store.as_ref(),
+            None => &PLAIN_POSIX,
+        }
+    }
+
     pub(crate) fn root_fd(&self) -> RawFd {
         self.root.as_raw_fd()
     }
@@ -337,6 +351,27 @@ impl ShareRef {
 
     pub fn name(&self) -> &str {
         &self.0.name
+    }
+
+    /// Resolve names through a metadata cache (`meta/cache.rs`) bounded,
+    /// with every other share's, by `budget`. Set once, before the share
+    /// is served; unset, names go straight to the POSIX backend.
+    pub fn set_metadata_cache(&self, budget: Arc<CacheBudget>, clock: Arc<dyn Clock>) {
+        let cache = MetadataCache::new(PosixStore::watching(), clock, budget);
+        let _ = self.0.names.set(Box::new(cache));
+    }
+
+    /// A metadata cache that skips invalidation: only for the tests that
+    /// prove the coherence suite catches a stale cache.
+    #[doc(hidden)]
+    pub fn set_broken_metadata_cache(&self, budget: Arc<CacheBudget>, clock: Arc<dyn Clock>) {
+        let cache = MetadataCache::new(PosixStore::watching(), clock, budget);
+        let _ = self.0.names.set(Box::new(cache.skipping_invalidation()));
+    }
+
+    /// The metadata cache's counters; `None` when the share has none.
+    pub fn metadata_cache_stats(&self) -> Option<CacheStats> {
+        self.0.names().cache_stats()
     }
     /// Let large aligned writes bypass the page cache (off by default).
     pub fn set_direct_writes(&self, on: bool) {

@@ -78,7 +78,7 @@ impl FileService {
                 created: None,
             }
         } else {
-            resolved = path::resolve(share.0.root_fd(), comps)?;
+            resolved = path::resolve(share.0.names(), share.0.root_fd(), comps)?;
             let r = &resolved;
             if r.exists {
                 let rel = r.rel();

@@ -88,7 +88,8 @@ async fn get_opens(State(state): State<Arc<ServerState>>) -> Json<OpensView> {
 }
 
 async fn get_metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
-    let text = state.metrics.render_prometheus(gauges(&state));
+    let mut text = state.metrics.render_prometheus(gauges(&state));
+    text.push_str(&crate::metadata_cache_view::render_prometheus(&state));
     (
         [(
             header::CONTENT_TYPE,
@@ -195,6 +196,8 @@ pub struct ShareView {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub operations_by_command: serde_json::Map<String, serde_json::Value>,
+    /// Its metadata cache (`metadata_cache_view.rs`).
+    pub metadata_cache: crate::metadata_cache_view::MetadataCacheView,
 }
 
 pub fn sessions_view(state: &ServerState) -> SessionsView {
@@ -477,6 +480,7 @@ pub fn shares_view(state: &ServerState) -> SharesView {
                     .iter()
                     .map(|(n, c)| (n.to_string(), (*c).into()))
                     .collect(),
+                metadata_cache: crate::metadata_cache_view::view(state, &c.name),
             }
         })
         .collect();
@@ -683,6 +687,11 @@ mod tests {
         assert_eq!(sh["operations_by_command"]["write"], 1);
         assert_eq!(sh["operations_by_command"]["create"], 1);
         assert_eq!(v["shares"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            sh["metadata_cache"],
+            serde_json::json!({"enabled": false, "hits": 0, "misses": 0, "negative_hits": 0,
+                "entries": 0, "bytes": 0, "invalidations": 0})
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

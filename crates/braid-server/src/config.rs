@@ -32,6 +32,9 @@ pub struct ShareConfig {
     /// A directory holding only vetoed names can be deleted, with them
     /// (Samba's `delete veto files`).
     pub delete_veto_files: bool,
+    /// Names are resolved through the metadata cache (braid-fs
+    /// `meta/cache.rs`).
+    pub metadata_cache: bool,
     /// Unix modes of what clients create (Samba's `create mask`,
     /// `directory mask`); None: 0666 / 0777 less the umask.
     pub create_modes: Option<braid_fs::CreateModes>,
@@ -98,6 +101,7 @@ impl ShareConfig {
             hide_files: Vec::new(),
             veto_files: Vec::new(),
             delete_veto_files: false,
+            metadata_cache: false,
             create_modes: None,
             canonicalize_acl_flags: true,
             access: Default::default(),
@@ -228,6 +232,10 @@ pub struct ServerConfig {
     /// (`per_client.rs`); the next CREATE gets
     /// STATUS_TOO_MANY_OPENED_FILES.
     pub max_open_files_per_client: usize,
+    /// Names every share's metadata cache holds together at most.
+    pub metadata_cache_max_entries: u64,
+    /// Memory every share's metadata cache holds together at most, bytes.
+    pub metadata_cache_max_bytes: u64,
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
@@ -304,6 +312,8 @@ impl Default for ServerConfig {
             admin_token: None,
             max_open_files: 16384,
             max_open_files_per_client: 65536,
+            metadata_cache_max_entries: 2_000_000,
+            metadata_cache_max_bytes: 256 << 20,
             max_connections: 16384,
             max_connections_per_client: 4096,
             max_async_requests: 512,

@@ -17,6 +17,7 @@ pub mod interfaces;
 pub mod lease;
 pub mod logon_throttle;
 pub mod lsa;
+pub mod metadata_cache_view;
 pub mod metrics;
 pub mod nfs;
 pub mod nfs_smb;

@@ -42,6 +42,10 @@ pub struct Share {
     retired: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// Set in the environment, a share's metadata cache skips invalidation:
+/// for the tests that prove the coherence suite fails on a stale cache.
+const BROKEN_METADATA_CACHE_ENV: &str = "BRAID_TEST_BROKEN_METADATA_CACHE";
+
 impl Share {
     /// Serve the share `s` describes: its directory added to the file
     /// service with its options.
@@ -68,6 +72,15 @@ impl Share {
         }
         fs.set_veto_names(veto);
         fs.set_delete_veto_files(s.delete_veto_files);
+        if s.metadata_cache {
+            if std::env::var_os(BROKEN_METADATA_CACHE_ENV).is_some() {
+                // Only the coherence tests set it, to show they catch a
+                // cache that misses changes (tests/e2e/test_metadata_cache.py).
+                fs.set_broken_metadata_cache(files.metadata_cache_budget(), files.clock().clone());
+            } else {
+                files.enable_metadata_cache(&fs);
+            }
+        }
         if let Some(snapshots) = &s.snapshots {
             fs.set_snapshots(snapshots.clone())
                 .map_err(|e| format!("share '{}': snapshot_format: {e}", s.name))?;
@@ -157,6 +170,10 @@ pub struct Served {
 
 impl Served {
     pub fn new(config: ServerConfig, files: &FileService) -> Result<Served, String> {
+        files.set_metadata_cache_limits(
+            config.metadata_cache_max_entries,
+            config.metadata_cache_max_bytes,
+        );
         let mut shares = HashMap::new();
         for s in &config.shares {
             shares.insert(s.name.to_lowercase(), Arc::new(Share::serve(files, s)?));

@@ -52,6 +52,10 @@ pub struct FileConfig {
     /// Requests of one connection that may wait after an interim response
     /// (default 512).
     pub max_async_requests: Option<u32>,
+    /// Names all shares' metadata caches hold together (default 2000000).
+    pub metadata_cache_max_entries: Option<u64>,
+    /// MiB all shares' metadata caches hold together (default 256).
+    pub metadata_cache_max_mib: Option<u64>,
     /// Client addresses or networks served (default all), e.g.
     /// ["198.18.0.0/15", "127.0.0.1"].
     #[serde(default)]
@@ -120,6 +124,9 @@ pub struct ShareEntry {
     /// A directory holding only vetoed names can be deleted (default false).
     #[serde(default)]
     pub delete_veto_files: bool,
+    /// Resolve names through the metadata cache (default false).
+    #[serde(default)]
+    pub metadata_cache: bool,
     /// Shown in share lists (default none).
     #[serde(default)]
     pub comment: String,
@@ -265,6 +272,7 @@ impl ShareEntry {
             hide_files: Vec::new(),
             veto_files: Vec::new(),
             delete_veto_files: false,
+            metadata_cache: false,
             comment: String::new(),
             browseable: None,
             create_mask: None,

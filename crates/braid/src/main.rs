@@ -99,6 +99,10 @@ struct ServeArgs {
     /// Require SMB3 encryption on every session.
     #[arg(long)]
     encrypt: bool,
+    /// Resolve every share's names through the metadata cache (as
+    /// `metadata_cache = true` in each [[share]]).
+    #[arg(long)]
+    metadata_cache: bool,
     /// Admin HTTP API address (default 127.0.0.1:9445), or "off".
     #[arg(long)]
     admin_listen: Option<String>,
@@ -292,7 +296,8 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         if !seen.insert(s.name.to_lowercase()) {
             return Err(format!("share '{}' is defined twice", s.name));
         }
-        let (served, is_homes) = served_share(s)?;
+        let (mut served, is_homes) = served_share(s)?;
+        served.metadata_cache |= args.metadata_cache;
         if is_homes {
             cfg.homes = Some(served);
         } else {
@@ -408,6 +413,22 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             ));
         }
         cfg.max_connections_per_client = m as usize;
+    }
+    if let Some(m) = file.metadata_cache_max_entries {
+        if !(1_000..=100_000_000).contains(&m) {
+            return Err(format!(
+                "metadata_cache_max_entries = {m}: use a value from 1000 to 100000000"
+            ));
+        }
+        cfg.metadata_cache_max_entries = m;
+    }
+    if let Some(m) = file.metadata_cache_max_mib {
+        if !(1..=65_536).contains(&m) {
+            return Err(format!(
+                "metadata_cache_max_mib = {m}: use a value from 1 to 65536"
+            ));
+        }
+        cfg.metadata_cache_max_bytes = m << 20;
     }
     if let Some(m) = file.max_async_requests {
         if !(1..=65_535).contains(&m) {
@@ -802,6 +823,7 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
         hide_files: s.hide_files.clone(),
         veto_files: s.veto_files.clone(),
         delete_veto_files: s.delete_veto_files,
+        metadata_cache: s.metadata_cache,
         create_modes,
         comment: s.comment.clone(),
         browseable: s.browseable.unwrap_or(true),

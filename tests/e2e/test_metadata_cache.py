@@ -1,0 +1,417 @@
+"""The metadata cache never serves a stale answer (issue 44).
+
+One Braid serves a share over SMB (smbprotocol) and NFSv4.1 (the `nfs-rs`
+Python package) with `metadata_cache = true`. SMB clients name files in any
+case, so each SMB lookup of a name not on disk in exactly that case is
+answered by the cache's per-directory index (NFS names are exact). Every
+check first makes the cache index the directory, then changes it from
+outside the SMB path: a local process (this test, through the file system),
+the NFS client, or the SMB client itself; the change must be seen at once
+by SMB (in another case) and by NFS.
+
+`test_the_checks_fail_with_a_broken_cache` runs the same checks against a
+Braid whose cache skips invalidation (BRAID_TEST_BROKEN_METADATA_CACHE, a
+test-only switch) and requires them to fail: the suite catches a stale
+cache.
+
+Braid only: it is Braid's cache under test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import urllib.request
+import uuid
+from pathlib import Path
+
+import nfs_rs
+import pytest
+import smbclient
+from smbprotocol.exceptions import SMBOSError
+from smbprotocol.open import CreateDisposition, CreateOptions, ImpersonationLevel, Open
+
+import servers
+from smbremote import NORMAL, SHARE_ALL, RawClient
+
+TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
+pytestmark = pytest.mark.skipif(TARGET != "braid", reason="Braid's metadata cache")
+
+BROKEN_ENV = "BRAID_TEST_BROKEN_METADATA_CACHE"
+FILE_READ_ATTRIBUTES, DELETE = 0x80, 0x10000
+READ_WRITE = 0x1 | 0x2 | FILE_READ_ATTRIBUTES
+
+
+def start(base: Path, broken: bool):
+    """Braid serving base/share over SMB and NFS with the cache on."""
+    share_dir, workdir = base / "share", base / "server"
+    share_dir.mkdir()
+    workdir.mkdir()
+    port, nfs_port = servers.free_port(), servers.free_port()
+    password = "Pw-" + secrets.token_hex(8)
+    config = workdir / "braid.toml"
+    config.write_text(f'[[share]]\nname = "cached"\npath = {json.dumps(str(share_dir))}\n'
+                      'protocols = ["smb", "nfs"]\nroot_squash = false\n'
+                      'metadata_cache = true\n')
+    admin = f"127.0.0.1:{servers.free_port()}"
+    argv = [str(servers.BRAID_BIN), "serve", "--config", str(config),
+            "--listen", f"127.0.0.1:{port}", "--nfs-listen", f"127.0.0.1:{nfs_port}",
+            "--user", f"{servers.DEFAULT_USER}:{password}", "--admin-listen", admin]
+    saved = os.environ.get(BROKEN_ENV)
+    if broken:
+        os.environ[BROKEN_ENV] = "1"
+    try:
+        proc = servers._spawn(argv, workdir / "braid.log", workdir)
+    finally:
+        if saved is None:
+            os.environ.pop(BROKEN_ENV, None)
+    servers.wait_until_accepting("127.0.0.1", port, proc, workdir / "braid.log")
+    servers._wait_for_nfs("127.0.0.1", nfs_port, proc, workdir / "braid.log")
+    smb = servers.Server("braid", "127.0.0.1", port, "cached", servers.DEFAULT_USER, password,
+                         share_dir, workdir, proc.pid, workdir / "braid.log", proc, admin=admin)
+    nfs = nfs_rs.Client.connect(f"nfs://127.0.0.1:{nfs_port}/cached?version=4.1",
+                                uid=0, gid=0, noresvport=True, connect_timeout=10,
+                                operation_timeout=30)
+    return smb, nfs
+
+
+def stop(smb, nfs):
+    nfs.close()
+    alive = smb.alive()
+    smb.stop()
+    if not alive:
+        pytest.fail(f"braid (pid {smb.pid}) died; log {smb.log_path}:\n{smb.log_tail()}")
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory):
+    smb, nfs = start(tmp_path_factory.mktemp("mdcache-"), broken=False)
+    yield smb, nfs
+    stop(smb, nfs)
+
+
+class Smb:
+    """The high-level smbclient API on one server."""
+
+    def __init__(self, server):
+        self.s = server
+        self.kw = dict(port=server.port, username=server.user, password=server.password)
+
+    def unc(self, rel: str) -> str:
+        return rf"\\{self.s.host}\{self.s.share}\{rel}"
+
+    def exists(self, rel: str) -> bool:
+        try:
+            smbclient.stat(self.unc(rel), **self.kw)
+            return True
+        except (SMBOSError, OSError) as e:
+            if getattr(e, "errno", None) == 2 or "No such file" in str(e) \
+                    or "not found" in str(e).lower():
+                return False
+            raise
+
+    def size(self, rel: str) -> int:
+        return smbclient.stat(self.unc(rel), **self.kw).st_size
+
+    def create_new(self, rel: str, data: bytes = b"") -> None:
+        """FILE_CREATE: fails if the name exists in any case."""
+        with smbclient.open_file(self.unc(rel), mode="xb", **self.kw) as f:
+            f.write(data)
+
+    def rename(self, old: str, new: str) -> None:
+        smbclient.rename(self.unc(old), self.unc(new), **self.kw)
+
+    def remove(self, rel: str) -> None:
+        smbclient.remove(self.unc(rel), **self.kw)
+
+    def listdir(self, rel: str) -> list[str]:
+        return sorted(smbclient.listdir(self.unc(rel), **self.kw))
+
+
+def fresh_dir(smb) -> str:
+    name = f"d-{uuid.uuid4().hex[:10]}"
+    (smb.share_dir / name).mkdir()
+    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+    return name
+
+
+def index(c: Smb, d: str) -> None:
+    """Make the cache index `d`: a case-insensitive lookup of a missing name."""
+    assert not c.exists(rf"{d}\NO-SUCH-{uuid.uuid4().hex[:6]}")
+
+
+# The checks, run against the real cache and against the broken one.
+
+def check_local_create(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    index(c, d)
+    (smb.share_dir / d / "Report.TXT").write_bytes(b"12345")
+    assert c.exists(rf"{d}\report.txt"), "a file created locally is not seen over SMB"
+    assert c.size(rf"{d}\REPORT.txt") == 5
+    assert nfs.stat(f"{d}/Report.TXT").size == 5
+
+
+def check_local_rename(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    (smb.share_dir / d / "Old.txt").write_bytes(b"x")
+    assert c.exists(rf"{d}\old.TXT")
+    os.rename(smb.share_dir / d / "Old.txt", smb.share_dir / d / "New.txt")
+    assert not c.exists(rf"{d}\old.txt"), "a name renamed away locally is still seen"
+    assert c.exists(rf"{d}\NEW.TXT")
+    assert not nfs.exists(f"{d}/Old.txt") and nfs.exists(f"{d}/New.txt")
+
+
+def check_local_delete(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    (smb.share_dir / d / "Gone.dat").write_bytes(b"x")
+    assert c.exists(rf"{d}\gone.DAT")
+    os.unlink(smb.share_dir / d / "Gone.dat")
+    assert not c.exists(rf"{d}\gone.dat"), "a file deleted locally is still seen"
+    # A new file under another case of the name is no collision.
+    c.create_new(rf"{d}\GONE.dat", b"new")
+    assert sorted(os.listdir(smb.share_dir / d)) == ["GONE.dat"]
+    assert not nfs.exists(f"{d}/Gone.dat")
+
+
+def check_case_only_rename(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    (smb.share_dir / d / "a.txt").write_bytes(b"x")
+    assert c.exists(rf"{d}\A.TXT")
+    os.rename(smb.share_dir / d / "a.txt", smb.share_dir / d / "A.Txt")
+    # Open by a third spelling: it must find "A.Txt" (a stale "a.txt"
+    # would vanish when opened).
+    assert c.size(rf"{d}\a.TXT") == 1
+    with pytest.raises(Exception):
+        c.create_new(rf"{d}\a.txt")
+    assert c.listdir(d) == ["A.Txt"]
+    assert nfs.exists(f"{d}/A.Txt") and not nfs.exists(f"{d}/a.txt")
+
+
+def check_directory_moved(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    for sub in ("From", "From/Inner", "To"):
+        (smb.share_dir / d / sub).mkdir()
+    (smb.share_dir / d / "From" / "Inner" / "File.bin").write_bytes(b"abc")
+    assert c.size(rf"{d}\from\inner\FILE.BIN") == 3
+    assert not c.exists(rf"{d}\to\moved")
+    os.rename(smb.share_dir / d / "From" / "Inner", smb.share_dir / d / "To" / "Moved")
+    assert not c.exists(rf"{d}\from\inner"), "a directory moved away is still seen"
+    assert c.size(rf"{d}\TO\MOVED\file.bin") == 3, "a directory moved in is not seen"
+    assert nfs.stat(f"{d}/To/Moved/File.bin").size == 3
+
+
+def check_nfs_changes_seen_by_smb(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    index(c, d)
+    nfs.touch(f"{d}/Mixed.Case")
+    assert c.exists(rf"{d}\mixed.case"), "a file created over NFS is not seen over SMB"
+    nfs.rename(f"{d}/Mixed.Case", f"{d}/Other.Name")
+    assert not c.exists(rf"{d}\MIXED.CASE") and c.exists(rf"{d}\other.name")
+    nfs.remove(f"{d}/Other.Name")
+    assert not c.exists(rf"{d}\OTHER.NAME"), "a file removed over NFS is still seen"
+    c.create_new(rf"{d}\other.NAME")
+
+
+def check_smb_changes_seen_by_nfs(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    c.create_new(rf"{d}\Smb.Made", b"1234")
+    assert nfs.stat(f"{d}/Smb.Made").size == 4
+    c.rename(rf"{d}\smb.made", rf"{d}\SMB.MADE")
+    assert nfs.exists(f"{d}/SMB.MADE") and not nfs.exists(f"{d}/Smb.Made")
+    assert c.exists(rf"{d}\smb.made")
+    c.remove(rf"{d}\Smb.Made")
+    assert not nfs.exists(f"{d}/SMB.MADE")
+    assert not c.exists(rf"{d}\smb.made")
+
+
+def check_chmod_and_truncate(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    p = smb.share_dir / d / "Sized.bin"
+    p.write_bytes(b"x" * 100)
+    assert c.size(rf"{d}\sized.BIN") == 100
+    os.truncate(p, 7)
+    assert c.size(rf"{d}\SIZED.bin") == 7, "a local truncate is not seen over SMB"
+    assert nfs.stat(f"{d}/Sized.bin").size == 7
+    os.chmod(p, 0o600)
+    assert nfs.stat(f"{d}/Sized.bin").mode & 0o777 == 0o600
+    nfs.chmod(f"{d}/Sized.bin", 0o640)
+    assert p.stat().st_mode & 0o777 == 0o640
+    nfs.truncate(f"{d}/Sized.bin", 3)
+    assert c.size(rf"{d}\sized.bin") == 3
+
+
+CHECKS = [check_local_create, check_local_rename, check_local_delete, check_case_only_rename,
+          check_directory_moved, check_nfs_changes_seen_by_smb, check_smb_changes_seen_by_nfs,
+          check_chmod_and_truncate]
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda f: f.__name__[len("check_"):])
+def test_coherent(both, check):
+    check(*both)
+
+
+def cache_view(smb) -> dict:
+    with urllib.request.urlopen(f"http://{smb.admin}/api/v1/shares", timeout=10) as r:
+        shares = json.load(r)["shares"]
+    return next(s for s in shares if s["name"] == "cached")["metadata_cache"]
+
+
+def test_counters_in_the_admin_api_and_metrics(both):
+    smb, _ = both
+    c, d = Smb(smb), fresh_dir(smb)
+    before = cache_view(smb)
+    assert before["enabled"] is True
+    assert set(before) == {"enabled", "hits", "misses", "negative_hits", "entries", "bytes",
+                           "invalidations"}
+    index(c, d)
+    for i in range(5):
+        c.create_new(rf"{d}\New{i}")
+    assert c.exists(rf"{d}\new3")
+    after = cache_view(smb)
+    assert after["negative_hits"] >= before["negative_hits"] + 5, after
+    assert after["hits"] >= before["hits"] + 1, after
+    assert after["misses"] >= before["misses"] + 1, after
+    assert after["invalidations"] >= before["invalidations"] + 5, after
+    assert after["entries"] >= 5 and after["bytes"] > 0, after
+    with urllib.request.urlopen(f"http://{smb.admin}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    for family in ("hits_total", "negative_hits_total", "misses_total", "invalidations_total",
+                   "entries", "bytes"):
+        assert f'braid_metadata_cache_{family}{{share="cached"}}' in text, family
+
+
+def test_concurrent_clients_leave_a_listing_equal_to_the_disk(both):
+    """100 clients (80 over SMB, 20 over NFS), each creating 6 names and
+    deleting 3 of them again (SMB by another case) in one directory."""
+    smb, nfs_server_client = both
+    c, d = Smb(smb), fresh_dir(smb)
+    index(c, d)
+    nfs_url = None
+    errors: list[BaseException] = []
+    kept: list[str] = []
+    lock = threading.Lock()
+
+    def smb_client(n: int):
+        raw = RawClient(smb)
+        try:
+            for i in range(6):
+                name = f"S{n:03d}-File{i}"
+                op = Open(raw.tree, rf"{d}\{name}")
+                op.create(ImpersonationLevel.Impersonation, READ_WRITE, NORMAL, SHARE_ALL,
+                          CreateDisposition.FILE_CREATE, CreateOptions.FILE_NON_DIRECTORY_FILE)
+                op.close()
+                if i % 2:
+                    op = Open(raw.tree, rf"{d}\{name.lower()}")
+                    op.create(ImpersonationLevel.Impersonation, DELETE, NORMAL, SHARE_ALL,
+                              CreateDisposition.FILE_OPEN,
+                              CreateOptions.FILE_NON_DIRECTORY_FILE
+                              | CreateOptions.FILE_DELETE_ON_CLOSE)
+                    op.close()
+                else:
+                    with lock:
+                        kept.append(name)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            raw.close()
+
+    def nfs_client(n: int):
+        try:
+            client = nfs_rs.Client.connect(nfs_url, uid=0, gid=0, noresvport=True,
+                                           connect_timeout=10, operation_timeout=30)
+            try:
+                for i in range(6):
+                    name = f"N{n:03d}-File{i}"
+                    client.touch(f"{d}/{name}")
+                    if i % 2:
+                        client.remove(f"{d}/{name}")
+                    else:
+                        with lock:
+                            kept.append(name)
+            finally:
+                client.close()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    nfs_url = nfs_url_of(smb)
+    threads = [threading.Thread(target=smb_client, args=(n,)) for n in range(80)]
+    threads += [threading.Thread(target=nfs_client, args=(n,)) for n in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors[:3]
+    disk = sorted(os.listdir(smb.share_dir / d))
+    assert disk == sorted(kept)
+    assert c.listdir(d) == disk
+    assert sorted(nfs_server_client.listdir(d)) == disk
+    # Every name is found in another case; every deleted one is not.
+    for name in disk[::7]:
+        assert c.exists(rf"{d}\{name.upper()}"), name
+    for n in range(0, 80, 9):
+        assert not c.exists(rf"{d}\s{n:03d}-file1"), n
+    for n in range(0, 20, 3):
+        assert not c.exists(rf"{d}\n{n:03d}-FILE3"), n
+
+
+def nfs_url_of(smb) -> str:
+    """The NFS URL of the server `start` made (its --nfs-listen)."""
+    argv = servers._cmdline(smb.pid)
+    listen = argv[argv.index("--nfs-listen") + 1]
+    return f"nfs://{listen}/cached?version=4.1"
+
+
+def test_the_checks_fail_with_a_broken_cache(tmp_path):
+    """The suite catches a cache that skips invalidation: the checks of
+    changes made beside SMB fail against it."""
+    smb, nfs = start(tmp_path, broken=True)
+    try:
+        caught = []
+        for check in (check_local_create, check_local_rename, check_local_delete,
+                      check_nfs_changes_seen_by_smb):
+            try:
+                check(smb, nfs)
+            except (AssertionError, SMBOSError, OSError):
+                caught.append(check.__name__)
+        assert caught == ["check_local_create", "check_local_rename", "check_local_delete",
+                          "check_nfs_changes_seen_by_smb"], caught
+    finally:
+        stop(smb, nfs)
+
+
+def test_bad_bounds_are_refused_naming_the_key(tmp_path):
+    share = f'[[share]]\nname = "x"\npath = {json.dumps(str(tmp_path))}\nmetadata_cache = true\n'
+    line = servers.config_error(tmp_path, "metadata_cache_max_mib = 0\n" + share)
+    assert "metadata_cache_max_mib = 0" in line and "1 to 65536" in line, line
+    line = servers.config_error(tmp_path, "metadata_cache_max_entries = 5\n" + share)
+    assert "metadata_cache_max_entries = 5" in line and "1000" in line, line
+    # Type errors name the line (the config parser's general rule).
+    line = servers.config_error(tmp_path, share.replace("true", '"yes"'))
+    assert "line 4" in line and "expected a boolean" in line, line
+
+
+def test_the_flag_turns_it_on_for_flag_shares(tmp_path):
+    share_dir, workdir = tmp_path / "share", tmp_path / "server"
+    share_dir.mkdir()
+    workdir.mkdir()
+    saved = os.environ.get("BRAID_EXTRA_ARGS")
+    os.environ["BRAID_EXTRA_ARGS"] = "--metadata-cache"
+    try:
+        server = servers.start_braid(share_dir, workdir)
+    finally:
+        if saved is None:
+            os.environ.pop("BRAID_EXTRA_ARGS")
+        else:
+            os.environ["BRAID_EXTRA_ARGS"] = saved
+    try:
+        c = Smb(server)
+        (share_dir / "Flagged.txt").write_bytes(b"x")
+        # The first lookup reads the directory, the second is a hit.
+        assert c.exists("flagged.TXT") and c.exists("FLAGGED.txt")
+        with urllib.request.urlopen(f"http://{server.admin}/api/v1/shares", timeout=10) as r:
+            view = json.load(r)["shares"][0]["metadata_cache"]
+        assert view["enabled"] is True and view["misses"] == 1 and view["hits"] >= 1, view
+    finally:
+        server.stop()
