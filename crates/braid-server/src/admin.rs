@@ -46,6 +46,10 @@ pub fn router(state: Arc<ServerState>) -> Router {
     let router = Router::new()
         .route("/api/v1/sessions", get(get_sessions))
         .route("/api/v1/shares", get(get_shares))
+        .route(
+            "/api/v1/shares/{name}/qos",
+            axum::routing::put(crate::qos_admin::put_qos),
+        )
         .route("/api/v1/opens", get(get_opens))
         .route("/metrics", get(get_metrics))
         .with_state(state);
@@ -88,7 +92,8 @@ async fn get_opens(State(state): State<Arc<ServerState>>) -> Json<OpensView> {
 }
 
 async fn get_metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
-    let text = state.metrics.render_prometheus(gauges(&state));
+    let mut text = state.metrics.render_prometheus(gauges(&state));
+    text.push_str(&crate::qos_admin::render_prometheus(&state));
     (
         [(
             header::CONTENT_TYPE,
@@ -195,6 +200,8 @@ pub struct ShareView {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub operations_by_command: serde_json::Map<String, serde_json::Value>,
+    /// Provisioned performance now (`qos_admin.rs`).
+    pub qos: serde_json::Value,
 }
 
 pub fn sessions_view(state: &ServerState) -> SessionsView {
@@ -477,6 +484,7 @@ pub fn shares_view(state: &ServerState) -> SharesView {
                     .iter()
                     .map(|(n, c)| (n.to_string(), (*c).into()))
                     .collect(),
+                qos: crate::qos_admin::share_qos(state, &c.name),
             }
         })
         .collect();

@@ -212,6 +212,9 @@ pub struct ShareEntry {
     pub nfs_secure_port: Option<bool>,
     /// NFS security flavours accepted: "sys", "none" (default ["sys"]).
     pub nfs_sec: Option<Vec<String>>,
+    /// Provisioned performance, a `[share.qos]` table (docs/CONFIG.md,
+    /// "QoS"); default: no limits.
+    pub qos: Option<braid_server::qos_admin::QosSettings>,
 }
 
 /// A size in the config: a number of bytes, or a string with a binary
@@ -299,6 +302,7 @@ impl ShareEntry {
             anon_gid: None,
             nfs_secure_port: None,
             nfs_sec: None,
+            qos: None,
         }
     }
 }
@@ -826,6 +830,15 @@ pub fn snapshot_config(s: &ShareEntry) -> Result<Option<braid_fs::SnapshotConfig
         )
     })?;
     Ok(Some(config))
+}
+
+/// A share's `[share.qos]` table as limits; one line naming the share and
+/// the key when it is wrong.
+pub fn qos_limits(s: &ShareEntry) -> Result<braid_qos::Limits, String> {
+    match &s.qos {
+        Some(q) => q.limits().map_err(|e| format!("share '{}': {e}", s.name)),
+        None => Ok(braid_qos::Limits::default()),
+    }
 }
 
 #[cfg(test)]
