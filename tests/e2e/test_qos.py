@@ -239,10 +239,12 @@ def test_a_share_within_its_limits_keeps_its_latency(braid):
 def test_limits_change_through_the_api_and_on_sighup(braid):
     # A client stays connected while the limits change under it.
     run = braid.start_bench(braid.nfs("qos"), "--rw", "randread", "--io-size", "4k",
-                            "--threads", "2", "--queue-depth", "8", "--duration", "9",
+                            "--threads", "2", "--queue-depth", "8", "--duration", "10",
                             "--warmup", "0", "--dir", "live")
     try:
-        time.sleep(3)
+        # Past its second second of measuring (after connecting and making
+        # its files, under a second).
+        time.sleep(4.5)
         status, body = braid.api("/api/v1/shares/qos/qos", "PUT", {"iops": 1000})
         assert status == 200, body
         assert json.loads(body)["iops"] == 1000
