@@ -58,7 +58,7 @@ impl Limits {
     /// GiB) in, 60 + ceil(0.06 x GiB) out, scaled down together at the cap.
     pub fn provisioned(gib: u64) -> Limits {
         let iops = (3000 + gib).min(102_400);
-        let burst = (3 * gib).max(10_000).min(102_400).max(iops);
+        let burst = (3 * gib).clamp(10_000, 102_400).max(iops);
         let g = gib as f64;
         let ingress = 40.0 + (0.04 * g).ceil();
         let egress = 60.0 + (0.06 * g).ceil();

@@ -71,23 +71,17 @@ impl<T> ShareQos<T> {
         self.throttle.set_limits(limits, now);
     }
 
-    /// A request arrives. `Ok(item)`: it may go now (paid for). `Err(())`:
+    /// A request arrives. `Some(item)`: it may go now (paid for). `None`:
     /// it is queued behind others or over the limit; it comes out of a
     /// later [`ShareQos::poll`].
-    pub fn submit(
-        &mut self,
-        client: ClientId,
-        cost: Cost,
-        item: T,
-        now: Duration,
-    ) -> Result<T, ()> {
+    pub fn submit(&mut self, client: ClientId, cost: Cost, item: T, now: Duration) -> Option<T> {
         if self.queue.is_empty() && self.throttle.admit(&cost, now) == Verdict::Go {
             self.window
                 .admitted(now, cost.ops, cost.bytes_out, cost.bytes_in);
-            return Ok(item);
+            return Some(item);
         }
         self.queue.push(client, cost, (cost, item));
-        Err(())
+        None
     }
 
     /// Whether any request waits.
@@ -134,7 +128,7 @@ impl<T> ShareQos<T> {
 
     pub fn view(&mut self, now: Duration) -> View {
         self.account(now);
-        let l = self.throttle.limits().clone();
+        let l = *self.throttle.limits();
         let credits = self.throttle.credits(now);
         let capacity = self.throttle.credit_capacity();
         let (ops, read, written) = self.window.current(now);
@@ -195,11 +189,11 @@ mod tests {
         };
         // The burst-rate bucket holds 20: the 21st waits.
         for i in 0..20 {
-            assert_eq!(s.submit(1, io, i, ms(0)), Ok(i));
+            assert_eq!(s.submit(1, io, i, ms(0)), Some(i));
         }
-        assert_eq!(s.submit(1, io, 20, ms(0)), Err(()));
+        assert_eq!(s.submit(1, io, 20, ms(0)), None);
         // Queued: later arrivals queue behind it, even from others.
-        assert_eq!(s.submit(2, io, 21, ms(1)), Err(()));
+        assert_eq!(s.submit(2, io, 21, ms(1)), None);
         let (go, wake) = s.poll(ms(1));
         assert!(go.is_empty());
         assert_eq!(wake, Some(ms(5)));
@@ -237,7 +231,7 @@ mod tests {
         for sec in 0..5u64 {
             for k in 0..300u64 {
                 let t = ms(sec * 1000 + k * 3);
-                assert!(s.submit(1, io, (), t).is_ok());
+                assert!(s.submit(1, io, (), t).is_some());
             }
         }
         let v = s.view(ms(5000));

@@ -150,7 +150,7 @@ impl ShareGate {
         let (tx, rx) = oneshot::channel();
         let queued = {
             let mut core = self.core.lock().unwrap_or_else(|p| p.into_inner());
-            core.submit(client, cost, tx, self.now()).is_err()
+            core.submit(client, cost, tx, self.now()).is_none()
         };
         if queued {
             self.ensure_pump();

@@ -197,7 +197,7 @@ fn differs_in_listing_only(before: &ShareConfig, now: &ShareConfig) -> bool {
         comment: now.comment.clone(),
         browseable: now.browseable,
         nfs: now.nfs.clone(),
-        qos: now.qos.clone(),
+        qos: now.qos,
         ..before.clone()
     };
     listed_as_now == *now

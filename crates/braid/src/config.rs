@@ -955,6 +955,36 @@ mod tests {
     }
 
     #[test]
+    fn share_qos_tables() {
+        let f = parse(
+            "[[share]]\nname = \"a\"\npath = \"/a\"\n[share.qos]\niops = 500\nburst_iops = 900\negress_mibps = 20\n\
+             [[share]]\nname = \"b\"\npath = \"/b\"\nqos = { provisioned_gib = 100 }\n\
+             [[share]]\nname = \"c\"\npath = \"/c\"\n",
+        )
+        .unwrap();
+        let a = qos_limits(&f.shares[0]).unwrap();
+        assert_eq!(
+            (a.iops, a.burst_iops, a.egress_mibps),
+            (Some(500), Some(900), Some(20.0))
+        );
+        assert_eq!(a.credit_capacity(), 400.0 * 3600.0);
+        assert_eq!(qos_limits(&f.shares[1]).unwrap().iops, Some(3100));
+        assert!(!qos_limits(&f.shares[2]).unwrap().enabled());
+        let bad = parse(
+            "[[share]]\nname = \"x\"\npath = \"/x\"\n[share.qos]\niops = 5\nburst_iops = 1\n",
+        )
+        .unwrap();
+        let e = qos_limits(&bad.shares[0]).unwrap_err();
+        assert!(
+            e.starts_with("share 'x': qos.burst_iops = 1 is below") && !e.contains('\n'),
+            "{e}"
+        );
+        let e =
+            parse("[[share]]\nname = \"x\"\npath = \"/x\"\n[share.qos]\niopz = 5\n").unwrap_err();
+        assert!(e.contains("iopz"), "{e}");
+    }
+
+    #[test]
     fn shares_parse() {
         let c = parse("[[share]]\nname = \"data\"\npath = \"/srv\"\n").unwrap();
         assert_eq!(c.shares.len(), 1);
