@@ -1,10 +1,12 @@
 //! The admin HTTP API (docs/ADMIN.md): the live view of sessions, channels
-//! and shares, and Prometheus metrics. Read-only; it listens on loopback
+//! and shares, and Prometheus metrics. Read-only but for a share's QoS
+//! limits (`PUT /api/v1/shares/{name}/qos`, `qos_admin.rs`); it listens on loopback
 //! unless configured otherwise (`admin_listen`), and asks for a bearer
 //! token when one is configured (`admin_token_file`, `admin_auth.rs`).
 //!
 //! - `GET /api/v1/sessions`: sessions and their channels;
-//! - `GET /api/v1/shares`: shares with open counts and traffic so far;
+//! - `GET /api/v1/shares`: shares with open counts, traffic so far and QoS;
+//! - `PUT /api/v1/shares/{name}/qos`: new QoS limits for a share;
 //! - `GET /api/v1/opens`: every open file and directory, and who holds it;
 //! - `GET /metrics`: Prometheus text format 0.0.4.
 
