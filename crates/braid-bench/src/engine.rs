@@ -72,6 +72,8 @@ struct Local {
     verify_errors: u64,
     first_error: Option<String>,
     measure_start: Instant,
+    /// (operations, bytes, errors) completed in each second of the run.
+    per_second: Vec<(u64, u64, u64)>,
 }
 
 impl Local {
@@ -84,7 +86,15 @@ impl Local {
             verify_errors: 0,
             first_error: None,
             measure_start,
+            per_second: Vec::new(),
         }
+    }
+    fn second(&mut self, done: Instant) -> &mut (u64, u64, u64) {
+        let s = done.saturating_duration_since(self.measure_start).as_secs() as usize;
+        if self.per_second.len() <= s {
+            self.per_second.resize(s + 1, (0, 0, 0));
+        }
+        &mut self.per_second[s]
     }
     fn record(&mut self, op: Op, t0: Instant, dt: Duration, bytes: u64) {
         if t0 < self.measure_start {
@@ -95,10 +105,14 @@ impl Local {
         self.bytes[i] += bytes;
         let h = self.hist[i].get_or_insert_with(new_hist);
         let _ = h.record((dt.as_nanos() as u64).clamp(100, 100_000_000_000));
+        let s = self.second(t0 + dt);
+        s.0 += 1;
+        s.1 += bytes;
     }
     fn error(&mut self, op: Op, t0: Instant, e: String) {
         if t0 >= self.measure_start {
             self.errors[op as usize] += 1;
+            self.second(t0).2 += 1;
         }
         if self.first_error.is_none() {
             self.first_error = Some(format!("{}: {e}", op.name()));
@@ -114,6 +128,14 @@ impl Local {
             }
         }
         self.verify_errors += o.verify_errors;
+        if self.per_second.len() < o.per_second.len() {
+            self.per_second.resize(o.per_second.len(), (0, 0, 0));
+        }
+        for (a, b) in self.per_second.iter_mut().zip(&o.per_second) {
+            a.0 += b.0;
+            a.1 += b.1;
+            a.2 += b.2;
+        }
         if self.first_error.is_none() {
             self.first_error = o.first_error;
         }
@@ -705,6 +727,20 @@ pub async fn run_on<B: BenchFs>(
         channels,
         verify_errors: total.verify_errors,
         warnings,
+        // Whole seconds only: the last, partial one would read low.
+        per_second: total
+            .per_second
+            .iter()
+            .take(elapsed.floor() as usize)
+            .enumerate()
+            .map(|(t, &(ops, bytes, errors))| crate::report::SecondStats {
+                t: t as u64,
+                ops,
+                iops: ops as f64,
+                mib_s: bytes as f64 / 1048576.0,
+                errors,
+            })
+            .collect(),
     })
 }
 
@@ -844,6 +880,7 @@ mod tests {
         assert!(good.ops["read"].count > 0 && good.ops["write"].count > 0);
         assert_eq!(good.verify_errors, 0);
         assert_eq!(good.protocol, "nfs");
+
         let bad_fs = MemFs {
             corrupt: true,
             ..Default::default()
@@ -853,6 +890,29 @@ mod tests {
             .unwrap();
         assert!(bad.verify_errors > 0, "a corrupted read went unnoticed");
         assert!(bad.warnings.iter().any(|w| w.contains("verify")));
+    }
+
+    #[tokio::test]
+    async fn each_whole_second_has_its_counts() {
+        let mut s = small_spec();
+        s.duration = 2.2;
+        let r = run_on(
+            Arc::new(MemFs::default()),
+            &s,
+            false,
+            &ServerInfo::default(),
+            &[],
+        )
+        .await
+        .unwrap();
+        // The whole seconds of the run, adding up to no more than the total.
+        assert_eq!(r.per_second.len(), 2, "{:?}", r.per_second);
+        let series: u64 = r.per_second.iter().map(|s| s.ops).sum();
+        assert!(series > 0 && series <= r.total.count, "{series}");
+        for (i, sec) in r.per_second.iter().enumerate() {
+            assert_eq!(sec.t, i as u64);
+            assert!(sec.ops > 0 && sec.iops == sec.ops as f64 && sec.mib_s > 0.0);
+        }
     }
 
     #[tokio::test]

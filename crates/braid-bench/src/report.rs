@@ -87,6 +87,22 @@ pub struct Report {
     pub channels: Vec<ChannelStats>,
     pub verify_errors: u64,
     pub warnings: Vec<String>,
+    /// Each second of the measured run, by when operations completed: what
+    /// a chart of IOPS over time (a burst, its end at the credit line)
+    /// is drawn from.
+    #[serde(default)]
+    pub per_second: Vec<SecondStats>,
+}
+
+/// One second of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SecondStats {
+    /// Seconds since measuring began (the start of this second).
+    pub t: u64,
+    pub ops: u64,
+    pub iops: f64,
+    pub mib_s: f64,
+    pub errors: u64,
 }
 
 fn smb() -> String {

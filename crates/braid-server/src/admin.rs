@@ -1,10 +1,12 @@
 //! The admin HTTP API (docs/ADMIN.md): the live view of sessions, channels
-//! and shares, and Prometheus metrics. Read-only; it listens on loopback
+//! and shares, and Prometheus metrics. Read-only but for a share's QoS
+//! limits (`PUT /api/v1/shares/{name}/qos`, `qos_admin.rs`); it listens on loopback
 //! unless configured otherwise (`admin_listen`), and asks for a bearer
 //! token when one is configured (`admin_token_file`, `admin_auth.rs`).
 //!
 //! - `GET /api/v1/sessions`: sessions and their channels;
-//! - `GET /api/v1/shares`: shares with open counts and traffic so far;
+//! - `GET /api/v1/shares`: shares with open counts, traffic so far and QoS;
+//! - `PUT /api/v1/shares/{name}/qos`: new QoS limits for a share;
 //! - `GET /api/v1/opens`: every open file and directory, and who holds it;
 //! - `GET /metrics`: Prometheus text format 0.0.4.
 
@@ -46,6 +48,10 @@ pub fn router(state: Arc<ServerState>) -> Router {
     let router = Router::new()
         .route("/api/v1/sessions", get(get_sessions))
         .route("/api/v1/shares", get(get_shares))
+        .route(
+            "/api/v1/shares/{name}/qos",
+            axum::routing::put(crate::qos_admin::put_qos),
+        )
         .route("/api/v1/opens", get(get_opens))
         .route("/metrics", get(get_metrics))
         .with_state(state);
@@ -90,6 +96,7 @@ async fn get_opens(State(state): State<Arc<ServerState>>) -> Json<OpensView> {
 async fn get_metrics(State(state): State<Arc<ServerState>>) -> impl IntoResponse {
     let mut text = state.metrics.render_prometheus(gauges(&state));
     text.push_str(&crate::metadata_cache_view::render_prometheus(&state));
+    text.push_str(&crate::qos_admin::render_prometheus(&state));
     (
         [(
             header::CONTENT_TYPE,
@@ -198,6 +205,8 @@ pub struct ShareView {
     pub operations_by_command: serde_json::Map<String, serde_json::Value>,
     /// Its metadata cache (`metadata_cache_view.rs`).
     pub metadata_cache: crate::metadata_cache_view::MetadataCacheView,
+    /// Provisioned performance now (`qos_admin.rs`).
+    pub qos: serde_json::Value,
 }
 
 pub fn sessions_view(state: &ServerState) -> SessionsView {
@@ -481,6 +490,7 @@ pub fn shares_view(state: &ServerState) -> SharesView {
                     .map(|(n, c)| (n.to_string(), (*c).into()))
                     .collect(),
                 metadata_cache: crate::metadata_cache_view::view(state, &c.name),
+                qos: crate::qos_admin::share_qos(state, &c.name),
             }
         })
         .collect();

@@ -64,6 +64,9 @@ pub struct ShareConfig {
     /// What its NFS export allows (`nfs_clients`, `root_squash`, ...);
     /// used only when `protocols.nfs` and the server listens for NFS.
     pub nfs: crate::nfs::export::NfsExportOptions,
+    /// Provisioned performance (`[share.qos]`, `qos.rs`); changing it
+    /// (reload, admin API) keeps the clients connected.
+    pub qos: braid_qos::Limits,
 }
 
 /// The protocols a share is served over. Without `smb` the share is in no
@@ -113,6 +116,7 @@ impl ShareConfig {
             notify_host_changes: true,
             protocols: Protocols::default(),
             nfs: Default::default(),
+            qos: Default::default(),
         }
     }
 }

@@ -25,6 +25,8 @@ pub mod notify;
 pub mod oplock;
 pub mod order;
 pub mod per_client;
+pub mod qos;
+pub mod qos_admin;
 pub mod reload;
 pub mod server;
 pub mod session;

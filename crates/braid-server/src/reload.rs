@@ -94,6 +94,7 @@ pub async fn apply(state: &Arc<ServerState>, new: ServerConfig) -> Result<Reload
     if served.wants_host_changes() {
         crate::host_watch::start(state);
     }
+    state.qos.reconfigure(Some(&old.config), &served.config);
     state.replace_served(served);
     report.tree_connects_ended = end_shares(state, &ended).await;
 
@@ -196,6 +197,7 @@ fn differs_in_listing_only(before: &ShareConfig, now: &ShareConfig) -> bool {
         comment: now.comment.clone(),
         browseable: now.browseable,
         nfs: now.nfs.clone(),
+        qos: now.qos,
         ..before.clone()
     };
     listed_as_now == *now

@@ -58,6 +58,7 @@ impl Server {
             let _ = state.nfs.set(nfs.state.clone());
             let _ = nfs.state.files.set(state.files.clone());
             let _ = nfs.state.caching.set(crate::nfs_smb::caching(&state));
+            let _ = nfs.state.qos.set(state.qos.clone());
         }
         Ok(Server {
             state,

@@ -228,6 +228,8 @@ pub struct ServerState {
     pub host_watch: Arc<crate::host_watch::HostWatch>,
     /// Request metrics and counters for the admin API (`admin`, `metrics`).
     pub metrics: crate::metrics::Metrics,
+    /// Each share's provisioned performance (`qos.rs`).
+    pub qos: Arc<crate::qos::QosRegistry>,
     pub server_guid: [u8; 16],
     /// Keys the tags of copy-chunk resume keys (smb/ops/fsctl_copy.rs).
     pub resume_key_secret: std::hash::RandomState,
@@ -285,6 +287,8 @@ impl ServerState {
             config.max_connections_per_client,
         );
         let served = Served::new(config, &files)?;
+        let qos = Arc::new(crate::qos::QosRegistry::default());
+        qos.reconfigure(None, &served.config);
         let host_watch = Arc::new(crate::host_watch::HostWatch::new(
             served.wants_host_changes(),
         ));
@@ -303,6 +307,7 @@ impl ServerState {
             notify: Default::default(),
             dir_leases: Default::default(),
             metrics,
+            qos,
             server_guid: rand::random(),
             resume_key_secret: std::hash::RandomState::new(),
             start_time: SystemTime::now(),

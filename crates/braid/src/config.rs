@@ -219,6 +219,9 @@ pub struct ShareEntry {
     pub nfs_secure_port: Option<bool>,
     /// NFS security flavours accepted: "sys", "none" (default ["sys"]).
     pub nfs_sec: Option<Vec<String>>,
+    /// Provisioned performance, a `[share.qos]` table (docs/CONFIG.md,
+    /// "QoS"); default: no limits.
+    pub qos: Option<braid_server::qos_admin::QosSettings>,
 }
 
 /// A size in the config: a number of bytes, or a string with a binary
@@ -307,6 +310,7 @@ impl ShareEntry {
             anon_gid: None,
             nfs_secure_port: None,
             nfs_sec: None,
+            qos: None,
         }
     }
 }
@@ -836,6 +840,15 @@ pub fn snapshot_config(s: &ShareEntry) -> Result<Option<braid_fs::SnapshotConfig
     Ok(Some(config))
 }
 
+/// A share's `[share.qos]` table as limits; one line naming the share and
+/// the key when it is wrong.
+pub fn qos_limits(s: &ShareEntry) -> Result<braid_qos::Limits, String> {
+    match &s.qos {
+        Some(q) => q.limits().map_err(|e| format!("share '{}': {e}", s.name)),
+        None => Ok(braid_qos::Limits::default()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -947,6 +960,36 @@ mod tests {
             let e = share(bad).unwrap_err();
             assert!(e.contains(names) && !e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn share_qos_tables() {
+        let f = parse(
+            "[[share]]\nname = \"a\"\npath = \"/a\"\n[share.qos]\niops = 500\nburst_iops = 900\negress_mibps = 20\n\
+             [[share]]\nname = \"b\"\npath = \"/b\"\nqos = { provisioned_gib = 100 }\n\
+             [[share]]\nname = \"c\"\npath = \"/c\"\n",
+        )
+        .unwrap();
+        let a = qos_limits(&f.shares[0]).unwrap();
+        assert_eq!(
+            (a.iops, a.burst_iops, a.egress_mibps),
+            (Some(500), Some(900), Some(20.0))
+        );
+        assert_eq!(a.credit_capacity(), 400.0 * 3600.0);
+        assert_eq!(qos_limits(&f.shares[1]).unwrap().iops, Some(3100));
+        assert!(!qos_limits(&f.shares[2]).unwrap().enabled());
+        let bad = parse(
+            "[[share]]\nname = \"x\"\npath = \"/x\"\n[share.qos]\niops = 5\nburst_iops = 1\n",
+        )
+        .unwrap();
+        let e = qos_limits(&bad.shares[0]).unwrap_err();
+        assert!(
+            e.starts_with("share 'x': qos.burst_iops = 1 is below") && !e.contains('\n'),
+            "{e}"
+        );
+        let e =
+            parse("[[share]]\nname = \"x\"\npath = \"/x\"\n[share.qos]\niopz = 5\n").unwrap_err();
+        assert!(e.contains("iopz"), "{e}");
     }
 
     #[test]

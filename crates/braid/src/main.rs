@@ -3,6 +3,7 @@
 mod bench_cli;
 mod config;
 mod status;
+mod status_shares;
 mod vfs_cli;
 
 use std::io::{BufRead, IsTerminal};
@@ -52,6 +53,9 @@ enum Cmd {
         /// The open files (and who holds them) instead of the sessions.
         #[arg(long)]
         opens: bool,
+        /// Each share's provisioned performance (QoS) and use instead.
+        #[arg(long, conflicts_with = "opens")]
+        shares: bool,
         /// The file holding the admin API's token (its admin_token_file).
         #[arg(long)]
         admin_token_file: Option<PathBuf>,
@@ -161,8 +165,9 @@ fn main() -> ExitCode {
             admin,
             json,
             opens,
+            shares,
             admin_token_file,
-        } => status::run(&admin, json, opens, admin_token_file.as_deref()),
+        } => status::run(&admin, json, opens, shares, admin_token_file.as_deref()),
         Cmd::Bench(args) => bench_cli::bench(*args),
         Cmd::Lab(args) => bench_cli::lab_cmd(args),
         Cmd::Vfs { cmd } => vfs_cli::run(cmd),
@@ -804,7 +809,9 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
     let mac = config::mac_config(s)?;
     let protocols = config::share_protocols(s, is_homes)?;
     let nfs = config::nfs_export(s, protocols)?;
+    let qos = config::qos_limits(s)?;
     let served = ShareConfig {
+        qos,
         protocols,
         nfs,
         snapshots,

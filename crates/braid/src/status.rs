@@ -105,10 +105,13 @@ pub fn run(
     admin: &str,
     json: bool,
     opens: bool,
+    shares: bool,
     token_file: Option<&std::path::Path>,
 ) -> Result<(), String> {
     let path = if opens {
         "/api/v1/opens"
+    } else if shares {
+        "/api/v1/shares"
     } else {
         "/api/v1/sessions"
     };
@@ -126,7 +129,9 @@ pub fn run(
     }
     let v: Value =
         serde_json::from_str(&body).map_err(|e| format!("admin API at {admin}: bad JSON: {e}"))?;
-    if opens {
+    if shares {
+        print!("{}", crate::status_shares::render_shares(&v));
+    } else if opens {
         print!("{}", render_opens(&v));
     } else {
         print!("{}", render_table(&v));

@@ -317,7 +317,14 @@ impl Compound {
                 // Unreachable: a sessionless first operation is alone.
                 dispatch::error_result(opnum, NFS4ERR_OP_NOT_IN_SESSION)
             } else {
-                dispatch::dispatch(self, op)
+                // Over the share's provisioned limits the operation waits
+                // here, then runs: QoS never fails an operation.
+                let passed = super::qos::pass(self, op);
+                let res = dispatch::dispatch(self, op);
+                if let Some((gate, p)) = passed {
+                    gate.done(p, dispatch::status_of(&res) == NFS4_OK);
+                }
+                res
             };
             status = dispatch::status_of(&res);
             if !reply.push(&res) {

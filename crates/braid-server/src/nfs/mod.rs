@@ -18,6 +18,7 @@ pub mod export;
 pub mod exports;
 pub mod fh;
 pub mod ops;
+pub mod qos;
 pub mod rpc;
 pub mod state;
 
@@ -118,6 +119,9 @@ pub struct NfsState {
     /// Breaks SMB oplocks and leases for NFS opens and writes (issue 42);
     /// set by the server at start.
     pub caching: std::sync::OnceLock<Arc<dyn state::caching::OtherProtocolCaching>>,
+    /// The shares' QoS gates (`crate::qos`), shared with SMB; set by the
+    /// server at start (none: NFS requests are not gated).
+    pub qos: std::sync::OnceLock<Arc<crate::qos::QosRegistry>>,
 }
 
 impl NfsState {
@@ -151,6 +155,7 @@ impl NfsState {
             stateids: state::stateids::StateTable::new(boot_epoch),
             files: std::sync::OnceLock::new(),
             caching: std::sync::OnceLock::new(),
+            qos: std::sync::OnceLock::new(),
         }))
     }
 

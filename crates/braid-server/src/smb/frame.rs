@@ -491,6 +491,8 @@ async fn handle_one(
         encrypted_by: encrypted_by.cloned(),
         used_file_id: std::sync::Mutex::new(None),
     };
+    // What passed the share's QoS gate, if it has one (`smb/qos.rs`).
+    let mut qos_passed = None;
 
     let result: OpResult = 'res: {
         let Some(command) = command else {
@@ -603,6 +605,9 @@ async fn handle_one(
             cmd = info.name,
             "request"
         );
+        // Over the share's provisioned limits the request waits here,
+        // then runs: QoS never fails a request.
+        qos_passed = super::qos::pass(&req, command).await;
         super::replay::dispatch_guarded(command, &mut req).await
     };
 
@@ -611,6 +616,9 @@ async fn handle_one(
         Ok(r) => r,
         Err(status) => error_reply(status),
     };
+    if let Some((gate, passed)) = qos_passed {
+        gate.done(passed, !reply.status.is_error());
+    }
 
     // ---- metrics layer (admin API): one record per request ----
     if let Some(cmd) = Command::from_u16(command) {
@@ -676,6 +684,17 @@ async fn handle_one(
     let charge = hdr.credit_charge.max(1);
     let credits = match interim_credits {
         Some(_) => 0,
+        // A session QoS holds back is granted fewer credits (`qos.rs`).
+        None if session
+            .as_ref()
+            .is_some_and(|s| server.qos.client_throttled(crate::qos::smb_client(s.id))) =>
+        {
+            conn.credits.lock().unwrap().grant_throttled(
+                hdr.credits,
+                charge,
+                crate::qos::THROTTLED_CREDITS,
+            )
+        }
         None => conn.credits.lock().unwrap().grant(hdr.credits, charge),
     };
     let mut rh = Header {

@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod frame;
 pub mod nfs_ace;
 pub mod ops;
+pub mod qos;
 pub mod replay;
 pub mod send;
 pub mod status_map;

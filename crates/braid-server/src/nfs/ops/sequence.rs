@@ -113,6 +113,8 @@ pub fn begin(c: &mut Compound, a: &SEQUENCE4args, facts: &RequestFacts) -> Seque
         return refused(NFS4ERR_BADSESSION);
     }
     let (highest, target) = session.slot_limits();
+    // Fewer slots asked for while QoS holds the client back (`nfs/qos.rs`).
+    let target = crate::nfs::qos::target_slots(c, session.client.clientid, target);
     let flags = c.state.sessions.status_flags(&session);
     c.slotid = Some(a.sa_slotid);
     c.cachethis = a.sa_cachethis;

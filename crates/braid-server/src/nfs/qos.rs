@@ -1,0 +1,65 @@
+//! What an NFS operation costs its share's QoS budget (`crate::qos`), and
+//! its pass through the share's gate, per operation in the COMPOUND loop.
+//! The compound runs on a blocking thread: the wait is done there, on the
+//! runtime, holding the session's slot (the client's slots, which SEQUENCE
+//! lowers while it is held back, bound how much of it waits).
+
+use std::sync::Arc;
+
+use braid_nfs_proto::nfs4::*;
+use braid_qos::Cost;
+
+use super::compound::Compound;
+use super::dispatch;
+use super::fh::Fh;
+use crate::qos::{file_key, nfs_client, Class, Passed, ShareGate};
+
+/// Wait at the gate of the share the current filehandle is in, if its
+/// limits are on. READ and WRITE are I/O; the operations the table calls
+/// metadata are metadata; the others (PUTFH, GETFH, SAVEFH, state
+/// operations) go by.
+pub fn pass(c: &Compound, op: &nfs_argop4) -> Option<(Arc<ShareGate>, Passed)> {
+    let registry = c.state.qos.get()?;
+    let Some(Fh::Object { export, obj }) = &c.current else {
+        return None;
+    };
+    let info = dispatch::info(op.discriminant());
+    let io = |len: u64, write: bool, gate: &ShareGate| {
+        let limits = gate.limits();
+        let file = (limits.file_iops.is_some() || limits.file_mibps.is_some())
+            .then(|| file_key((&export.name, obj.key())));
+        Cost::io(len, write, limits.io_unit, file)
+    };
+    let (class, len, write) = match op {
+        // RFC 8881 18.22: count bytes are read (at most).
+        nfs_argop4::OP_READ(a) => (Class::Read, a.count as u64, false),
+        // RFC 8881 18.32: the data is written.
+        nfs_argop4::OP_WRITE(a) => (Class::Write, a.data.len() as u64, true),
+        _ if info.metadata => (Class::Metadata, 0, false),
+        _ => return None,
+    };
+    let gate = registry.gate(&export.name)?;
+    let cost = match class {
+        Class::Metadata => Cost::metadata(),
+        _ => io(len, write, &gate),
+    };
+    let client = c.session.as_ref().map_or(0, |s| s.client.clientid);
+    let passed = c
+        .runtime
+        .block_on(gate.pass(nfs_client(client), cost, class));
+    if !passed.waited.is_zero() {
+        registry.note_throttled(nfs_client(client));
+    }
+    Some((gate, passed))
+}
+
+/// SEQUENCE's sr_target_highest_slotid for a session whose client QoS
+/// holds back: fewer slots, so it keeps fewer requests waiting.
+pub fn target_slots(c: &Compound, clientid: u64, target: u32) -> u32 {
+    match c.state.qos.get() {
+        Some(q) if q.client_throttled(nfs_client(clientid)) => {
+            target.min(crate::qos::THROTTLED_SLOTS - 1)
+        }
+        _ => target,
+    }
+}
