@@ -166,7 +166,7 @@ fn metadata_heavy(w: &Workload) -> Option<Advice> {
         .filter(|(c, n)| c.is_metadata() && **n > 0)
         .map(|(c, n)| (*c, *n))
         .collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|b| std::cmp::Reverse(b.1));
     let names: Vec<&str> = top.iter().take(4).map(|(c, _)| c.name()).collect();
     let mut evidence = vec![format!(
         "{} of {} operations: {}",
