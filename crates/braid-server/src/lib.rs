@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod nfs;
 pub mod nfs_smb;
 pub mod notify;
+pub mod op_metrics;
 pub mod oplock;
 pub mod order;
 pub mod per_client;
@@ -35,6 +36,7 @@ pub mod state;
 pub mod tcp_ack;
 pub mod userdb;
 pub mod users_live;
+pub mod workload;
 
 pub use config::{InterfaceConfig, ServerConfig, ShareConfig};
 pub use server::Server;

@@ -17,6 +17,7 @@ pub mod errors;
 pub mod export;
 pub mod exports;
 pub mod fh;
+pub mod op_class;
 pub mod ops;
 pub mod rpc;
 pub mod state;
@@ -118,6 +119,9 @@ pub struct NfsState {
     /// Breaks SMB oplocks and leases for NFS opens and writes (issue 42);
     /// set by the server at start.
     pub caching: std::sync::OnceLock<Arc<dyn state::caching::OtherProtocolCaching>>,
+    /// The server's per-operation metrics and workload table; set by the
+    /// server at start (tests may run without).
+    pub metrics: std::sync::OnceLock<op_class::NfsMetrics>,
 }
 
 impl NfsState {
@@ -151,6 +155,7 @@ impl NfsState {
             stateids: state::stateids::StateTable::new(boot_epoch),
             files: std::sync::OnceLock::new(),
             caching: std::sync::OnceLock::new(),
+            metrics: std::sync::OnceLock::new(),
         }))
     }
 
