@@ -4,6 +4,8 @@
 pub mod admin;
 pub mod admin_auth;
 pub mod admin_nfs;
+pub mod admin_page;
+pub mod admin_workload;
 pub mod break_delivery;
 pub mod config;
 pub mod conn;
