@@ -126,7 +126,8 @@ fn one_channel_for_parallel_io(w: &Workload) -> Option<Advice> {
          (reads gain 2-4x, writes ~3x at 64 KiB and up)"
             .to_string()
     } else {
-        if !w.multichannel_offered || w.channel_limit < 2 {
+        // channel_limit 0: not known (a client cannot see the server's cap).
+        if !w.multichannel_offered || w.channel_limit == 1 {
             evidence.push("the server does not offer multichannel now".into());
             return Some(Advice {
                 id: "one_channel_parallel_io".into(),
@@ -136,10 +137,17 @@ fn one_channel_for_parallel_io(w: &Workload) -> Option<Advice> {
                 evidence,
             });
         }
-        evidence.push(format!(
-            "1 channel in use; the server offers {} interface(s) and up to {} channels per session",
-            w.interfaces_offered, w.channel_limit
-        ));
+        evidence.push(if w.channel_limit > 1 {
+            format!(
+                "1 channel in use; the server offers {} interface(s) and up to {} channels per session",
+                w.interfaces_offered, w.channel_limit
+            )
+        } else {
+            format!(
+                "1 channel in use; the server offers multichannel on {} interface(s)",
+                w.interfaces_offered
+            )
+        });
         format!(
             "This client uses one channel while the server offers {} interface(s): its multichannel is off, \
              or it connected before multichannel was enabled (reconnect); parallel I/O gains 2-4x with more channels",

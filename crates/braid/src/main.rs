@@ -52,6 +52,10 @@ enum Cmd {
         /// The open files (and who holds them) instead of the sessions.
         #[arg(long)]
         opens: bool,
+        /// The advisor's findings on each session's last minute of work
+        /// (`/api/v1/advice`), each with its evidence.
+        #[arg(long, conflicts_with = "opens")]
+        advice: bool,
         /// The file holding the admin API's token (its admin_token_file).
         #[arg(long)]
         admin_token_file: Option<PathBuf>,
@@ -149,8 +153,9 @@ fn main() -> ExitCode {
             admin,
             json,
             opens,
+            advice,
             admin_token_file,
-        } => status::run(&admin, json, opens, admin_token_file.as_deref()),
+        } => status::run(&admin, json, opens, advice, admin_token_file.as_deref()),
         Cmd::Bench(args) => bench_cli::bench(*args),
         Cmd::Lab(args) => bench_cli::lab_cmd(args),
         Cmd::Vfs { cmd } => vfs_cli::run(cmd),
