@@ -61,7 +61,7 @@ class Braid:
         self.nfs_port = servers.free_port()
         config = (f'admin_listen = "{self.admin}"\n'
                   f'admin_token_file = {json.dumps(str(self.token_file))}\n'
-                  f'nfs_listen = "127.0.0.1:{self.nfs_port}"\n'
+                  f'nfs_listen = ["127.0.0.1:{self.nfs_port}"]\n'
                   f'[[share]]\nname = "{SHARE}"\npath = {json.dumps(str(self.share_dir))}\n'
                   + extra_share)
         (base / "server").mkdir()
@@ -187,7 +187,7 @@ def test_the_dashboard_follows_a_running_workload(braid, browser):
                         if s["protocol"] == "smb" and s["user"].lower() == USER and s["state"] == "valid"]
         assert api_sessions
         for s in api_sessions:
-            row = second["sessions"][f"smb:{s['id']}"]
+            row = second["sessions"][f"smb:{s['id']:016x}"]
             assert row["dialect"] == s["dialect"]
             assert row["signing"] == (s["signing"] or "off")
             assert row["encryption"] == (s["encryption"] or "off")
@@ -208,7 +208,7 @@ def test_the_dashboard_follows_a_running_workload(braid, browser):
             assert int(last["types"][name]["errors"]) == o["errors"], name
     assert int(last["operations_total"]) == total_ops(shares)
     advice = braid.api("/api/v1/advice")["advice"]
-    assert last["advice"] == sorted(f"{a['protocol']}:{a['session_id']} {a['id']}" for a in advice)
+    assert last["advice"] == sorted(f"{a['session_key']} {a['id']}" for a in advice)
     assert any(f.startswith(SHARE + "\\") for f in last["top_files"]), last["top_files"]
     shot = LOGS / "dashboard.png"
     browser.screenshot(shot)

@@ -42,6 +42,9 @@ pub struct WorkloadView {
     pub protocol: &'static str,
     /// As `/api/v1/sessions` shows it.
     pub session_id: u64,
+    /// "smb:" or "nfs:" and the id in 16 hex digits (the end of the
+    /// session's `id_hex`): exact where a JSON number is not (JavaScript).
+    pub session_key: String,
     pub client_address: String,
     /// The last share the session used.
     pub share: Option<String>,
@@ -110,6 +113,7 @@ pub struct AdviceView {
 pub struct AdviceLine {
     pub protocol: &'static str,
     pub session_id: u64,
+    pub session_key: String,
     pub client_address: String,
     pub share: Option<String>,
     pub active: bool,
@@ -234,6 +238,10 @@ fn windows(state: &ServerState) -> Vec<(Arc<SessionWorkload>, Counters, Workload
         .collect()
 }
 
+fn session_key(s: &SessionWorkload) -> String {
+    format!("{}:{:016x}", s.protocol.name(), s.id)
+}
+
 pub fn clients_view(state: &ServerState) -> ClientsView {
     let table = &state.metrics.workloads;
     let mut sessions = Vec::new();
@@ -259,6 +267,7 @@ pub fn clients_view(state: &ServerState) -> ClientsView {
         sessions.push(WorkloadView {
             protocol: s.protocol.name(),
             session_id: s.id,
+            session_key: session_key(&s),
             client_address: s.client.clone(),
             share: w.share.clone(),
             active,
@@ -330,6 +339,7 @@ pub fn advice_view(state: &ServerState) -> AdviceView {
             advice.push(AdviceLine {
                 protocol: s.protocol.name(),
                 session_id: s.id,
+                session_key: session_key(&s),
                 client_address: s.client.clone(),
                 share: w.share.clone(),
                 active,

@@ -231,11 +231,13 @@ function renderShare(share, hist) {
 }
 
 function renderSessions(sessions, clients) {
-  const work = new Map(clients.sessions.map((w) => [w.protocol + ":" + w.session_id, w]));
+  // Keys from hex: session ids do not all fit a JavaScript number.
+  const work = new Map(clients.sessions.map((w) => [w.session_key, w]));
   const rows = sessions.sessions.map((s) => {
-    const w = work.get(s.protocol + ":" + s.id) || {};
+    const key = s.protocol + ":" + s.id_hex.replace(/^0x/, "").slice(-16);
+    const w = work.get(key) || {};
     const version = s.protocol === "nfs" ? "4." + s.minor_version : s.dialect;
-    return el("tr", { "data-session": s.protocol + ":" + s.id },
+    return el("tr", { "data-session": key },
       el("td", { "data-field": "protocol" }, s.protocol),
       el("td", { "data-field": "id" }, s.id_hex),
       el("td", { "data-field": "user" }, s.user),
@@ -270,7 +272,7 @@ function renderAdvice(advice) {
     return;
   }
   list.replaceChildren(...advice.advice.map((a) =>
-    el("li", { "data-advice": a.id, "data-session": a.protocol + ":" + a.session_id },
+    el("li", { "data-advice": a.id, "data-session": a.session_key },
       el("b", {}, `${a.protocol} ${a.client_address}${a.share ? " on " + a.share : ""}: `), a.headline,
       el("ul", { class: "evidence" }, ...a.evidence.map((e) => el("li", {}, e))))));
 }
