@@ -63,6 +63,7 @@ class Braid:
                   f'admin_token_file = {json.dumps(str(self.token_file))}\n'
                   f'nfs_listen = ["127.0.0.1:{self.nfs_port}"]\n'
                   f'[[share]]\nname = "{SHARE}"\npath = {json.dumps(str(self.share_dir))}\n'
+                  + "root_squash = false\n"
                   + extra_share)
         (base / "server").mkdir()
         self.proc, self.port = servers.start_braid_with_config(base / "server", config,

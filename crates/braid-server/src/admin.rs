@@ -82,8 +82,27 @@ pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
         }
         info!("admin API on http://{a}/ (api/v1/sessions, api/v1/shares, api/v1/opens, metrics)");
     }
+    // The advisor's window: a snapshot of every session's counters every
+    // few seconds (workload.rs), taken here rather than on the request path.
+    let workloads = state.metrics.workloads.clone();
+    let _sampler = AbortOnDrop(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(crate::workload::SAMPLE_EVERY);
+        loop {
+            tick.tick().await;
+            workloads.sample(std::time::Instant::now());
+        }
+    }));
     if let Err(e) = axum::serve(listener, router(state)).await {
         warn!("admin API stopped: {e}");
+    }
+}
+
+/// Ends the task when the admin API's own task ends (or is aborted).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -175,7 +175,8 @@ impl ClassSnapshot {
 
     /// The JSON of `/api/v1/shares` (`operations_by_type`).
     pub fn view(&self) -> ClassView {
-        let unthrottled = self.count() - self.throttled_ops;
+        // The counters are read one by one while requests finish: saturate.
+        let unthrottled = self.count().saturating_sub(self.throttled_ops);
         ClassView {
             count: self.count(),
             success: self.success,

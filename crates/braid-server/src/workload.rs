@@ -428,13 +428,16 @@ impl WorkloadTable {
 
     /// Each session's counters over the window: since the oldest snapshot
     /// not older than [`WINDOW`] (since the session began when it is
-    /// younger), with the window's length.
+    /// younger than that snapshot), with the window's length. The admin
+    /// listener takes a snapshot every [`SAMPLE_EVERY`].
     pub fn windowed(&self, now: Instant) -> Vec<(Arc<SessionWorkload>, Counters, f64)> {
         self.sample(now);
         let snaps = self.snapshots.lock().unwrap();
+        // The oldest snapshot of the window, not the one just taken (with
+        // no earlier one, the window is each session's whole life).
         let base = snaps
             .iter()
-            .find(|(t, _)| now.saturating_duration_since(*t) <= WINDOW);
+            .find(|(t, _)| *t < now && now.saturating_duration_since(*t) <= WINDOW);
         self.sessions()
             .into_iter()
             .map(|s| {
@@ -602,8 +605,20 @@ mod tests {
         assert_eq!(c.total_ops(), 3);
         assert_eq!(c.ops[OpClass::Close as usize], 3);
         assert!((secs - 10.0).abs() < 0.01);
+        // Asked for the first time, with no earlier snapshot: the whole life.
+        let fresh = Arc::new(WorkloadTable::default());
+        fresh
+            .begin(Protocol::Smb, 2, || "x".into())
+            .finish(&rec(OpClass::Open, 0), None);
+        assert_eq!(fresh.windowed(Instant::now())[0].1.total_ops(), 1);
+        // Later: since the snapshot that call took.
+        let later = Instant::now() + SAMPLE_EVERY;
+        fresh
+            .begin(Protocol::Smb, 2, || "x".into())
+            .finish(&rec(OpClass::Close, 0), None);
+        assert_eq!(fresh.windowed(later)[0].1.total_ops(), 1);
         // After the window, the old snapshot is gone: since the newest kept.
         let w = t.windowed(t0 + Duration::from_secs(200));
-        assert_eq!(w[0].1.total_ops(), 0);
+        assert_eq!(w[0].1.total_ops(), 4);
     }
 }

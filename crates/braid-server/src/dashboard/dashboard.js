@@ -211,7 +211,7 @@ function renderShare(share, hist) {
     const lat = b ? diff(o.latency_buckets, b.latency_buckets) : o.latency_buckets;
     const thr = b ? diff(o.throttled_buckets, b.throttled_buckets) : o.throttled_buckets;
     const n = lat.reduce((x, y) => x + y, 0);
-    const zeros = n - thr.reduce((x, y) => x + y, 0);
+    const zeros = Math.max(0, n - thr.reduce((x, y) => x + y, 0));
     const thrCls = zeros < n ? "throttled" : undefined;
     body.append(el("tr", { "data-type": c },
       el("td", {}, c),
