@@ -43,8 +43,10 @@ class Browser:
                 "--disable-background-networking", "--remote-debugging-pipe",
                 f"--user-data-dir={profile_dir}", f"--window-size={width},{height}", "about:blank"]
         self.log = open(profile_dir / "chromium.log", "wb")
+        # close_fds=False: Python's own descriptors are close-on-exec
+        # anyway, and closing would take 3 and 4 too (after preexec_fn).
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log,
-                                     preexec_fn=child_fds, pass_fds=(hi_r, hi_w))
+                                     preexec_fn=child_fds, close_fds=False)
         os.close(hi_r)
         os.close(hi_w)
         self.w = to_chrome_w
