@@ -144,6 +144,9 @@ install_dependencies() {
     if ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
         missing+=(busybox-static)
     fi
+    # tests/e2e/test_dashboard.py loads the admin dashboard in headless
+    # Chromium (DevTools protocol over --remote-debugging-pipe).
+    command -v chromium >/dev/null 2>&1 || missing+=(chromium)
     if [ ${#missing[@]} -gt 0 ]; then
         say "installing Debian packages: ${missing[*]}"
         if [ "$(id -u)" -ne 0 ]; then

@@ -716,7 +716,7 @@ pub async fn run_on<B: BenchFs>(
     if let Some(e) = total.first_error {
         warnings.push(format!("first error: {e}"));
     }
-    Ok(Report {
+    let mut report = Report {
         tool: format!("braid-bench {}", env!("CARGO_PKG_VERSION")),
         protocol: spec.protocol().name().into(),
         spec: spec.clone(),
@@ -741,7 +741,10 @@ pub async fn run_on<B: BenchFs>(
                 errors,
             })
             .collect(),
-    })
+        advice: Vec::new(),
+    };
+    report.advice = braid_advisor::advise(&report.workload());
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -934,6 +937,48 @@ mod tests {
         for op in ["create", "open", "close", "query_info", "delete"] {
             assert!(r.ops[op].count > 0, "{op}");
         }
+        let ids: Vec<&str> = r.advice.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["metadata_heavy"], "{}", r.to_text());
+        assert!(r.to_text().contains("advice [metadata_heavy]"));
+    }
+
+    #[tokio::test]
+    async fn a_queue_depth_1_small_io_run_gets_its_advice() {
+        let mut s = small_spec();
+        s.threads = 1;
+        s.queue_depth = 1;
+        s.read_pct = 100;
+        s.random = true;
+        let r = run_on(
+            Arc::new(MemFs::default()),
+            &s,
+            false,
+            &ServerInfo::default(),
+            &[],
+        )
+        .await
+        .unwrap();
+        let ids: Vec<&str> = r.advice.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["single_request_small_io"], "{}", r.to_text());
+        // Sixteen in flight, 1 MiB, over 4 files, one channel: multichannel.
+        s.queue_depth = 16;
+        s.io_size = 1 << 20;
+        s.files = 4;
+        s.file_size = 4 << 20;
+        let info = ServerInfo {
+            multichannel_offered: true,
+            interfaces: vec!["127.0.0.1".into()],
+            ..Default::default()
+        };
+        let mut r = run_on(Arc::new(MemFs::default()), &s, false, &info, &[])
+            .await
+            .unwrap();
+        r.protocol = "smb".into();
+        let ids: Vec<String> = braid_advisor::advise(&r.workload())
+            .into_iter()
+            .map(|a| a.id)
+            .collect();
+        assert_eq!(ids, ["one_channel_parallel_io"], "{}", r.to_text());
     }
 
     #[test]

@@ -92,6 +92,10 @@ pub struct Report {
     /// is drawn from.
     #[serde(default)]
     pub per_second: Vec<SecondStats>,
+    /// What the advisor says of the workload just run (`braid-advisor`,
+    /// the same rules as the server's `/api/v1/advice`).
+    #[serde(default)]
+    pub advice: Vec<braid_advisor::Advice>,
 }
 
 /// One second of a run.
@@ -197,7 +201,68 @@ impl Report {
         for w in &self.warnings {
             let _ = writeln!(o, "warning: {w}");
         }
+        for a in &self.advice {
+            let _ = writeln!(o, "advice [{}]: {}", a.id, a.headline);
+            for e in &a.evidence {
+                let _ = writeln!(o, "    - {e}");
+            }
+        }
         o
+    }
+
+    /// The run as the advisor sees a workload: what the load generator
+    /// kept in flight, its I/O sizes and mix, files and channels, and what
+    /// the server offered.
+    pub fn workload(&self) -> braid_advisor::Workload {
+        use braid_advisor::OpClass;
+        let s = &self.spec;
+        let in_flight = u64::from(s.threads.max(1)) * u64::from(s.queue_depth.max(1));
+        let mut w = braid_advisor::Workload {
+            protocol: self.protocol.clone(),
+            subject: "this bench run".into(),
+            seconds: self.elapsed_s,
+            mean_in_flight: in_flight as f64,
+            max_in_flight: in_flight,
+            channels: self.channels.iter().filter(|c| c.alive).count() as u64,
+            channels_max: self.channels.len() as u64,
+            interfaces_offered: self.server.interfaces.len() as u64,
+            multichannel_offered: self.server.multichannel_offered,
+            ..Default::default()
+        };
+        for (name, st) in &self.ops {
+            let class = match name.as_str() {
+                "read" => OpClass::Read,
+                "write" => OpClass::Write,
+                "create" | "mkdir" => OpClass::Create,
+                "open" => OpClass::Open,
+                "close" => OpClass::Close,
+                "delete" | "rmdir" | "remove" | "unlink" => OpClass::Delete,
+                "rename" => OpClass::Rename,
+                "query_info" | "stat" | "getattr" => OpClass::Stat,
+                "list" | "readdir" | "query_directory" => OpClass::List,
+                _ => OpClass::Other,
+            };
+            *w.ops.entry(class).or_default() += st.count;
+            if class.is_data() {
+                w.add_io(u64::from(s.io_size), st.count);
+                if class == OpClass::Read {
+                    w.bytes_read += st.bytes;
+                    if !s.random {
+                        w.sequential_reads += st.count;
+                    }
+                    if in_flight == 1 {
+                        w.lone_reads += st.count;
+                    }
+                } else {
+                    w.bytes_written += st.bytes;
+                }
+            }
+        }
+        w.files_touched = match s.mode {
+            Mode::Io => u64::from(s.files),
+            Mode::Metadata => in_flight * u64::from(s.md_files),
+        };
+        w
     }
 
     /// "64k randread" style label of the load.

@@ -8,6 +8,9 @@
 //! - `GET /api/v1/shares`: shares with open counts, traffic so far and QoS;
 //! - `PUT /api/v1/shares/{name}/qos`: new QoS limits for a share;
 //! - `GET /api/v1/opens`: every open file and directory, and who holds it;
+//! - `GET /api/v1/clients`, `GET /api/v1/advice`: workloads and advice
+//!   (`admin_workload.rs`);
+//! - `GET /`: the dashboard (`admin_page.rs`);
 //! - `GET /metrics`: Prometheus text format 0.0.4.
 
 use std::collections::HashMap;
@@ -45,7 +48,15 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
 
 pub fn router(state: Arc<ServerState>) -> Router {
     let token = state.config().admin_token.clone();
+    // The dashboard's files hold no data (admin_page.rs): a browser loads
+    // them without the token, and their script sends it to the API.
+    let page = Router::new()
+        .route("/", get(crate::admin_page::get_page))
+        .route("/dashboard.js", get(crate::admin_page::get_script))
+        .route("/dashboard.css", get(crate::admin_page::get_style));
     let router = Router::new()
+        .route("/api/v1/clients", get(get_clients))
+        .route("/api/v1/advice", get(get_advice))
         .route("/api/v1/sessions", get(get_sessions))
         .route("/api/v1/shares", get(get_shares))
         .route(
@@ -55,13 +66,14 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/api/v1/opens", get(get_opens))
         .route("/metrics", get(get_metrics))
         .with_state(state);
-    match token {
+    let api = match token {
         Some(token) => router.layer(axum::middleware::from_fn_with_state(
             token,
             crate::admin_auth::require_token,
         )),
         None => router,
-    }
+    };
+    page.merge(api)
 }
 
 /// Serve the admin API on an already bound listener until the task ends.
@@ -76,8 +88,27 @@ pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
         }
         info!("admin API on http://{a}/ (api/v1/sessions, api/v1/shares, api/v1/opens, metrics)");
     }
+    // The advisor's window: a snapshot of every session's counters every
+    // few seconds (workload.rs), taken here rather than on the request path.
+    let workloads = state.metrics.workloads.clone();
+    let _sampler = AbortOnDrop(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(crate::workload::SAMPLE_EVERY);
+        loop {
+            tick.tick().await;
+            workloads.sample(std::time::Instant::now());
+        }
+    }));
     if let Err(e) = axum::serve(listener, router(state)).await {
         warn!("admin API stopped: {e}");
+    }
+}
+
+/// Ends the task when the admin API's own task ends (or is aborted).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -87,6 +118,18 @@ async fn get_sessions(State(state): State<Arc<ServerState>>) -> Json<SessionsVie
 
 async fn get_shares(State(state): State<Arc<ServerState>>) -> Json<SharesView> {
     Json(shares_view(&state))
+}
+
+async fn get_clients(
+    State(state): State<Arc<ServerState>>,
+) -> Json<crate::admin_workload::ClientsView> {
+    Json(crate::admin_workload::clients_view(&state))
+}
+
+async fn get_advice(
+    State(state): State<Arc<ServerState>>,
+) -> Json<crate::admin_workload::AdviceView> {
+    Json(crate::admin_workload::advice_view(&state))
 }
 
 async fn get_opens(State(state): State<Arc<ServerState>>) -> Json<OpensView> {
@@ -179,6 +222,8 @@ pub struct ChannelView {
 #[derive(Debug, Serialize)]
 pub struct SharesView {
     pub shares: Vec<ShareView>,
+    /// Upper bounds of `operations_by_type`'s latency buckets.
+    pub latency_bounds_us: &'static [u64],
 }
 
 #[derive(Debug, Serialize)]
@@ -207,6 +252,10 @@ pub struct ShareView {
     pub metadata_cache: crate::metadata_cache_view::MetadataCacheView,
     /// Provisioned performance now (`qos_admin.rs`).
     pub qos: serde_json::Value,
+    /// SMB and NFS operations by class (`op_metrics.rs`): counts by
+    /// result, data bytes, latency and throttled-time percentiles and
+    /// buckets.
+    pub operations_by_type: serde_json::Map<String, serde_json::Value>,
 }
 
 pub fn sessions_view(state: &ServerState) -> SessionsView {
@@ -491,10 +540,14 @@ pub fn shares_view(state: &ServerState) -> SharesView {
                     .collect(),
                 metadata_cache: crate::metadata_cache_view::view(state, &c.name),
                 qos: crate::qos_admin::share_qos(state, &c.name),
+                operations_by_type: state.metrics.ops.share_view(&c.name),
             }
         })
         .collect();
-    SharesView { shares }
+    SharesView {
+        shares,
+        latency_bounds_us: &crate::op_metrics::LATENCY_BOUNDS_US,
+    }
 }
 
 /// Sessions and channels right now, for `/metrics`.
@@ -737,6 +790,8 @@ mod tests {
             "/api/v1/sessions",
             "/api/v1/shares",
             "/api/v1/opens",
+            "/api/v1/clients",
+            "/api/v1/advice",
         ] {
             let r = raw_get(addr, path, "").await;
             assert!(r.starts_with("HTTP/1.1 401"), "{r}");
@@ -746,6 +801,17 @@ mod tests {
             assert!(r.starts_with("HTTP/1.1 401"), "{r}");
             let r = raw_get(addr, path, &format!("Authorization: Bearer {token}\r\n")).await;
             assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+        }
+        // The dashboard's files carry no data and load without the token;
+        // what they show comes from the API above.
+        for path in ["/", "/dashboard.js", "/dashboard.css"] {
+            let r = raw_get(addr, path, "").await;
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+            assert!(!r.contains("Data"), "{r}");
+            assert!(
+                r.contains("content-security-policy: default-src 'none'"),
+                "{r}"
+            );
         }
         task.abort();
         let _ = std::fs::remove_dir_all(&dir);

@@ -4,6 +4,8 @@
 pub mod admin;
 pub mod admin_auth;
 pub mod admin_nfs;
+pub mod admin_page;
+pub mod admin_workload;
 pub mod break_delivery;
 pub mod config;
 pub mod conn;
@@ -22,6 +24,7 @@ pub mod metrics;
 pub mod nfs;
 pub mod nfs_smb;
 pub mod notify;
+pub mod op_metrics;
 pub mod oplock;
 pub mod order;
 pub mod per_client;
@@ -38,6 +41,7 @@ pub mod state;
 pub mod tcp_ack;
 pub mod userdb;
 pub mod users_live;
+pub mod workload;
 
 pub use config::{InterfaceConfig, ServerConfig, ShareConfig};
 pub use server::Server;

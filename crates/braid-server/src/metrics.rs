@@ -173,6 +173,10 @@ pub struct Metrics {
     /// SESSION_SETUPs refused unread because their address failed too
     /// often (`logon_throttle.rs`).
     pub logons_throttled: AtomicU64,
+    /// Per-operation metrics by class, share and protocol (`op_metrics.rs`).
+    pub ops: Arc<crate::op_metrics::OpMetrics>,
+    /// Per-session workload statistics and top files (`workload.rs`).
+    pub workloads: Arc<crate::workload::WorkloadTable>,
 }
 
 impl Default for Metrics {
@@ -186,6 +190,8 @@ impl Metrics {
     pub fn new<'a>(shares: impl IntoIterator<Item = &'a str>) -> Metrics {
         let mut fixed = HashMap::new();
         let mut order = Vec::new();
+        let shares: Vec<&str> = shares.into_iter().collect();
+        let ops = Arc::new(crate::op_metrics::OpMetrics::new(shares.iter().copied()));
         let names = shares.into_iter().chain(["IPC$", NO_SHARE]);
         for name in names {
             if fixed.contains_key(name) {
@@ -204,6 +210,8 @@ impl Metrics {
             auth_failures: AtomicU64::new(0),
             connections_refused: AtomicU64::new(0),
             logons_throttled: AtomicU64::new(0),
+            ops,
+            workloads: Arc::default(),
         }
     }
 
@@ -414,17 +422,18 @@ impl Metrics {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {v}");
         }
+        self.ops.render_prometheus(&mut out);
         out
     }
 }
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+pub(crate) fn header(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
 }
 
 /// A bucket bound in seconds, shortest exact form (0.00005, 0.1, 1, 2.5, 10).
-fn format_seconds(us: u64) -> String {
+pub(crate) fn format_seconds(us: u64) -> String {
     let whole = us / 1_000_000;
     let frac = us % 1_000_000;
     if frac == 0 {
@@ -435,7 +444,7 @@ fn format_seconds(us: u64) -> String {
 }
 
 /// Prometheus label values escape backslash, double quote and newline.
-fn escape_label(s: &str) -> String {
+pub(crate) fn escape_label(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -59,6 +59,10 @@ impl Server {
             let _ = nfs.state.files.set(state.files.clone());
             let _ = nfs.state.caching.set(crate::nfs_smb::caching(&state));
             let _ = nfs.state.qos.set(state.qos.clone());
+            let _ = nfs.state.metrics.set(crate::nfs::op_class::NfsMetrics {
+                ops: state.metrics.ops.clone(),
+                workloads: state.metrics.workloads.clone(),
+            });
         }
         Ok(Server {
             state,

@@ -54,8 +54,12 @@ enum Cmd {
         #[arg(long)]
         opens: bool,
         /// Each share's provisioned performance (QoS) and use instead.
-        #[arg(long, conflicts_with = "opens")]
+        #[arg(long, conflicts_with_all = ["opens", "advice"])]
         shares: bool,
+        /// The advisor's findings on each session's last minute of work
+        /// (`/api/v1/advice`), each with its evidence.
+        #[arg(long, conflicts_with = "opens")]
+        advice: bool,
         /// The file holding the admin API's token (its admin_token_file).
         #[arg(long)]
         admin_token_file: Option<PathBuf>,
@@ -166,8 +170,16 @@ fn main() -> ExitCode {
             json,
             opens,
             shares,
+            advice,
             admin_token_file,
-        } => status::run(&admin, json, opens, shares, admin_token_file.as_deref()),
+        } => status::run(
+            &admin,
+            json,
+            opens,
+            shares,
+            advice,
+            admin_token_file.as_deref(),
+        ),
         Cmd::Bench(args) => bench_cli::bench(*args),
         Cmd::Lab(args) => bench_cli::lab_cmd(args),
         Cmd::Vfs { cmd } => vfs_cli::run(cmd),

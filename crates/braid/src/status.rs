@@ -100,18 +100,23 @@ fn dechunk(mut b: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-/// `opens`: the open files (`/api/v1/opens`) instead of the sessions.
+/// `opens`: the open files (`/api/v1/opens`) instead of the sessions;
+/// `shares`: each share's provisioned performance (`/api/v1/shares`);
+/// `advice`: the advisor's findings (`/api/v1/advice`).
 pub fn run(
     admin: &str,
     json: bool,
     opens: bool,
     shares: bool,
+    advice: bool,
     token_file: Option<&std::path::Path>,
 ) -> Result<(), String> {
     let path = if opens {
         "/api/v1/opens"
     } else if shares {
         "/api/v1/shares"
+    } else if advice {
+        "/api/v1/advice"
     } else {
         "/api/v1/sessions"
     };
@@ -133,6 +138,8 @@ pub fn run(
         print!("{}", crate::status_shares::render_shares(&v));
     } else if opens {
         print!("{}", render_opens(&v));
+    } else if advice {
+        print!("{}", render_advice(&v));
     } else {
         print!("{}", render_table(&v));
     }
@@ -303,6 +310,39 @@ fn aligned(headers: &[&str], rows: &[Vec<String>]) -> Vec<String> {
     out
 }
 
+/// `braid status --advice`: per finding, who it is about, the advice, and
+/// its evidence indented under it.
+pub fn render_advice(v: &Value) -> String {
+    let empty = Vec::new();
+    let lines = v["advice"].as_array().unwrap_or(&empty);
+    let window = v["window_seconds"].as_u64().unwrap_or(60);
+    if lines.is_empty() {
+        return format!(
+            "no advice: no session shows a pattern worth a word in the last {window} s\n"
+        );
+    }
+    let mut out = String::new();
+    for a in lines {
+        let share = a["share"]
+            .as_str()
+            .map(|s| format!(" on {s}"))
+            .unwrap_or_default();
+        let ended = if a["active"] == false { " (ended)" } else { "" };
+        out.push_str(&format!(
+            "{} session 0x{:016x} from {}{share}{ended} [{}]\n  {}\n",
+            s(&a["protocol"]),
+            a["session_id"].as_u64().unwrap_or(0),
+            s(&a["client_address"]),
+            s(&a["id"]),
+            s(&a["headline"]),
+        ));
+        for e in a["evidence"].as_array().unwrap_or(&empty) {
+            out.push_str(&format!("    - {}\n", s(e)));
+        }
+    }
+    out
+}
+
 /// `braid status --opens`: one line per open, as `smbstatus` lists locked
 /// files.
 pub fn render_opens(v: &Value) -> String {
@@ -355,6 +395,23 @@ pub fn render_opens(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advice_lines_with_evidence() {
+        let v: Value = serde_json::from_str(
+            r#"{"window_seconds":60,"advice":[{"protocol":"smb","session_id":4097,
+            "client_address":"127.0.0.1","share":"data","active":false,
+            "id":"single_request_small_io","headline":"keeps one request in flight",
+            "evidence":["1.00 requests in flight","I/O sizes: 4 KiB 100%"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            render_advice(&v),
+            "smb session 0x0000000000001001 from 127.0.0.1 on data (ended) [single_request_small_io]\n  keeps one request in flight\n    - 1.00 requests in flight\n    - I/O sizes: 4 KiB 100%\n"
+        );
+        let none: Value = serde_json::from_str(r#"{"window_seconds":60,"advice":[]}"#).unwrap();
+        assert!(render_advice(&none).starts_with("no advice"));
+    }
 
     #[test]
     fn parses_responses() {

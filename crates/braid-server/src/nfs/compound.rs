@@ -264,7 +264,14 @@ impl Compound {
             slotid: 0,
         };
         let mut status = NFS4_OK;
+        let state = self.state.clone();
+        let metrics = state.metrics.get();
+        // This compound is in flight for its session's workload (from its
+        // SEQUENCE on) until `flight` drops.
+        let mut flight = None;
         for (i, op) in args.ops.iter().enumerate() {
+            let op_started = std::time::Instant::now();
+            let mut throttled = std::time::Duration::ZERO;
             self.index = i;
             self.next_op = args.ops.get(i + 1).map(|o| o.discriminant());
             self.reply_room = reply.room();
@@ -322,11 +329,31 @@ impl Compound {
                 let passed = super::qos::pass(self, op);
                 let res = dispatch::dispatch(self, op);
                 if let Some((gate, p)) = passed {
+                    throttled = p.waited;
                     gate.done(p, dispatch::status_of(&res) == NFS4_OK);
                 }
                 res
             };
             status = dispatch::status_of(&res);
+            if let Some(m) = metrics {
+                if flight.is_none() {
+                    if let Some(session) = &self.session {
+                        flight = Some(begin_flight(m, session, &self.conn));
+                    }
+                }
+                super::op_class::record(
+                    m,
+                    flight.as_ref(),
+                    op,
+                    &res,
+                    status,
+                    self.current.as_ref(),
+                    crate::op_metrics::OpTiming {
+                        latency: op_started.elapsed(),
+                        throttled,
+                    },
+                );
+            }
             if !reply.push(&res) {
                 // RFC 8881 2.10.6.4: the operation whose result does not
                 // fit answers NFS4ERR_REP_TOO_BIG (or _TO_CACHE) and the
@@ -363,6 +390,22 @@ impl Compound {
         }
         segments
     }
+}
+
+/// The session's workload entry, keyed as the admin API shows NFS
+/// sessions (the last 8 bytes of the sessionid4).
+fn begin_flight(
+    metrics: &super::op_class::NfsMetrics,
+    session: &Session,
+    conn: &Connection,
+) -> crate::workload::InFlight {
+    let mut tail = [0u8; 8];
+    tail.copy_from_slice(&session.id[8..]);
+    metrics.workloads.begin(
+        crate::op_metrics::Protocol::Nfs,
+        u64::from_be_bytes(tail),
+        || conn.peer.ip().to_string(),
+    )
 }
 
 /// Finishes a slot left in progress when the compound unwinds.

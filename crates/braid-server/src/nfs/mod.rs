@@ -17,6 +17,7 @@ pub mod errors;
 pub mod export;
 pub mod exports;
 pub mod fh;
+pub mod op_class;
 pub mod ops;
 pub mod qos;
 pub mod rpc;
@@ -122,6 +123,9 @@ pub struct NfsState {
     /// The shares' QoS gates (`crate::qos`), shared with SMB; set by the
     /// server at start (none: NFS requests are not gated).
     pub qos: std::sync::OnceLock<Arc<crate::qos::QosRegistry>>,
+    /// The server's per-operation metrics and workload table; set by the
+    /// server at start (tests may run without).
+    pub metrics: std::sync::OnceLock<op_class::NfsMetrics>,
 }
 
 impl NfsState {
@@ -156,6 +160,7 @@ impl NfsState {
             files: std::sync::OnceLock::new(),
             caching: std::sync::OnceLock::new(),
             qos: std::sync::OnceLock::new(),
+            metrics: std::sync::OnceLock::new(),
         }))
     }
 

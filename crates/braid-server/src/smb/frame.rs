@@ -19,9 +19,11 @@ use braid_smb_proto::header::{
 use braid_smb_proto::NtStatus;
 
 use super::send::{error_reply, send_frame};
-use super::{dispatch, OpResult, Request, Sealed};
+use super::{dispatch, OpResult, Reply, Request, Sealed};
 use crate::conn::Connection;
+use crate::op_metrics::{OpRecord, Outcome, Protocol};
 use crate::session::{Session, SessionPhase};
+use crate::workload::{FileRef, InFlight};
 
 /// A frame whose message ids were accepted, ready to be processed.
 pub enum Work {
@@ -433,6 +435,60 @@ fn finalize(
     Ok(())
 }
 
+/// The protocol-neutral metrics of one finished request (`op_metrics.rs`,
+/// `workload.rs`), classified by `op_class.rs`.
+fn record_operation(
+    req: &Request<'_>,
+    flight: Option<&InFlight>,
+    command: Command,
+    reply: &Reply,
+    share: Option<&str>,
+    timing: crate::op_metrics::OpTiming,
+    response_len: u64,
+) {
+    let server = &req.conn.server;
+    let failed = reply.status.is_error() && reply.status != NtStatus::MORE_PROCESSING_REQUIRED;
+    let response = reply.msg.get(reply.headroom..).unwrap_or_default();
+    let op = super::op_class::classify(command, req.msg, !failed, response, response_len);
+    let record = OpRecord {
+        protocol: Protocol::Smb,
+        share,
+        class: op.class,
+        result: if failed {
+            Outcome::Error
+        } else {
+            Outcome::Success
+        },
+        latency: timing.latency,
+        throttled: timing.throttled,
+        data_bytes: op.data_bytes,
+    };
+    server.metrics.ops.record(&record);
+    let Some(flight) = flight else {
+        return;
+    };
+    let file_id = reply.created_file_id.or(*req.used_file_id.lock().unwrap());
+    if let (Some(id), Some(sess)) = (reply.created_file_id, req.session.as_ref()) {
+        if let Some(open) = sess.opens.get(&id.volatile) {
+            flight.name_file(id.persistent, || {
+                format!("{}\\{}", share.unwrap_or_default(), open.handle.path())
+            });
+        }
+    }
+    flight.finish(
+        &record,
+        file_id.map(|id| FileRef {
+            key: id.persistent,
+            read: op.read,
+        }),
+    );
+    if command == Command::Close {
+        if let Some(id) = file_id {
+            flight.forget_file(id.persistent);
+        }
+    }
+}
+
 /// A response ready to go, and the key to sign it with, if any.
 struct Finished {
     /// `headroom` bytes, then the message (header first).
@@ -469,6 +525,16 @@ async fn handle_one(
         related.file_id = None;
     }
     related.started = true;
+    // ---- workload layer (workload.rs): this request is in flight until
+    // `flight` drops; requests of no session (NEGOTIATE, the first
+    // SESSION_SETUP) or of an unknown one are not a session's workload.
+    let flight =
+        (hdr.session_id != 0 && server.sessions.get(&hdr.session_id).is_some()).then(|| {
+            server
+                .metrics
+                .workloads
+                .begin(Protocol::Smb, hdr.session_id, || conn.peer.ip().to_string())
+        });
     let command = Command::from_u16(hdr.command);
     let mut req = Request {
         conn,
@@ -616,6 +682,9 @@ async fn handle_one(
         Ok(r) => r,
         Err(status) => error_reply(status),
     };
+    let throttled = qos_passed
+        .as_ref()
+        .map_or(std::time::Duration::ZERO, |(_, p)| p.waited);
     if let Some((gate, passed)) = qos_passed {
         gate.done(passed, !reply.status.is_error());
     }
@@ -634,6 +703,18 @@ async fn handle_one(
             reply.status,
             elapsed,
             msg.len() as u64,
+            out as u64,
+        );
+        record_operation(
+            &req,
+            flight.as_ref(),
+            cmd,
+            &reply,
+            share,
+            crate::op_metrics::OpTiming {
+                latency: elapsed,
+                throttled,
+            },
             out as u64,
         );
     }

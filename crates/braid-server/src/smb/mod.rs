@@ -5,6 +5,7 @@ pub mod acl;
 pub mod dispatch;
 pub mod frame;
 pub mod nfs_ace;
+pub mod op_class;
 pub mod ops;
 pub mod qos;
 pub mod replay;
