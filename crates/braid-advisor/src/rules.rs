@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::workload::size_label;
 use crate::{OpClass, Workload};
 
-/// Below this many operations in the window there is nothing to say.
+/// Below this many operations in the window a workload's shape says
+/// nothing (its share's throttling still does).
 pub const MIN_OPERATIONS: u64 = 100;
 
 /// One line of advice and the measurements behind it.
@@ -23,10 +24,17 @@ pub struct Advice {
 
 /// All the advice for one workload, most important first.
 pub fn advise(w: &Workload) -> Vec<Advice> {
+    // Throttling is the share's state, seen by any session that used it: a
+    // session held back makes few operations by design, so it needs no
+    // minimum. The workload's own shape does.
+    let mut out = if w.total() > 0 {
+        throttled(w)
+    } else {
+        Vec::new()
+    };
     if w.total() < MIN_OPERATIONS {
-        return Vec::new();
+        return out;
     }
-    let mut out = throttled(w);
     let rules: [fn(&Workload) -> Option<Advice>; 4] = [
         single_request_small_io,
         one_channel_for_parallel_io,
@@ -426,6 +434,10 @@ mod tests {
         assert!(a.headline.contains("40% of the window throttled on egress"));
         assert!(a.headline.contains("raise egress_mibps"));
         assert_eq!(a.evidence[1], "egress_mibps = 50");
+        // A session held back makes few operations: still advised.
+        let mut few = io("smb", OpClass::Read, 20, 1 << 20, 1.0);
+        few.throttling = w.throttling.clone();
+        assert_eq!(ids(&few), ["throttled_egress"]);
     }
 
     #[test]
