@@ -63,6 +63,21 @@ fn credential(session: &Session) -> OpaqueAuth {
     OpaqueAuth::none()
 }
 
+/// The RPC call header of callback procedure `proc_` (RFC 8881 20).
+fn encode_cb_call(w: &mut XdrWriter, xid: u32, program: u32, proc_: u32, cred: OpaqueAuth) {
+    encode_call(
+        w,
+        &CallHeader {
+            xid,
+            prog: program,
+            vers: NFS_CB,
+            proc_,
+            cred,
+            verf: OpaqueAuth::none(),
+        },
+    );
+}
+
 /// RFC 8881 20 (procedure 0, CB_NULL) and 18.36.3: a new session's
 /// backchannel is probed at once with the program and credential the
 /// client gave, as Linux's nfsd does, so a client learns early that its
@@ -82,17 +97,7 @@ pub async fn probe(state: Arc<NfsState>, session: Arc<Session>) {
     let cred = credential(&session);
     let build = |xid: u32| -> Vec<Bytes> {
         let mut w = XdrWriter::with_capacity(64);
-        encode_call(
-            &mut w,
-            &CallHeader {
-                xid,
-                prog: program,
-                vers: NFS_CB,
-                proc_: CB_NULL,
-                cred: cred.clone(),
-                verf: OpaqueAuth::none(),
-            },
-        );
+        encode_cb_call(&mut w, xid, program, CB_NULL, cred.clone());
         w.into_segments()
     };
     let answered = match conn.call(build, CALLBACK_TIMEOUT).await {
@@ -201,17 +206,7 @@ async fn recall_once(
     };
     let build = |xid: u32| -> Vec<Bytes> {
         let mut w = XdrWriter::with_capacity(256);
-        encode_call(
-            &mut w,
-            &CallHeader {
-                xid,
-                prog: program,
-                vers: NFS_CB,
-                proc_: CB_COMPOUND,
-                cred,
-                verf: OpaqueAuth::none(),
-            },
-        );
+        encode_cb_call(&mut w, xid, program, CB_COMPOUND, cred.clone());
         args.encode(&mut w);
         w.into_segments()
     };
