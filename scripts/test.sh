@@ -249,7 +249,7 @@ else
     say "e2e: pytest tests/e2e against $TARGET"
     t0=$SECONDS
     # -rs: the end of the log lists each skip with its reason.
-    timeout --kill-after=30 1500 python3 -m pytest tests/e2e -q -rs -p no:cacheprovider \
+    timeout --kill-after=30 2100 python3 -m pytest tests/e2e -q -rs -p no:cacheprovider \
         --junitxml="$LOGS/e2e.xml" 2>&1 | tee "$LOGS/e2e.log" | tail -n 40
     rc=${PIPESTATUS[0]}
     read -r ep ef es < <(python3 - "$LOGS/e2e.xml" <<'EOF' 2>/dev/null || echo "0 0 0"
