@@ -312,3 +312,46 @@ def test_status_shows_the_shares_qos(braid):
     assert p.returncode == 0, p.stderr
     row = next(ln for ln in p.stdout.splitlines() if ln.split() and ln.split()[0] == "qos")
     assert "500" in row, p.stdout
+
+
+def test_a_long_wait_goes_async_and_the_reads_succeed(tmp_path):
+    """MS-SMB2 3.3.4.2: an SMB request QoS holds back longer than half a
+    second gets an interim STATUS_PENDING (its AsyncId reaches the client),
+    so a low limit never runs into the client's request timeout; every read
+    then returns the file's bytes. The share is held to 1 IOPS."""
+    from smbremote import RawClient
+    from smbprotocol.open import FilePipePrinterAccessMask
+
+    b = Braid(tmp_path)
+    try:
+        b.config.write_text(config_text(b.share_dir, "iops = 1\n"))
+        os.kill(b.proc.pid, signal.SIGHUP)
+        deadline = time.time() + 10
+        while b.share_qos("qos")["iops"] != 1:
+            assert time.time() < deadline, b.share_qos("qos")
+            time.sleep(0.2)
+        data = os.urandom(4 * 4096)
+        (b.share_dir / "qos" / "f").write_bytes(data)
+        target = servers.Server("braid", "127.0.0.1", b.port, "qos", USER, b.password,
+                                b.share_dir / "qos", b.workdir, b.proc.pid, b.log, b.proc)
+        c = RawClient(target)
+        try:
+            op = c.open("f", FilePipePrinterAccessMask.FILE_READ_DATA)
+            started = time.monotonic()
+            sent = []
+            for i in range(4):
+                msg, receive = op.read(i * 4096, 4096, send=False)
+                sent.append((c.conn.send(msg, c.session.session_id, c.tree.tree_connect_id),
+                             receive, i))
+            for request, receive, i in sent:
+                assert receive(request) == data[i * 4096:(i + 1) * 4096]
+            elapsed = time.monotonic() - started
+            went_async = [i for request, _, i in sent if request.async_id is not None]
+            op.close()
+        finally:
+            c.conn.disconnect()
+        # One read a second: the last waited about three seconds.
+        assert elapsed > 2.0, elapsed
+        assert len(went_async) >= 2, went_async
+    finally:
+        servers.stop_pid(b.proc.pid)

@@ -673,7 +673,7 @@ async fn handle_one(
         );
         // Over the share's provisioned limits the request waits here,
         // then runs: QoS never fails a request.
-        qos_passed = super::qos::pass(&req, command).await;
+        qos_passed = super::qos::pass(&mut req, command).await;
         super::replay::dispatch_guarded(command, &mut req).await
     };
 

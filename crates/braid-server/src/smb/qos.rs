@@ -12,16 +12,33 @@ use braid_smb_proto::messages::write::decode_write_request_ref;
 use super::Request;
 use crate::qos::{file_key, smb_client, Class, Passed, ShareGate};
 
+/// How long a request waits at the gate before it goes async: past this
+/// the client gets an interim STATUS_PENDING (MS-SMB2 3.3.4.2), which
+/// stops its request timer and gives its credit back, so a long wait under
+/// a low limit is never a client timeout.
+const INTERIM_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Wait at the share's gate, if its limits are on; what passed, to report
 /// the outcome with. Requests QoS does not count (negotiation, ECHO,
 /// LOCK, IOCTL, CHANGE_NOTIFY...) and malformed ones (their handlers
 /// refuse them) go by.
-pub async fn pass(req: &Request<'_>, command: Command) -> Option<(Arc<ShareGate>, Passed)> {
+pub async fn pass(req: &mut Request<'_>, command: Command) -> Option<(Arc<ShareGate>, Passed)> {
     let share = req.tree.as_ref()?.share.as_ref()?;
     let gate = req.conn.server.qos.gate(&share.name)?;
     let (class, cost) = cost_of(req, command, &gate)?;
     let session = req.session.as_ref().map_or(0, |s| s.id);
-    let passed = gate.pass(smb_client(session), cost, class).await;
+    let waiting_gate = gate.clone();
+    let waiting = waiting_gate.pass(smb_client(session), cost, class);
+    tokio::pin!(waiting);
+    let passed = tokio::select! {
+        passed = &mut waiting => passed,
+        _ = tokio::time::sleep(INTERIM_AFTER) => {
+            // Without an async slot left the request keeps waiting
+            // synchronously, as before (go_async's own rule).
+            let _ = req.go_async();
+            waiting.await
+        }
+    };
     if !passed.waited.is_zero() {
         req.conn.server.qos.note_throttled(smb_client(session));
     }
