@@ -86,7 +86,7 @@ pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
                  set admin_token_file"
             );
         }
-        info!("admin API on http://{a}/ (api/v1/sessions, api/v1/shares, api/v1/opens, metrics)");
+        info!("admin API on http://{a}/ (dashboard at /; api/v1/sessions, shares, opens, clients, advice; metrics)");
     }
     // The advisor's window: a snapshot of every session's counters every
     // few seconds (workload.rs), taken here rather than on the request path.
