@@ -895,19 +895,24 @@ mod tests {
         assert!(bad.warnings.iter().any(|w| w.contains("verify")));
     }
 
-    #[tokio::test]
-    async fn each_whole_second_has_its_counts() {
-        let mut s = small_spec();
-        s.duration = 2.2;
-        let r = run_on(
+    /// A run of `s` against an in-memory file system.
+    async fn run_in_memory(s: &Spec) -> Report {
+        run_on(
             Arc::new(MemFs::default()),
-            &s,
+            s,
             false,
             &ServerInfo::default(),
             &[],
         )
         .await
-        .unwrap();
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn each_whole_second_has_its_counts() {
+        let mut s = small_spec();
+        s.duration = 2.2;
+        let r = run_in_memory(&s).await;
         // The whole seconds of the run, adding up to no more than the total.
         assert_eq!(r.per_second.len(), 2, "{:?}", r.per_second);
         let series: u64 = r.per_second.iter().map(|s| s.ops).sum();
@@ -925,15 +930,7 @@ mod tests {
         s.threads = 2;
         s.queue_depth = 1;
         s.md_files = 4;
-        let r = run_on(
-            Arc::new(MemFs::default()),
-            &s,
-            false,
-            &ServerInfo::default(),
-            &[],
-        )
-        .await
-        .unwrap();
+        let r = run_in_memory(&s).await;
         for op in ["create", "open", "close", "query_info", "delete"] {
             assert!(r.ops[op].count > 0, "{op}");
         }
@@ -949,15 +946,7 @@ mod tests {
         s.queue_depth = 1;
         s.read_pct = 100;
         s.random = true;
-        let r = run_on(
-            Arc::new(MemFs::default()),
-            &s,
-            false,
-            &ServerInfo::default(),
-            &[],
-        )
-        .await
-        .unwrap();
+        let r = run_in_memory(&s).await;
         let ids: Vec<&str> = r.advice.iter().map(|a| a.id.as_str()).collect();
         assert_eq!(ids, ["single_request_small_io"], "{}", r.to_text());
         // Sixteen in flight, 1 MiB, over 4 files, one channel: multichannel.
