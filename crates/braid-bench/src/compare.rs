@@ -26,6 +26,10 @@ pub struct Variant {
     /// NFS targets: connections per address (nconnect).
     #[serde(default = "one")]
     pub nconnect: u32,
+    /// The server's process, when it runs on this machine: its CPU per GiB
+    /// and per operation go into the report.
+    #[serde(default)]
+    pub server_pid: Option<u32>,
 }
 
 fn one() -> u32 {
@@ -44,6 +48,7 @@ impl Variant {
         s.security = self.security;
         s.connect_to = self.connect_to.clone();
         s.nconnect = self.nconnect;
+        s.server_pid = self.server_pid;
         s
     }
 
@@ -75,6 +80,12 @@ pub struct RunSummary {
     pub channels: usize,
     /// MiB/s (sent + received) per channel, and its remote address.
     pub per_channel: Vec<(String, f64)>,
+    /// The server's CPU seconds per GiB and microseconds per operation
+    /// (when its pid was given).
+    #[serde(default)]
+    pub server_cpu_s_per_gib: Option<f64>,
+    #[serde(default)]
+    pub server_cpu_us_per_op: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -88,6 +99,11 @@ pub struct Case {
     pub mib_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
+    /// Medians of the runs' server CPU, when measured.
+    #[serde(default)]
+    pub server_cpu_s_per_gib: Option<f64>,
+    #[serde(default)]
+    pub server_cpu_us_per_op: Option<f64>,
     pub runs: Vec<RunSummary>,
     pub failures: Vec<String>,
     /// The full reports behind the summary.
@@ -135,7 +151,19 @@ pub fn summarize(r: &Report) -> RunSummary {
             .iter()
             .map(|c| (c.remote.clone(), c.mib_s))
             .collect(),
+        server_cpu_s_per_gib: r
+            .server_cpu
+            .as_ref()
+            .filter(|c| c.seconds_per_gib > 0.0)
+            .map(|c| c.seconds_per_gib),
+        server_cpu_us_per_op: r.server_cpu.as_ref().map(|c| c.us_per_op),
     }
+}
+
+/// The median of the values the runs have, if any has one.
+fn median_some(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = v.flatten().collect();
+    (!v.is_empty()).then(|| median(v))
 }
 
 impl Case {
@@ -144,6 +172,8 @@ impl Case {
         self.mib_s = median(self.runs.iter().map(|r| r.mib_s).collect());
         self.p50_us = median(self.runs.iter().map(|r| r.p50_us).collect());
         self.p99_us = median(self.runs.iter().map(|r| r.p99_us).collect());
+        self.server_cpu_s_per_gib = median_some(self.runs.iter().map(|r| r.server_cpu_s_per_gib));
+        self.server_cpu_us_per_op = median_some(self.runs.iter().map(|r| r.server_cpu_us_per_op));
     }
 }
 
@@ -240,15 +270,25 @@ fn variant_labels(r: &CompareResult) -> Vec<String> {
 }
 
 /// Plain-text table: median IOPS, MiB/s, p99 and the ratio to the first
-/// variant.
+/// variant; with the servers' pids, their CPU per GiB and per operation and
+/// the CPU-per-GiB ratio to the first variant (lower is cheaper).
 pub fn summary_text(r: &CompareResult) -> String {
     let mut o = String::new();
     let labels = variant_labels(r);
-    let _ = writeln!(
+    let cpu = has_server_cpu(r);
+    let _ = write!(
         o,
         "{:<26} {:<22} {:>10} {:>10} {:>10} {:>8}",
         "profile", "variant", "IOPS", "MiB/s", "p99 us", "ratio"
     );
+    if cpu {
+        let _ = write!(
+            o,
+            " {:>10} {:>10} {:>9}",
+            "CPU s/GiB", "CPU us/op", "CPU ratio"
+        );
+    }
+    o.push('\n');
     let mut profiles: Vec<&str> = Vec::new();
     for c in &r.cases {
         if !profiles.contains(&c.profile.as_str()) {
@@ -256,32 +296,59 @@ pub fn summary_text(r: &CompareResult) -> String {
         }
     }
     for p in profiles {
-        let base = r
+        let first = r
             .cases
             .iter()
-            .find(|c| c.profile == p && Some(&c.variant) == labels.first())
-            .map(|c| c.iops)
-            .unwrap_or(0.0);
+            .find(|c| c.profile == p && Some(&c.variant) == labels.first());
+        let base = first.map(|c| c.iops).unwrap_or(0.0);
         for c in r.cases.iter().filter(|c| c.profile == p) {
             let ratio = if base > 0.0 { c.iops / base } else { 0.0 };
-            let _ = writeln!(
+            let _ = write!(
                 o,
-                "{:<26} {:<22} {:>10.0} {:>10.1} {:>10.0} {:>7.2}x{}",
-                c.profile,
-                c.variant,
-                c.iops,
-                c.mib_s,
-                c.p99_us,
-                ratio,
-                if c.failures.is_empty() {
-                    String::new()
-                } else {
-                    format!("  ({} failed)", c.failures.len())
-                }
+                "{:<26} {:<22} {:>10.0} {:>10.1} {:>10.0} {:>7.2}x",
+                c.profile, c.variant, c.iops, c.mib_s, c.p99_us, ratio,
             );
+            if cpu {
+                let _ = write!(
+                    o,
+                    " {:>10} {:>10} {:>9}",
+                    opt(c.server_cpu_s_per_gib, 3),
+                    opt(c.server_cpu_us_per_op, 1),
+                    cpu_ratio(c, first)
+                );
+            }
+            if !c.failures.is_empty() {
+                let _ = write!(o, "  ({} failed)", c.failures.len());
+            }
+            o.push('\n');
         }
     }
     o
+}
+
+fn has_server_cpu(r: &CompareResult) -> bool {
+    r.cases.iter().any(|c| c.server_cpu_us_per_op.is_some())
+}
+
+fn opt(v: Option<f64>, decimals: usize) -> String {
+    v.map(|x| format!("{x:.decimals$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// This case's server CPU per GiB over the first variant's (per operation
+/// when no bytes moved, as in metadata loops).
+fn cpu_ratio(c: &Case, first: Option<&Case>) -> String {
+    let Some(f) = first else {
+        return "-".into();
+    };
+    let pick = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    pick(c.server_cpu_s_per_gib, f.server_cpu_s_per_gib)
+        .or_else(|| pick(c.server_cpu_us_per_op, f.server_cpu_us_per_op))
+        .map(|x| format!("{x:.2}x"))
+        .unwrap_or_else(|| "-".into())
 }
 
 const COLORS: [&str; 8] = [
@@ -493,13 +560,32 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child,t
             &cats,
             &series(&|c| c.mib_s),
         ));
-        o.push_str("</div><table><tr><th>profile</th><th>variant</th><th>IOPS</th><th>MiB/s</th><th>p50 µs</th><th>p99 µs</th><th>vs first</th><th>channels (MiB/s each)</th><th>runs</th></tr>");
+        let cpu = has_server_cpu(r);
+        let _ = write!(
+            o,
+            "</div><table><tr><th>profile</th><th>variant</th><th>IOPS</th><th>MiB/s</th><th>p50 µs</th><th>p99 µs</th><th>vs first</th>{}<th>channels (MiB/s each)</th><th>runs</th></tr>",
+            if cpu {
+                "<th>server CPU s/GiB</th><th>server CPU µs/op</th><th>CPU vs first</th>"
+            } else {
+                ""
+            }
+        );
         for c in &cases {
-            let base = cases
+            let first = cases
                 .iter()
                 .find(|b| b.profile == c.profile && Some(&b.variant) == labels.first())
-                .map(|b| b.iops)
-                .unwrap_or(0.0);
+                .copied();
+            let base = first.map(|b| b.iops).unwrap_or(0.0);
+            let cpu_cells = if cpu {
+                format!(
+                    "<td>{}</td><td>{}</td><td>{}</td>",
+                    opt(c.server_cpu_s_per_gib, 3),
+                    opt(c.server_cpu_us_per_op, 1),
+                    cpu_ratio(c, first)
+                )
+            } else {
+                String::new()
+            };
             let chans = c
                 .runs
                 .last()
@@ -513,7 +599,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child,t
                 .unwrap_or_default();
             let _ = write!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{:.0}</td><td>{:.0}</td><td>{}</td>{}<td>{}</td><td>{}{}</td></tr>",
                 esc(&c.profile),
                 esc(&c.variant),
                 c.iops,
@@ -521,6 +607,7 @@ td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}} td:first-child,t
                 c.p50_us,
                 c.p99_us,
                 if base > 0.0 { format!("{:.2}x", c.iops / base) } else { "-".into() },
+                cpu_cells,
                 esc(&chans),
                 c.runs.len(),
                 if c.failures.is_empty() {
@@ -572,5 +659,55 @@ mod tests {
         assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
         assert_eq!(s.matches("<rect").count(), 4 + 2);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+    }
+
+    fn case(variant: &str, cpu_per_gib: &[f64]) -> Case {
+        let mut c = Case {
+            profile: "p".into(),
+            family: "f".into(),
+            io_size: 1 << 20,
+            variant: variant.into(),
+            runs: cpu_per_gib
+                .iter()
+                .map(|g| RunSummary {
+                    iops: 100.0,
+                    mib_s: 100.0,
+                    server_cpu_s_per_gib: Some(*g),
+                    server_cpu_us_per_op: Some(g * 1000.0),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        c.finish();
+        c
+    }
+
+    #[test]
+    fn server_cpu_medians_and_ratio_to_the_first_variant() {
+        let r = CompareResult {
+            cases: vec![
+                case("braid", &[0.2, 0.4, 0.3]),
+                case("ganesha", &[0.9, 0.6]),
+            ],
+            ..Default::default()
+        };
+        assert_eq!(r.cases[0].server_cpu_s_per_gib, Some(0.3));
+        assert_eq!(r.cases[1].server_cpu_s_per_gib, Some(0.75));
+        let t = summary_text(&r);
+        assert!(t.contains("CPU s/GiB"), "{t}");
+        let ganesha = t.lines().find(|l| l.contains("ganesha")).unwrap();
+        assert!(
+            ganesha.contains("0.750") && ganesha.contains("2.50x"),
+            "{ganesha}"
+        );
+        assert!(html(&r).contains("server CPU s/GiB"));
+
+        let without = CompareResult {
+            cases: vec![case("braid", &[])],
+            ..Default::default()
+        };
+        assert_eq!(without.cases[0].server_cpu_s_per_gib, None);
+        assert!(!summary_text(&without).contains("CPU"));
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::fs::{mkdir_p, BenchFile, BenchFs, ConnSnapshot, FsError, FsResult, SmbFs};
 use crate::report::{ChannelStats, Latency, OpStats, Report, ServerInfo};
+use crate::server_cpu::{tree_cpu_seconds, ServerCpu};
 use crate::spec::{parse_target, Mode, Protocol, Security, Spec};
 use braid_client::{dialect, ClientConfig, Connection, Policy, Session, Tree};
 use bytes::Bytes;
@@ -628,6 +629,15 @@ pub async fn run_on<B: BenchFs>(
             at_start.unwrap_or_else(|| sh.fs.connections())
         })
     };
+    // The server's CPU at the start of measuring, sampled by a thread of
+    // its own: a load that never waits (a share in this process) could keep
+    // every runtime worker busy past that moment.
+    let cpu_start_sampler = spec.server_pid.map(|pid| {
+        std::thread::spawn(move || {
+            std::thread::sleep(measure_start.saturating_duration_since(Instant::now()));
+            tree_cpu_seconds(pid)
+        })
+    });
     let mut tasks = tokio::task::JoinSet::new();
     let mut seed = 0x1234_5678_9ABC_DEF1u64 ^ (std::process::id() as u64) << 32;
     for t in 0..spec.threads {
@@ -645,8 +655,10 @@ pub async fn run_on<B: BenchFs>(
         total.merge(r.map_err(|e| format!("bench task: {e}"))?);
     }
     let finished = Instant::now();
+    let cpu_at_end = spec.server_pid.and_then(tree_cpu_seconds);
     sh.stop.store(true, Ordering::Relaxed);
     let start_snap = mon.await.map_err(|e| e.to_string())?;
+    let cpu_at_start = cpu_start_sampler.and_then(|t| t.join().ok().flatten());
     let end_snap = sh.fs.connections();
     if progress {
         eprint!("\r{:80}\r", "");
@@ -655,6 +667,7 @@ pub async fn run_on<B: BenchFs>(
         .saturating_duration_since(measure_start)
         .as_secs_f64()
         .max(1e-3);
+    let mut warnings = warnings.to_vec();
     let mut ops = BTreeMap::new();
     let mut all = new_hist();
     let mut tot = OpStats::default();
@@ -681,6 +694,18 @@ pub async fn run_on<B: BenchFs>(
     tot.iops = tot.count as f64 / elapsed;
     tot.mib_s = tot.bytes as f64 / elapsed / 1048576.0;
     tot.latency_us = Latency::from_hist(&all);
+    let server_cpu = match (spec.server_pid, cpu_at_start, cpu_at_end) {
+        (Some(pid), Some(a), Some(b)) => {
+            Some(ServerCpu::new(pid, (b - a).max(0.0), tot.bytes, tot.count))
+        }
+        _ => None,
+    };
+    if spec.server_pid.is_some() && server_cpu.is_none() {
+        warnings.push(format!(
+            "server CPU not measured: process {} could not be read in /proc",
+            spec.server_pid.unwrap_or(0)
+        ));
+    }
     let channels = end_snap
         .iter()
         .enumerate()
@@ -712,7 +737,6 @@ pub async fn run_on<B: BenchFs>(
             let _ = fs.rmdir(&base).await;
         }
     }
-    let mut warnings = warnings.to_vec();
     if let Some(e) = total.first_error {
         warnings.push(format!("first error: {e}"));
     }
@@ -728,6 +752,7 @@ pub async fn run_on<B: BenchFs>(
         verify_errors: total.verify_errors,
         warnings,
         // Whole seconds only: the last, partial one would read low.
+        server_cpu,
         per_second: total
             .per_second
             .iter()
@@ -906,6 +931,34 @@ mod tests {
         )
         .await
         .unwrap()
+    }
+
+    /// The in-memory share runs in this process, so this process is the
+    /// "server": its CPU over the measured window is what the report shows.
+    // Two workers: the in-memory share never makes a task wait, so on one
+    // thread the monitor that samples the CPU at the start of measuring
+    // would not run until the load stops.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_server_cpu_of_the_measured_window_is_reported() {
+        let mut s = small_spec();
+        s.warmup = 0.2;
+        s.duration = 0.5;
+        s.server_pid = Some(std::process::id());
+        let r = run_in_memory(&s).await;
+        let cpu = r.server_cpu.clone().expect("server CPU measured");
+        assert_eq!(cpu.pid, std::process::id());
+        assert!(cpu.seconds > 0.0, "{cpu:?}");
+        let per_op = cpu.seconds * 1e6 / r.total.count as f64;
+        assert!((cpu.us_per_op - per_op).abs() < 1e-6, "{cpu:?}");
+        assert!(r.to_text().contains("CPU-s/GiB"));
+
+        s.server_pid = Some(u32::MAX - 1);
+        let r = run_in_memory(&s).await;
+        assert!(r.server_cpu.is_none());
+        assert!(r
+            .warnings
+            .iter()
+            .any(|w| w.contains("server CPU not measured")));
     }
 
     #[tokio::test]

@@ -11,6 +11,8 @@
 //! * [`profiles`]: the brief's test matrix as named profiles.
 //! * [`compare`]: the same profiles over several targets/settings,
 //!   interleaved, into JSON and a self-contained HTML report.
+//! * [`server_cpu`]: the server's CPU over the measured window, from
+//!   `/proc` (`--server-pid`), for CPU per GiB and per operation.
 //! * [`lab`]: network namespaces with rate-limited veth NICs to show what
 //!   several NICs do on one machine.
 
@@ -21,6 +23,7 @@ pub mod lab;
 pub mod nfs;
 pub mod profiles;
 pub mod report;
+pub mod server_cpu;
 pub mod spec;
 
 pub use report::Report;

@@ -87,6 +87,9 @@ pub struct Report {
     pub channels: Vec<ChannelStats>,
     pub verify_errors: u64,
     pub warnings: Vec<String>,
+    /// The server's CPU over the measured window (`--server-pid`).
+    #[serde(default)]
+    pub server_cpu: Option<crate::server_cpu::ServerCpu>,
     /// Each second of the measured run, by when operations completed: what
     /// a chart of IOPS over time (a burst, its end at the credit line)
     /// is drawn from.
@@ -180,6 +183,13 @@ impl Report {
                 o,
                 "{:<11} {:>10} {:>11.0} {:>10.1} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>7}",
                 name, st.count, st.iops, st.mib_s, l.p50, l.p90, l.p99, l.p99_9, l.max, st.errors
+            );
+        }
+        if let Some(c) = &self.server_cpu {
+            let _ = writeln!(
+                o,
+                "server (pid {}) CPU {:.2} s  {:.3} CPU-s/GiB  {:.1} CPU-us/op",
+                c.pid, c.seconds, c.seconds_per_gib, c.us_per_op
             );
         }
         for (i, c) in self.channels.iter().enumerate() {

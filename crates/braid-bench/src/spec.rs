@@ -123,6 +123,10 @@ pub struct Spec {
     pub uid: u32,
     #[serde(default)]
     pub gid: u32,
+    /// The server's process on this machine, if it runs here: its CPU over
+    /// the measured window goes into the report.
+    #[serde(default)]
+    pub server_pid: Option<u32>,
 }
 
 impl Default for Spec {
@@ -153,6 +157,7 @@ impl Default for Spec {
             nconnect: 1,
             uid: 0,
             gid: 0,
+            server_pid: None,
         }
     }
 }

@@ -120,6 +120,10 @@ pub struct RunArgs {
     /// No live progress line on stderr.
     #[arg(long)]
     quiet: bool,
+    /// The server's process on this machine: its CPU per GiB and per
+    /// operation over the measured window go into the report.
+    #[arg(long)]
+    server_pid: Option<u32>,
     /// Run the Spec in this JSON file (as `braid lab` does); the password
     /// comes from --password / BRAID_PASSWORD.
     #[arg(long, hide = true)]
@@ -163,6 +167,11 @@ pub struct CompareArgs {
     /// Report title.
     #[arg(long, default_value = "braid bench compare")]
     title: String,
+    /// LABEL=PID of a target's server process on this machine (repeatable):
+    /// its CPU per GiB and per operation over each measured window go into
+    /// the report (the process and its children, from /proc).
+    #[arg(long)]
+    server_pid: Vec<String>,
 }
 
 /// `braid lab`: a namespaced network with rate-limited NICs (root only).
@@ -328,6 +337,7 @@ fn run_cmd(a: RunArgs) -> Result<(), String> {
     }
     s.connect_to = a.connect_to.clone();
     s.security = Security::parse(&a.security)?;
+    s.server_pid = a.server_pid;
     run_spec(s, &a)
 }
 
@@ -401,8 +411,22 @@ fn compare_cmd(c: CompareArgs) -> Result<(), String> {
         }
         targets.push((label.to_string(), unc.to_string(), user, password));
     }
+    let mut pids = std::collections::HashMap::new();
+    for sp in &c.server_pid {
+        let (label, pid) = sp
+            .split_once('=')
+            .and_then(|(l, p)| Some((l, p.parse::<u32>().ok()?)))
+            .ok_or(format!("--server-pid {sp}: use LABEL=PID"))?;
+        if !targets.iter().any(|t| t.0 == label) {
+            return Err(format!(
+                "--server-pid {sp}: no --target is labelled {label}"
+            ));
+        }
+        pids.insert(label.to_string(), pid);
+    }
     let mut variants = Vec::new();
     for (label, unc, user, password) in &targets {
+        let server_pid = pids.get(label).copied();
         if Protocol::of(unc) == Protocol::Nfs {
             for &nc in &ncs {
                 let mut name = label.clone();
@@ -419,6 +443,7 @@ fn compare_cmd(c: CompareArgs) -> Result<(), String> {
                     security: Security::Plain,
                     connect_to: Vec::new(),
                     nconnect: nc,
+                    server_pid,
                 });
             }
             continue;
@@ -442,6 +467,7 @@ fn compare_cmd(c: CompareArgs) -> Result<(), String> {
                     security: sec,
                     connect_to: Vec::new(),
                     nconnect: 1,
+                    server_pid,
                 });
             }
         }
