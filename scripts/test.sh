@@ -18,7 +18,8 @@
 #      failing on any skip tests/e2e/allowed-skips.txt does not list for the target,
 #      NFS ones (test_nfs_*.py: the kernel's NFSv4.1 client in the VM) included
 #   4. the smbtorture conformance list (tests/conformance) against it
-#   5. the pynfs NFSv4.1 conformance list (tests/conformance/pynfs.txt) against
+#   5. the pynfs NFSv4.1 conformance list (tests/conformance/pynfs.txt) and the
+#      NFSv4.2 list (pynfs-42.txt, Braid only) against
 #      it (about 7 minutes for the full list); pynfs is not packaged: it is
 #      found at $BRAID_PYNFS or ../shared/pynfs, and when it is not there the
 #      step shows as SKIPPED in the summary, counted neither passed nor failed
@@ -66,6 +67,34 @@ record() {
     SKIPS=$((SKIPS + ${5:-0}))
     SUMMARY+=("$(printf '%-28s %5d passed %5d failed %5d skipped %6ds' \
         "$1" "$2" "$3" "${5:-0}" "$4")")
+}
+
+# run_pynfs_list NAME LIST MINOR: one pynfs list against $TARGET, recorded as NAME.
+run_pynfs_list() {
+    local name=$1 list=$2 minor=$3 t0 rc np nf ns
+    say "$name: $list against $TARGET (minor version $minor)"
+    t0=$SECONDS
+    timeout --kill-after=30 1800 python3 tests/conformance/run_pynfs.py --start "$TARGET" \
+        --list "$list" --minorversion "$minor" \
+        --log "$LOGS/$name.log" >"$LOGS/$name-results.txt" 2>&1
+    rc=$?
+    grep -v '^PASS ' "$LOGS/$name-results.txt"
+    if [ $rc -eq 3 ]; then
+        skipped "$name" "$(sed -nE 's/^pynfs: (not found.*)/pynfs \1/p' "$LOGS/$name-results.txt" \
+            | head -n 1)"
+        return
+    fi
+    read -r np nf < <(sed -nE 's/^pynfs: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' \
+        "$LOGS/$name-results.txt" | tail -n 1)
+    np=${np:-0} nf=${nf:-0}
+    # run_pynfs.py fails a skipped test; shown as skipped here too.
+    ns=$(grep -E '^FAIL .*: skipped' "$LOGS/$name-results.txt" |
+        list_skips "$LOGS/$name.log" "skipped $name tests")
+    if [ $rc -ne 0 ] && [ "$nf" -eq 0 ]; then
+        nf=1
+        echo "$name: runner exited $rc (see $LOGS/$name-results.txt)"
+    fi
+    record "$name" "$np" "$nf" $((SECONDS - t0)) "$ns"
 }
 
 # list_skips LOG TITLE: append the lines of stdin (the skipped tests) to LOG
@@ -292,32 +321,17 @@ EOF
         record smbtorture "$sp" "$sf" $((SECONDS - t0)) "$ss"
     fi
 
-    # pynfs: the NFSv4.1 conformance list (tests/conformance/pynfs.txt).
+    # pynfs: the NFSv4.1 conformance list (tests/conformance/pynfs.txt),
+    # then the NFSv4.2 list (pynfs-42.txt, pynfs speaking minor version 2).
     # Exit status 3: pynfs is not on this machine.
     if [ "$TARGET" = samba ]; then
         skipped pynfs "Samba's smbd serves no NFS"
     else
-        say "pynfs: tests/conformance/pynfs.txt against $TARGET"
-        t0=$SECONDS
-        timeout --kill-after=30 1800 python3 tests/conformance/run_pynfs.py --start "$TARGET" \
-            --log "$LOGS/pynfs.log" >"$LOGS/pynfs-results.txt" 2>&1
-        rc=$?
-        grep -v '^PASS ' "$LOGS/pynfs-results.txt"
-        if [ $rc -eq 3 ]; then
-            skipped pynfs "$(sed -nE 's/^pynfs: (not found.*)/pynfs \1/p' "$LOGS/pynfs-results.txt" \
-                | head -n 1)"
+        run_pynfs_list pynfs tests/conformance/pynfs.txt 1
+        if [ "$TARGET" = braid ]; then
+            run_pynfs_list pynfs-4.2 tests/conformance/pynfs-42.txt 2
         else
-            read -r np nf < <(sed -nE 's/^pynfs: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' \
-                "$LOGS/pynfs-results.txt" | tail -n 1)
-            np=${np:-0} nf=${nf:-0}
-            # run_pynfs.py fails a skipped test; shown as skipped here too.
-            ns=$(grep -E '^FAIL .*: skipped' "$LOGS/pynfs-results.txt" |
-                list_skips "$LOGS/pynfs.log" "skipped pynfs tests")
-            if [ $rc -ne 0 ] && [ "$nf" -eq 0 ]; then
-                nf=1
-                echo "pynfs: runner exited $rc (see $LOGS/pynfs-results.txt)"
-            fi
-            record pynfs "$np" "$nf" $((SECONDS - t0)) "$ns"
+            skipped pynfs-4.2 "the peer's private config serves NFSv4.1 only"
         fi
     fi
 fi

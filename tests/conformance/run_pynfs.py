@@ -10,7 +10,8 @@ naming their targets) is copied to target/pynfs/ and built there
 Tests come from pynfs.txt (the floor: every code must pass) unless --list
 names another list (pynfs-pending.txt holds the codes still to reach), or
 --codes names codes. One list line: a code, then pynfs's module.test. They
-run in one call of nfs4.1/testserver.py with --minorversion 1 --maketree
+run in one call of nfs4.1/testserver.py with --minorversion 1 (or
+--minorversion 2 for the NFSv4.2 list, pynfs-42.txt) --maketree
 --json under a timeout (the COUR tests sleep through a 70 s lease each).
 
 A test passed when its JSON entry has no "failure", "error" or "skipped" key
@@ -154,10 +155,11 @@ def parse_target(text: str) -> tuple[str, int, str]:
 
 
 def run_pynfs(tree: Path, target: str, codes: list[str], timeout: float, log,
-              out_json: Path) -> tuple[dict[str, dict], dict[str, str], str | None]:
+              out_json: Path, minorversion: int = 1
+              ) -> tuple[dict[str, dict], dict[str, str], str | None]:
     """Run codes in one testserver.py call. Returns (JSON entry by code,
     summary outcome by code, why pynfs did not finish or None)."""
-    cmd = [PYTHON, "testserver.py", target, "--minorversion", "1", "--maketree",
+    cmd = [PYTHON, "testserver.py", target, "--minorversion", str(minorversion), "--maketree",
            "--json", str(out_json), *codes]
     log.write(f"\n===== {' '.join(cmd)}\n")
     log.flush()
@@ -227,6 +229,9 @@ def main() -> int:
     p.add_argument("--list", type=Path, default=HERE / "pynfs.txt",
                    help="the codes to run (default tests/conformance/pynfs.txt)")
     p.add_argument("--codes", nargs="+", metavar="CODE", help="run just these codes")
+    p.add_argument("--minorversion", type=int, choices=[1, 2], default=1,
+                   help="the NFSv4 minor version pynfs speaks (default 1; pynfs-42.txt"
+                        " holds the NFSv4.2 tests, run with 2)")
     p.add_argument("--timeout", type=float, default=1500.0,
                    help="seconds for the pynfs call (default 1500)")
     p.add_argument("--log", type=Path, default=Path("pynfs.log"),
@@ -292,7 +297,7 @@ def main() -> int:
             else:
                 with tempfile.TemporaryDirectory(prefix="pynfs-json-") as tmp:
                     results = run_pynfs(tree, target, codes, args.timeout, log,
-                                        Path(tmp) / "out.json")
+                                        Path(tmp) / "out.json", args.minorversion)
         finally:
             if server is not None:
                 died = not server.alive()

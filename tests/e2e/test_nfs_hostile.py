@@ -369,10 +369,10 @@ def test_wrong_program_version_and_procedure(server):
     assert_healthy(server)
 
 
-@pytest.mark.parametrize("minor", [0, 2, 50])
+@pytest.mark.parametrize("minor", [0, 3, 50])
 def test_other_minor_versions_are_mismatch(server, minor):
-    """RFC 8881 16.2.3: NFS4ERR_MINOR_VERS_MISMATCH with no results (a 4.2
-    mount falls back to 4.1; 4.0 is refused)."""
+    """RFC 8881 16.2.3: NFS4ERR_MINOR_VERS_MISMATCH with no results (4.0 is
+    refused; versions after 4.2 do not exist)."""
     with connect(server) as s:
         res = compound_call(s, [op_exchange_id(b"hostile-minor")], minor=minor)
         assert (res.status, res.count) == (NFS4ERR_MINOR_VERS_MISMATCH, 0), vars(res)
@@ -380,6 +380,19 @@ def test_other_minor_versions_are_mismatch(server, minor):
             # RFC 8881 16.2.3 echoes the tag; nfs-ganesha 4.3 sends none
             # with this error.
             assert res.tag == b"hostile"
+    assert_healthy(server)
+
+
+def test_minor_version_2_is_served(server):
+    """RFC 7862: Braid serves NFSv4.2 (the test's nfs-ganesha is configured
+    with Minor_Versions = 1 and refuses it). Its operations are illegal in
+    a 4.1 compound (RFC 8881 15.2) and known in a 4.2 one."""
+    with connect(server) as s:
+        res = compound_call(s, [op_exchange_id(b"hostile-minor-2")], minor=2)
+        if TARGET == "braid":
+            assert (res.status, res.count) == (0, 1), vars(res)
+        else:
+            assert (res.status, res.count) == (NFS4ERR_MINOR_VERS_MISMATCH, 0), vars(res)
     assert_healthy(server)
 
 

@@ -27,6 +27,7 @@ mod object;
 mod readdir;
 mod sys;
 mod types;
+mod xattr;
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
@@ -36,6 +37,7 @@ pub use cred::{current_fsgid, current_fsuid};
 pub use handle::MAX_HANDLE;
 pub use object::Object;
 pub use types::*;
+pub use xattr::{XattrSet, XATTR_NAME_MAX, XATTR_SIZE_MAX};
 
 use cred::CredGuard;
 use handle::HandleCache;

@@ -318,6 +318,80 @@ pub(crate) fn set_xattr(fd: RawFd, name: &CStr, value: &[u8]) -> PosixResult<()>
     })
 }
 
+/// Reads an xattr whatever its size (at most 64 KiB, Linux's limit).
+pub(crate) fn get_xattr_any(fd: RawFd, name: &CStr) -> PosixResult<Vec<u8>> {
+    let p = proc_path(fd);
+    loop {
+        // SAFETY: a null buffer of size 0 asks for the value's size.
+        let size = unsafe { libc::getxattr(p.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+        if size < 0 {
+            return Err(err());
+        }
+        let mut buf = vec![0u8; size as usize];
+        // SAFETY: the buffer is writable for its length.
+        let n = unsafe {
+            libc::getxattr(
+                p.as_ptr(),
+                name.as_ptr(),
+                buf.as_mut_ptr() as *mut libc::c_void,
+                buf.len(),
+            )
+        };
+        if n >= 0 {
+            buf.truncate(n as usize);
+            return Ok(buf);
+        }
+        // Grown between the two calls: ask again.
+        if errno() != libc::ERANGE {
+            return Err(err());
+        }
+    }
+}
+
+pub(crate) fn set_xattr_flags(fd: RawFd, name: &CStr, value: &[u8], flags: i32) -> PosixResult<()> {
+    let p = proc_path(fd);
+    // SAFETY: value is readable for its length.
+    check(unsafe {
+        libc::setxattr(
+            p.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr() as *const libc::c_void,
+            value.len(),
+            flags,
+        )
+    })
+}
+
+pub(crate) fn remove_xattr(fd: RawFd, name: &CStr) -> PosixResult<()> {
+    let p = proc_path(fd);
+    // SAFETY: both strings are NUL-terminated.
+    check(unsafe { libc::removexattr(p.as_ptr(), name.as_ptr()) })
+}
+
+/// Every xattr name of the object, NUL-separated.
+pub(crate) fn list_xattrs(fd: RawFd) -> PosixResult<Vec<u8>> {
+    let p = proc_path(fd);
+    loop {
+        // SAFETY: a null buffer of size 0 asks for the list's size.
+        let size = unsafe { libc::listxattr(p.as_ptr(), std::ptr::null_mut(), 0) };
+        if size < 0 {
+            return Err(err());
+        }
+        let mut buf = vec![0u8; size as usize];
+        // SAFETY: the buffer is writable for its length.
+        let n = unsafe {
+            libc::listxattr(p.as_ptr(), buf.as_mut_ptr() as *mut libc::c_char, buf.len())
+        };
+        if n >= 0 {
+            buf.truncate(n as usize);
+            return Ok(buf);
+        }
+        if errno() != libc::ERANGE {
+            return Err(err());
+        }
+    }
+}
+
 pub(crate) fn fstatfs(fd: RawFd) -> PosixResult<libc::statfs64> {
     // SAFETY: zeroed statfs is a valid out-buffer.
     let mut st: libc::statfs64 = unsafe { std::mem::zeroed() };

@@ -14,10 +14,11 @@
 //! 42 space_avail, 43 space_free, 44 space_total, 45 space_used, 46 system,
 //! 47 time_access, 48 time_access_set, 50 time_create, 51 time_delta,
 //! 52 time_metadata, 53 time_modify, 54 time_modify_set,
-//! 55 mounted_on_fileid, 75 suppattr_exclcreat, 76 fs_charset_cap.
+//! 55 mounted_on_fileid, 75 suppattr_exclcreat, 76 fs_charset_cap,
+//! 82 xattr_support (NFSv4.2, RFC 8276).
 //! Not handled (→ [`AttrError::Unsupported`]): acl (12), fs_locations (24),
 //! mimetype (32), quotas (38-40), time_backup (49), and the pNFS,
-//! retention, ACL-4.1, 4.2 and later attributes.
+//! retention, ACL-4.1 attributes and the other 4.2 ones.
 
 use bytes::Bytes;
 
@@ -340,6 +341,8 @@ file_attrs! {
     FATTR4_SUPPATTR_EXCLCREAT => suppattr_exclcreat: Bitmap,
     /// fs_charset_cap4 flags, as a u32.
     FATTR4_FS_CHARSET_CAP => fs_charset_cap: u32,
+    /// NFSv4.2 (RFC 8276 8.1): the object may have extended attributes.
+    FATTR4_XATTR_SUPPORT => xattr_support: bool,
 }
 
 /// Every handled attribute bit as a bitmap.
@@ -479,7 +482,7 @@ mod tests {
     prop_compose! {
         fn arb_attrs()(
             a in (proptest::option::of(arb_bitmap()), proptest::option::of((1i32..=9).prop_map(nfs_ftype4)),
-                  any::<[Option<u32>; 8]>(), any::<[Option<u64>; 16]>(), any::<[Option<bool>; 13]>()),
+                  any::<[Option<u32>; 8]>(), any::<[Option<u64>; 16]>(), any::<[Option<bool>; 14]>()),
             b in (proptest::option::of(any::<(u64, u64)>()), proptest::option::of(any::<i32>()),
                   [proptest::option::of(arb_bytes()), proptest::option::of(arb_bytes()), proptest::option::of(arb_bytes())],
                   proptest::option::of(any::<(u32, u32)>()), proptest::option::of(arb_bitmap())),
@@ -504,7 +507,7 @@ mod tests {
                 link_support: bools[0], symlink_support: bools[1], named_attr: bools[2], unique_handles: bools[3],
                 archive: bools[4], cansettime: bools[5], case_insensitive: bools[6], case_preserving: bools[7],
                 chown_restricted: bools[8], hidden: bools[9], homogeneous: bools[10], no_trunc: bools[11],
-                system: bools[12],
+                system: bools[12], xattr_support: bools[13],
                 fsid: fsid.map(|(major, minor)| fsid4 { major, minor }),
                 rdattr_error: rdattr.map(nfsstat4),
                 filehandle, owner, owner_group,

@@ -95,6 +95,22 @@ pub fn supported() -> Bitmap {
     Bitmap::from_bits(SUPPORTED)
 }
 
+/// NFSv4.2's attributes Braid adds to the 4.1 set (RFC 7862 12.2, RFC 8276
+/// 8.1): shown and answered only in a 4.2 compound, as knfsd keeps one
+/// supported set per minor version.
+pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT];
+
+/// The supported attributes in `minor` (1 or 2).
+pub fn supported_in(minor: u32) -> Bitmap {
+    let mut b = supported();
+    if minor >= 2 {
+        for bit in SUPPORTED_42 {
+            b.set(*bit);
+        }
+    }
+    b
+}
+
 /// Largest file: what Linux's 64-bit off_t allows.
 const MAX_FILE_SIZE: u64 = i64::MAX as u64;
 /// Hard links per file: ext4's limit, the tightest of the common file
@@ -140,11 +156,14 @@ pub fn parse_owner(s: &[u8]) -> Result<u32, nfsstat4> {
 }
 
 /// Values common to every object of every file system here.
-fn constants(state: &NfsState, a: &mut FileAttrs, requested: &Bitmap) {
+fn constants(state: &NfsState, a: &mut FileAttrs, requested: &Bitmap, minor: u32) {
     let want = |bit| requested.contains(bit);
     if want(FATTR4_SUPPORTED_ATTRS) {
-        a.supported_attrs = Some(supported());
+        a.supported_attrs = Some(supported_in(minor));
     }
+    // RFC 8276 8.1: user xattrs on every object the file system keeps them
+    // for (the operations answer NFS4ERR_NOTSUPP where it does not).
+    a.xattr_support = Some(true);
     a.fh_expire_type = Some(FH4_PERSISTENT);
     a.link_support = Some(true);
     a.symlink_support = Some(true);
@@ -175,9 +194,14 @@ fn constants(state: &NfsState, a: &mut FileAttrs, requested: &Bitmap) {
 
 /// The attributes of `fh` (those of `requested` that are supported; a
 /// GETATTR leaves out what it does not support, RFC 8881 18.7.3).
-pub fn file_attrs(state: &NfsState, fh: &Fh, requested: &Bitmap) -> Result<FileAttrs, nfsstat4> {
+pub fn file_attrs(
+    state: &NfsState,
+    fh: &Fh,
+    requested: &Bitmap,
+    minor: u32,
+) -> Result<FileAttrs, nfsstat4> {
     let mut a = FileAttrs::default();
-    constants(state, &mut a, requested);
+    constants(state, &mut a, requested, minor);
     a.fsid = Some(fh.fsid());
     match fh {
         Fh::Pseudo => pseudo_root(state, &mut a),
@@ -277,9 +301,14 @@ fn pseudo_root(state: &NfsState, a: &mut FileAttrs) {
 
 /// RFC 8881 18.7.3: the requested attributes of `fh`, encoded; unsupported
 /// ones are left out of the reply's mask.
-pub fn encode_for(state: &NfsState, fh: &Fh, requested: &Bitmap) -> Result<fattr4, nfsstat4> {
-    let want = requested.intersect(&supported());
-    let a = file_attrs(state, fh, &want)?;
+pub fn encode_for(
+    state: &NfsState,
+    fh: &Fh,
+    requested: &Bitmap,
+    minor: u32,
+) -> Result<fattr4, nfsstat4> {
+    let want = requested.intersect(&supported_in(minor));
+    let a = file_attrs(state, fh, &want, minor)?;
     Ok(encode_attrs(&a, &want))
 }
 
@@ -351,10 +380,15 @@ pub fn decode_settable(f: &fattr4) -> Result<Settable, nfsstat4> {
 /// RFC 8881 18.31.3, 18.15.3: the attributes of a VERIFY/NVERIFY as the
 /// client sent them and as the object has them, both encoded the same way
 /// (so comparing bytes compares values).
-pub fn verify_pair(state: &NfsState, fh: &Fh, f: &fattr4) -> Result<(fattr4, fattr4), nfsstat4> {
+pub fn verify_pair(
+    state: &NfsState,
+    fh: &Fh,
+    f: &fattr4,
+    minor: u32,
+) -> Result<(fattr4, fattr4), nfsstat4> {
     let mask = request_bitmap(&f.attrmask)?;
     let theirs = decode_attrs(f).map_err(attr_error)?;
-    let supported = supported();
+    let supported = supported_in(minor);
     if mask.iter().any(|b| !supported.contains(b)) {
         return Err(NFS4ERR_ATTRNOTSUPP);
     }
@@ -368,7 +402,7 @@ pub fn verify_pair(state: &NfsState, fh: &Fh, f: &fattr4) -> Result<(fattr4, fat
     if invalid.iter().any(|b| mask.contains(*b)) {
         return Err(NFS4ERR_INVAL);
     }
-    let ours = file_attrs(state, fh, &mask)?;
+    let ours = file_attrs(state, fh, &mask, minor)?;
     Ok((encode_attrs(&theirs, &mask), encode_attrs(&ours, &mask)))
 }
 

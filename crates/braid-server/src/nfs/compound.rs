@@ -54,6 +54,9 @@ pub struct Compound {
     /// The tokio runtime, for the few operations that must wait on the
     /// network from the blocking thread the compound runs on (callbacks).
     pub runtime: tokio::runtime::Handle,
+    /// The COMPOUND's minor version: 1, or 2 (RFC 7862: 4.1's operations
+    /// plus ALLOCATE, COPY, SEEK, the xattr operations...).
+    pub minorversion: u32,
 }
 
 /// What `run` answers.
@@ -83,8 +86,9 @@ fn sessionless(op: &nfs_argop4) -> bool {
 /// RFC 8881 16.2.3 and 15.1.3.4: OP_ILLEGAL, and the operations of a later
 /// minor version (4.2's, which the decoder knows), are illegal in 4.1
 /// wherever they come, even before SEQUENCE.
-fn illegal(op: &nfs_argop4) -> bool {
-    matches!(op, nfs_argop4::OP_ILLEGAL) || dispatch::is_v42(op.discriminant())
+fn illegal(op: &nfs_argop4, minorversion: u32) -> bool {
+    matches!(op, nfs_argop4::OP_ILLEGAL)
+        || (minorversion < 2 && dispatch::is_v42(op.discriminant()))
 }
 
 fn xdr_len(n: usize) -> usize {
@@ -109,10 +113,9 @@ pub async fn run(
     let Ok((args, declared)) = decode_compound_args(&mut r, max_decode) else {
         return CompoundReply::GarbageArgs;
     };
-    // RFC 8881 16.2.3: only minor version 1 is served here; the result
-    // array of a mismatch is empty. 4.0 and 4.2 clients fall back
-    // (mount.nfs tries 4.2, then 4.1).
-    if args.minorversion != 1 {
+    // RFC 8881 16.2.3: minor versions 1 and 2 (RFC 7862) are served here;
+    // the result array of a mismatch is empty. 4.0 clients are refused.
+    if !(1..=2).contains(&args.minorversion) {
         return CompoundReply::Body(encode_res(&COMPOUND4res {
             status: NFS4ERR_MINOR_VERS_MISMATCH,
             tag: args.tag,
@@ -129,6 +132,7 @@ pub async fn run(
         }));
     }
     let mut c = Compound::new(state, conn, caller, declared as usize);
+    c.minorversion = args.minorversion;
     match tokio::task::spawn_blocking(move || c.execute(args, declared, request_len)).await {
         Ok(body) => CompoundReply::Body(body),
         Err(_) => CompoundReply::SystemErr,
@@ -248,6 +252,7 @@ impl Compound {
             next_op: None,
             reply_room: usize::MAX,
             runtime: tokio::runtime::Handle::current(),
+            minorversion: 1,
         }
     }
 
@@ -276,7 +281,7 @@ impl Compound {
             self.next_op = args.ops.get(i + 1).map(|o| o.discriminant());
             self.reply_room = reply.room();
             let opnum = op.discriminant();
-            let res = if illegal(op) {
+            let res = if illegal(op, self.minorversion) {
                 dispatch::error_result(OP_ILLEGAL, NFS4ERR_OP_ILLEGAL)
             } else if i == 0 {
                 match op {

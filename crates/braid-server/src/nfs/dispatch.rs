@@ -1,4 +1,4 @@
-//! The table of NFSv4.1 operations (RFC 8881 18) and the one `match`
+//! The table of NFSv4.1 and 4.2 operations (RFC 8881 18, RFC 7862 15) and the one `match`
 //! that routes each to its file under `ops/`, as nfs-ganesha's `optabv4[]`.
 //! The per-operation facts (needs a current filehandle, is a metadata
 //! operation, metric name) are read by the compound loop and the metrics.
@@ -17,8 +17,9 @@ pub struct OpInfo {
     pub needs_fh: bool,
     /// Counted as a metadata operation (metrics, QoS class).
     pub metadata: bool,
-    /// Served in minor version 1; false: NFS4ERR_NOTSUPP (4.0-only and
-    /// unimplemented optional operations) or OP_ILLEGAL (4.2 operations).
+    /// Served (4.2's operations only in a 4.2 compound: OP_ILLEGAL in
+    /// 4.1); false: NFS4ERR_NOTSUPP (4.0-only and unimplemented optional
+    /// operations).
     pub supported: bool,
 }
 
@@ -81,23 +82,23 @@ pub fn info(op: nfs_opnum4) -> OpInfo {
         OP_WANT_DELEGATION => (false, false, false),
         OP_DESTROY_CLIENTID => (false, false, true),
         OP_RECLAIM_COMPLETE => (false, false, true),
-        OP_ALLOCATE => (false, false, false),
-        OP_COPY => (false, false, false),
+        OP_ALLOCATE => (true, false, true),
+        OP_COPY => (true, false, true),
         OP_COPY_NOTIFY => (false, false, false),
-        OP_DEALLOCATE => (false, false, false),
+        OP_DEALLOCATE => (true, false, true),
         OP_IO_ADVISE => (false, false, false),
         OP_LAYOUTERROR => (false, false, false),
         OP_LAYOUTSTATS => (false, false, false),
         OP_OFFLOAD_CANCEL => (false, false, false),
         OP_OFFLOAD_STATUS => (false, false, false),
         OP_READ_PLUS => (false, false, false),
-        OP_SEEK => (false, false, false),
+        OP_SEEK => (true, false, true),
         OP_WRITE_SAME => (false, false, false),
         OP_CLONE => (false, false, false),
-        OP_GETXATTR => (false, false, false),
-        OP_SETXATTR => (false, false, false),
-        OP_LISTXATTRS => (false, false, false),
-        OP_REMOVEXATTR => (false, false, false),
+        OP_GETXATTR => (true, true, true),
+        OP_SETXATTR => (true, true, true),
+        OP_LISTXATTRS => (true, true, true),
+        OP_REMOVEXATTR => (true, true, true),
         _ => (false, false, false),
     };
     OpInfo {
@@ -118,7 +119,7 @@ pub fn is_v42(op: nfs_opnum4) -> bool {
 pub fn dispatch(c: &mut Compound, op: &nfs_argop4) -> nfs_resop4 {
     let opnum = op.discriminant();
     let facts = info(opnum);
-    if is_v42(opnum) {
+    if is_v42(opnum) && c.minorversion < 2 {
         return error_result(OP_ILLEGAL, NFS4ERR_OP_ILLEGAL);
     }
     if !facts.supported {
@@ -185,6 +186,14 @@ pub fn dispatch(c: &mut Compound, op: &nfs_argop4) -> nfs_resop4 {
         nfs_argop4::OP_RECLAIM_COMPLETE(a) => {
             nfs_resop4::OP_RECLAIM_COMPLETE(ops::reclaim_complete::run(c, a))
         }
+        nfs_argop4::OP_ALLOCATE(a) => nfs_resop4::OP_ALLOCATE(ops::allocate::run(c, a)),
+        nfs_argop4::OP_DEALLOCATE(a) => nfs_resop4::OP_DEALLOCATE(ops::deallocate::run(c, a)),
+        nfs_argop4::OP_SEEK(a) => nfs_resop4::OP_SEEK(ops::seek::run(c, a)),
+        nfs_argop4::OP_COPY(a) => nfs_resop4::OP_COPY(ops::copy::run(c, a)),
+        nfs_argop4::OP_GETXATTR(a) => nfs_resop4::OP_GETXATTR(ops::getxattr::run(c, a)),
+        nfs_argop4::OP_SETXATTR(a) => nfs_resop4::OP_SETXATTR(ops::setxattr::run(c, a)),
+        nfs_argop4::OP_LISTXATTRS(a) => nfs_resop4::OP_LISTXATTRS(ops::listxattrs::run(c, a)),
+        nfs_argop4::OP_REMOVEXATTR(a) => nfs_resop4::OP_REMOVEXATTR(ops::removexattr::run(c, a)),
         _ => error_result(opnum, NFS4ERR_NOTSUPP),
     }
 }

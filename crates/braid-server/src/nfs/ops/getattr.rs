@@ -19,5 +19,5 @@ fn getattr(c: &mut Compound, a: &GETATTR4args) -> Result<fattr4, nfsstat4> {
         return Err(NFS4ERR_INVAL);
     }
     let fh = c.current_fh()?;
-    attrs::encode_for(&c.state, fh, &requested)
+    attrs::encode_for(&c.state, fh, &requested, c.minorversion)
 }

@@ -1,12 +1,17 @@
-//! One file per NFSv4.1 operation (RFC 8881 18), routed by `dispatch.rs`.
+//! One file per NFSv4.1 operation (RFC 8881 18) and NFSv4.2 operation
+//! (RFC 7862 15, RFC 8276 8.4), routed by `dispatch.rs`.
 
 pub mod access;
+pub mod allocate;
 pub mod backchannel_ctl;
 pub mod bind_conn_to_session;
 pub mod close;
 pub mod commit;
+pub mod copy;
 pub mod create;
 pub mod create_session;
+pub mod data_range;
+pub mod deallocate;
 pub mod delegreturn;
 pub mod destroy_clientid;
 pub mod destroy_session;
@@ -14,7 +19,9 @@ pub mod exchange_id;
 pub mod free_stateid;
 pub mod getattr;
 pub mod getfh;
+pub mod getxattr;
 pub mod link;
+pub mod listxattrs;
 pub mod lock;
 pub mod lockt;
 pub mod locku;
@@ -31,13 +38,17 @@ pub mod readdir;
 pub mod readlink;
 pub mod reclaim_complete;
 pub mod remove;
+pub mod removexattr;
 pub mod rename;
 pub mod restorefh;
 pub mod savefh;
 pub mod secinfo;
 pub mod secinfo_no_name;
+pub mod seek;
 pub mod sequence;
 pub mod setattr;
+pub mod setxattr;
 pub mod test_stateid;
 pub mod verify;
 pub mod write;
+pub mod xattr_common;

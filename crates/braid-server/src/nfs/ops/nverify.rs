@@ -9,7 +9,7 @@ use crate::nfs::compound::Compound;
 pub fn run(c: &mut Compound, a: &NVERIFY4args) -> NVERIFY4res {
     let status = match c
         .current_fh()
-        .and_then(|fh| attrs::verify_pair(&c.state, fh, &a.obj_attributes))
+        .and_then(|fh| attrs::verify_pair(&c.state, fh, &a.obj_attributes, c.minorversion))
     {
         Ok((theirs, ours)) if theirs == ours => NFS4ERR_SAME,
         Ok(_) => NFS4_OK,

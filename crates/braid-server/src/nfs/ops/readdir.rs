@@ -121,7 +121,7 @@ fn readdir(c: &mut Compound, a: &READDIR4args) -> Result<READDIR4resok, nfsstat4
     if requested.contains(FATTR4_TIME_ACCESS_SET) || requested.contains(FATTR4_TIME_MODIFY_SET) {
         return Err(NFS4ERR_INVAL);
     }
-    let requested = requested.intersect(&attrs::supported());
+    let requested = requested.intersect(&attrs::supported_in(c.minorversion));
     // RFC 8881 18.23.3: cookies 1 and 2 are never handed out.
     if a.cookie == 1 || a.cookie == 2 {
         return Err(NFS4ERR_BAD_COOKIE);
@@ -208,7 +208,7 @@ fn list_dir(
 /// An entry's attributes; when they cannot be had, RFC 8881 5.8.1.12's
 /// rdattr_error if it was asked for, else the READDIR fails.
 fn entry_attrs(c: &Compound, fh: &Fh, requested: &Bitmap) -> Result<fattr4, nfsstat4> {
-    match attrs::file_attrs(&c.state, fh, requested) {
+    match attrs::file_attrs(&c.state, fh, requested, c.minorversion) {
         Ok(a) => Ok(encode_attrs(&a, requested)),
         Err(NFS4ERR_NOENT | NFS4ERR_STALE) => rdattr_error(NFS4ERR_NOENT, requested),
         Err(status) => rdattr_error(status, requested),

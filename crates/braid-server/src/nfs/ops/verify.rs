@@ -8,7 +8,7 @@ use crate::nfs::compound::Compound;
 pub fn run(c: &mut Compound, a: &VERIFY4args) -> VERIFY4res {
     let status = match c
         .current_fh()
-        .and_then(|fh| attrs::verify_pair(&c.state, fh, &a.obj_attributes))
+        .and_then(|fh| attrs::verify_pair(&c.state, fh, &a.obj_attributes, c.minorversion))
     {
         Ok((theirs, ours)) if theirs == ours => NFS4_OK,
         Ok(_) => NFS4ERR_NOT_SAME,

@@ -533,6 +533,28 @@ pub fn check_io_stateid(
     Err(NFS4ERR_DELAY)
 }
 
+/// The fd READ, WRITE and the NFSv4.2 data operations (ALLOCATE, SEEK,
+/// COPY...) work on: the open's, or the file opened as the client for
+/// this one request when `check_io_stateid` says so.
+pub fn io_file(
+    c: &Compound,
+    export: &Export,
+    obj: &Object,
+    stateid: &stateid4,
+    write: bool,
+) -> Result<Arc<File>, nfsstat4> {
+    match check_io_stateid(c, obj, stateid, write)? {
+        IoTarget::File(f) => Ok(f),
+        IoTarget::OpenAsCaller => {
+            let cred = c.credentials(export);
+            export
+                .share
+                .open_file(&cred, obj, !write, write, false)
+                .map_err(|e| super::super::errors::nfs_status(&e))
+        }
+    }
+}
+
 #[cfg(test)]
 #[path = "state_tests.rs"]
 mod state_tests;
