@@ -20,9 +20,16 @@ ONE boot (boots are slow) mounts the export with
 - nconnect: 4 `xprt: tcp` lines in /proc/self/mountstats, each having
   carried RPCs, and 4 established TCP connections seen by the server
   (`ss -tn` in the namespace);
-- vers=4.2 and vers=4.0 mounts against the 4.1-only server fail cleanly
-  (mount exits non-zero within a minute, nothing is mounted) and a 4.1
-  mount works again after them.
+- NFSv4.2 (against Braid): a vers=4.2 mount, and on it fallocate(2)
+  (ALLOCATE), a punched hole (DEALLOCATE), SEEK_DATA/SEEK_HOLE (SEEK),
+  copy_file_range(2) (COPY: the bytes read back equal, and the client's
+  per-operation counts in /proc/self/mountstats show the server did the
+  copy) and user xattrs (SETXATTR, GETXATTR, LISTXATTRS, REMOVEXATTR; the
+  host sees the attribute as user.NAME); a small static C tool does the
+  system calls busybox has no command for. nfs-ganesha's private config
+  serves 4.1 only, so against it the 4.2 mount must fail cleanly;
+- a vers=4.0 mount fails cleanly (mount exits non-zero within a minute,
+  nothing is mounted) and a 4.1 mount works again after it.
 """
 
 from __future__ import annotations
@@ -131,6 +138,107 @@ int main(int argc, char **argv) {
 }
 """
 
+# NFSv4.2's system calls for the guest: each step prints `OK v42-NAME` or
+# `FAIL v42-NAME detail` (the script's own ok/fail format).
+V42TOOL_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define MIB (1024 * 1024)
+static int failed;
+static void result(const char *name, int good, const char *detail) {
+    if (good) printf("OK v42-%s\n", name);
+    else { printf("FAIL v42-%s %s (errno %d %s)\n", name, detail, errno, strerror(errno)); failed = 1; }
+    fflush(stdout);
+}
+static void fill(char *buf, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) { seed = seed * 1103515245u + 12345u; buf[i] = (char)(seed >> 16); }
+}
+static int all_zero(const char *buf, size_t n) {
+    for (size_t i = 0; i < n; i++) if (buf[i]) return 0;
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) { fprintf(stderr, "usage: v42tool DIR\n"); return 2; }
+    char path[512], copy[512], got[4096], page[4096];
+    snprintf(path, sizeof path, "%s/sparse", argv[1]);
+    snprintf(copy, sizeof copy, "%s/copy", argv[1]);
+    fill(page, sizeof page, 42);
+
+    /* Data at 0 and at 1 MiB, a hole between. */
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    result("open", fd >= 0, path);
+    if (fd < 0) return 1;
+    int wrote = pwrite(fd, page, sizeof page, 0) == sizeof page
+             && pwrite(fd, page, sizeof page, MIB) == sizeof page && fsync(fd) == 0;
+    result("write", wrote, "pwrite");
+    off_t hole = lseek(fd, 0, SEEK_HOLE), data = lseek(fd, 4096, SEEK_DATA);
+    char d[128];
+    snprintf(d, sizeof d, "SEEK_HOLE from 0 = %lld (want 4096), SEEK_DATA from 4096 = %lld (want %d)",
+             (long long)hole, (long long)data, MIB);
+    result("seek", hole == 4096 && data == MIB, d);
+
+    /* ALLOCATE past the end grows the file. */
+    int r = fallocate(fd, 0, 2 * MIB, MIB);
+    struct stat st;
+    fstat(fd, &st);
+    snprintf(d, sizeof d, "fallocate %d, size %lld (want %d)", r, (long long)st.st_size, 3 * MIB);
+    result("allocate", r == 0 && st.st_size == 3 * MIB, d);
+
+    /* DEALLOCATE: the first page reads as zeros, the size stays. */
+    r = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096);
+    ssize_t n = pread(fd, got, sizeof got, 0);
+    fstat(fd, &st);
+    data = lseek(fd, 0, SEEK_DATA);
+    snprintf(d, sizeof d, "punch %d, read %zd, zeros %d, size %lld, SEEK_DATA from 0 = %lld",
+             r, n, n == 4096 && all_zero(got, 4096), (long long)st.st_size, (long long)data);
+    result("deallocate", r == 0 && n == 4096 && all_zero(got, 4096) && st.st_size == 3 * MIB
+           && data == MIB, d);
+
+    /* COPY: the whole file into another, byte for byte. */
+    int out = open(copy, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    loff_t in_off = 0, out_off = 0;
+    ssize_t total = 0, c;
+    while (out >= 0 && total < 3 * MIB
+           && (c = copy_file_range(fd, &in_off, out, &out_off, 3 * MIB - total, 0)) > 0)
+        total += c;
+    int same = 1;
+    static char a[MIB], b[MIB];
+    for (off_t off = 0; out >= 0 && off < 3 * MIB; off += MIB)
+        if (pread(fd, a, MIB, off) != MIB || pread(out, b, MIB, off) != MIB || memcmp(a, b, MIB)) same = 0;
+    snprintf(d, sizeof d, "copied %zd of %d bytes, same bytes %d", total, 3 * MIB, same);
+    result("copy", total == 3 * MIB && same, d);
+
+    /* xattrs. */
+    r = fsetxattr(fd, "user.color", "blue", 4, XATTR_CREATE);
+    n = fgetxattr(fd, "user.color", got, sizeof got);
+    result("setxattr", r == 0 && n == 4 && !memcmp(got, "blue", 4), "fsetxattr/fgetxattr user.color");
+    int excl = fsetxattr(fd, "user.color", "red", 3, XATTR_CREATE) < 0 && errno == EEXIST;
+    result("xattr-exclusive", excl, "a second XATTR_CREATE of user.color");
+    n = flistxattr(fd, got, sizeof got);
+    int listed = 0;
+    for (ssize_t i = 0; n > 0 && i < n; i += strlen(got + i) + 1)
+        if (!strcmp(got + i, "user.color")) listed = 1;
+    result("listxattr", listed, "user.color not listed");
+    /* Kept for the host to see: remove a second attribute instead. */
+    r = fsetxattr(fd, "user.gone", "x", 1, 0);
+    int removed = r == 0 && fremovexattr(fd, "user.gone") == 0
+                  && fgetxattr(fd, "user.gone", got, sizeof got) < 0 && errno == ENODATA;
+    result("removexattr", removed, "user.gone still there");
+    close(out);
+    close(fd);
+    return failed;
+}
+"""
+
 # The guest's script (kernel_vm.NFS_HELPERS' ok/fail/pause first).
 GUEST = r"""
 M=/mnt
@@ -227,8 +335,34 @@ rm $M/d/h $M/d/s && [ ! -e $M/d/h ] && [ "$(stat -c %h $M/d/g)" = 1 ] && ok unli
 rm -r $M/many $M/d $M/big.bin && [ "$(ls $M)" = after-refusals ] && ok delete || fail delete "left: $(ls $M)"
 umount $M && ok umount || fail umount "exit $?"
 
-# --- other minor versions, refused by a 4.1-only server ---
-for v in 4.2 4.0; do
+# --- NFSv4.2 where the server serves it (Braid), else a clean refusal ---
+if [ {serves_42} = yes ]; then
+    v=4.2
+    if timeout 60 {mount_other} 2>/tmp/m.err; then ok mount-4.2; else fail mount-4.2 "exit $? $(cat /tmp/m.err)"; fi
+    grep " /mnt2 nfs4 " /proc/mounts | grep -q "vers=4.2" && ok mounted-4.2 || fail mounted-4.2 "$(grep " /mnt2 " /proc/mounts)"
+    mkdir -p /mnt2/v42 && /bin/v42tool /mnt2/v42
+    # The client's own count of each operation it sent: the copy and the
+    # space changes were the server's work, not reads and writes.
+    stats=$(grep -E '^[[:space:]]+(ALLOCATE|DEALLOCATE|SEEK|COPY|SETXATTR|GETXATTR|LISTXATTRS|REMOVEXATTR):' /proc/self/mountstats | tr -s ' \t' ' ')
+    echo "$stats" | sed 's/^/mountstats-4.2/'
+    none=""; for o in ALLOCATE DEALLOCATE SEEK COPY SETXATTR GETXATTR LISTXATTRS REMOVEXATTR; do
+        echo "$stats" | grep -qE "^ ?$o: [1-9]" || none="$none $o"
+    done
+    [ -z "$none" ] && ok v42-ops-sent || fail v42-ops-sent "no$none in mountstats"
+    pause host-v42
+    rm -r /mnt2/v42
+    umount /mnt2 && ok umount-4.2 || fail umount-4.2 "exit $?"
+else
+    v=4.2
+    timeout 60 {mount_other} 2>/tmp/m.err; rc=$?
+    if grep -q " /mnt2 " /proc/mounts; then fail refuse-$v "mounted"; umount /mnt2
+    elif [ $rc = 0 ]; then fail refuse-$v "mount exited 0"
+    elif [ $rc = 143 ] || [ $rc = 137 ]; then fail refuse-$v "mount hung (killed after 60 s)"
+    else ok refuse-$v; echo "refused $v: exit $rc $(cat /tmp/m.err)"; fi
+fi
+
+# --- NFSv4.0, refused ---
+for v in 4.0; do
     timeout 60 {mount_other} 2>/tmp/m.err; rc=$?
     if grep -q " /mnt2 " /proc/mounts; then fail refuse-$v "mounted"; umount /mnt2
     elif [ $rc = 0 ]; then fail refuse-$v "mount exited 0"
@@ -244,12 +378,15 @@ CHECKS = ["mount", "mounted-4.1", "write", "read-back", "size", "mkdir", "create
           "hardlink", "symlink", "many-created", "listing", "listing-stat", "xprt-count",
           "xprt-used", "flock-conflict", "flock-holder", "flock-free", "fcntl-conflict",
           "fcntl-read-conflict", "fcntl-other-range", "fcntl-getlk", "fcntl-holder",
-          "fcntl-free", "fcntl-shared", "unlink", "delete", "umount", "refuse-4.2",
-          "refuse-4.0", "remount", "cut-copy"]
+          "fcntl-free", "fcntl-shared", "unlink", "delete", "umount",
+          "refuse-4.0", "remount", "cut-copy"] + (
+    ["mount-4.2", "mounted-4.2", "v42-open", "v42-write", "v42-seek", "v42-allocate",
+     "v42-deallocate", "v42-copy", "v42-setxattr", "v42-xattr-exclusive", "v42-listxattr",
+     "v42-removexattr", "v42-ops-sent", "umount-4.2"] if TARGET == "braid" else ["refuse-4.2"])
 # What the host checks at the guest's `pause host-view`; against Braid
 # also its admin API: one NFS session with the mount's 4 connections.
 HOST_CHECKS = ["host-bytes", "host-listing", "host-connections", "host-cut"] + (
-    ["host-admin-session"] if TARGET == "braid" else [])
+    ["host-admin-session", "host-xattr", "host-copy"] if TARGET == "braid" else [])
 
 
 def admin_view(ns: kernel_vm.NetNs, log: Path) -> dict:
@@ -265,9 +402,9 @@ def admin_view(ns: kernel_vm.NetNs, log: Path) -> dict:
     return json.loads(out.stdout)
 
 
-def _locktool(workdir: Path) -> Path:
-    src, out = workdir / "locktool.c", workdir / "locktool"
-    src.write_text(LOCKTOOL_C)
+def _static_tool(workdir: Path, name: str, source: str) -> Path:
+    src, out = workdir / f"{name}.c", workdir / name
+    src.write_text(source)
     subprocess.run(["cc", "-static", "-O2", "-o", str(out), str(src)], check=True,
                    capture_output=True, timeout=120)
     return out
@@ -322,11 +459,14 @@ def nfs_vm(tmp_path_factory):
     workdir.mkdir()
     data = random.Random(SEED).randbytes(MIB << 20)
     (base / "data.bin").write_bytes(data)
-    files = {"/data.bin": base / "data.bin", "/bin/locktool": _locktool(base)}
+    files = {"/data.bin": base / "data.bin",
+             "/bin/locktool": _static_tool(base, "locktool", LOCKTOOL_C),
+             "/bin/v42tool": _static_tool(base, "v42tool", V42TOOL_C)}
     mount = kernel_vm.nfs_mount_command(SERVER, PORT, "/" + EXPORT)
     other = kernel_vm.nfs_mount_command(SERVER, PORT, "/" + EXPORT, "/mnt2", vers="$v",
                                         options="")
-    script = GUEST.format(mount=mount, mount_other=other, mib=MIB, entries=DIR_ENTRIES)
+    script = GUEST.format(mount=mount, mount_other=other, mib=MIB, entries=DIR_ENTRIES,
+                          serves_42="yes" if TARGET == "braid" else "no")
 
     host: dict[str, tuple[bool, str]] = {}
     ns = kernel_vm.NetNs([SERVER])
@@ -338,6 +478,18 @@ def nfs_vm(tmp_path_factory):
         def at_pause(name):
             if name == "cut":
                 host["host-cut"] = cut_one(ns, server)
+                return
+            if name == "host-v42":
+                sparse, copy = export_dir / "v42" / "sparse", export_dir / "v42" / "copy"
+                try:
+                    color = os.getxattr(sparse, "user.color")
+                except OSError as e:
+                    color = repr(e)
+                host["host-xattr"] = (color == b"blue", f"user.color on the host: {color!r}")
+                same = (sparse.exists() and copy.exists()
+                        and sparse.read_bytes() == copy.read_bytes()
+                        and copy.stat().st_size == 3 << 20)
+                host["host-copy"] = (same, "the copy differs from its source on the host")
                 return
             if name != "host-view":
                 return
