@@ -10,9 +10,9 @@ with it off and on; Samba and nfs-ganesha serve two more (tests/e2e/
 servers.py, loopback, private configs). Every share is a directory of the
 same file system (under --base, default /var/tmp).
 
-Part 1, `braid bench --metadata` (create, close, open, query, close,
+Part 1, `braid bench --metadata -o 1` (create, close, open, query, close,
 delete, and a mkdir + rmdir every 8th turn; each task in a directory of its
-own) with each --threads count, every target in turn, the order reversed
+own, one request in flight each) with each --threads count of tasks, every target in turn, the order reversed
 every other repetition. Server CPU per operation: utime+stime of the
 server's process tree (/proc/PID/stat) around the run.
 
@@ -112,7 +112,10 @@ def main() -> int:
             s = srv[name]
             env = dict(os.environ)
             argv = [str(braid), "bench", "--target", url(name), "--metadata",
-                    "-d", str(a.duration), "--warmup", str(a.warmup), "--quiet", "--json"] + extra
+                    "-d", str(a.duration), "--warmup", str(a.warmup), "--quiet", "--json",
+                    # One request in flight per task: --metadata's default
+                    # queue depth is 8, which would make -t N run 8N tasks.
+                    "-o", "1"] + extra
             if name.startswith("smb"):
                 argv += ["-u", s.user]
                 env["BRAID_PASSWORD"] = s.password
