@@ -4,7 +4,8 @@
     scripts/bench-metadata-builds.py OLD_BRAID NEW_BRAID [ROUNDS]
 
 Each build serves a fresh share (tests/e2e/servers.py); `braid bench
---metadata` (1 task: create, close, open, query, close, delete, and a
+--metadata -t 1` (8 tasks: --metadata's queue depth is 8; each: create,
+close, open, query, close, delete, and a
 mkdir + rmdir every 8th turn) runs 6 s against each in turn, the order
 reversed every other round. Prints server CPU (utime+stime) per operation.
 """
