@@ -8,9 +8,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
 
-use crate::lease::{R, W};
 use crate::nfs::state::caching::OtherProtocolCaching;
-use crate::oplock::NewOpen;
+use crate::smb::lease::{R, W};
+use crate::smb::oplock::NewOpen;
 use crate::state::ServerState;
 
 pub struct SmbCaching(pub Weak<ServerState>);

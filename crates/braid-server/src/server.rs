@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::config::ServerConfig;
-use crate::conn::serve_connection;
+use crate::smb::conn::serve_connection;
 use crate::state::ServerState;
 use crate::users_live::LiveUsers;
 

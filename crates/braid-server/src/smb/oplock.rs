@@ -25,11 +25,11 @@ use braid_smb_proto::NtStatus;
 use tokio::sync::Notify;
 use tracing::debug;
 
-use crate::break_delivery::{break_header, deliver_break};
-use crate::conn::Connection;
-use crate::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
-use crate::session::Session;
 use crate::sharded::ShardedMap;
+use crate::smb::break_delivery::{break_header, deliver_break};
+use crate::smb::conn::Connection;
+use crate::smb::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
+use crate::smb::session::Session;
 
 mod unwaited;
 
@@ -527,7 +527,7 @@ impl FileOplocks {
         }
         st.state = state;
         st.breaking_to = None;
-        let further = crate::lease::next_break(state, st.required).map(|to| {
+        let further = crate::smb::lease::next_break(state, st.required).map(|to| {
             let required = st.required;
             let n = lease.continue_break(&mut st, to);
             if st.breaking_to.is_some() {
@@ -667,10 +667,10 @@ fn send_lease_notification(h: &Holder, n: &LeaseBreakNotification) {
     let conn = if encrypted {
         break_connection(h)
     } else {
-        crate::lease::lease_connection(&lease.id.0, h.conn.upgrade(), break_connection(h))
+        crate::smb::lease::lease_connection(&lease.id.0, h.conn.upgrade(), break_connection(h))
     };
     if let Some(conn) = conn {
-        crate::lease::send_lease_break(&conn, session.as_ref(), n);
+        crate::smb::lease::send_lease_break(&conn, session.as_ref(), n);
     }
 }
 
