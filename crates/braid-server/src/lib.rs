@@ -12,7 +12,6 @@ pub mod host_watch;
 pub mod metadata_cache_view;
 pub mod metrics;
 pub mod nfs;
-pub mod nfs_smb;
 pub mod op_metrics;
 pub mod qos;
 pub mod qos_admin;

@@ -250,6 +250,11 @@ pub struct ServerState {
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// The NFS server's state, when NFS is served (admin API, reload).
     pub nfs: std::sync::OnceLock<Arc<crate::nfs::NfsState>>,
+    /// Caching grants across protocols (braid-fs's registry, issue 42):
+    /// SMB's oplock table and NFS's delegations are registered in it
+    /// (`server.rs`), and each protocol's opens and writes break the
+    /// other's grants through it.
+    pub caching: Arc<braid_fs::caching::CachingGrants>,
     next_session_id: AtomicU64,
     /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
     /// keeps its id when reconnected on another session).
@@ -321,6 +326,10 @@ impl ServerState {
             // A random start below 2^31 leaves 2^31 ids before they would
             // grow past 32 bits.
             nfs: std::sync::OnceLock::new(),
+            // SMB's acknowledgement timer bounds the longest break.
+            caching: Arc::new(braid_fs::caching::CachingGrants::new(
+                crate::smb::oplock::BREAK_ACK_TIMEOUT,
+            )),
             next_session_id: AtomicU64::new(u64::from(rand::random::<u32>() >> 1).max(1)),
             next_connection_id: AtomicU64::new(1),
         })

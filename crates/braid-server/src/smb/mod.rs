@@ -3,6 +3,7 @@
 
 pub mod acl;
 pub mod break_delivery;
+pub mod caching;
 pub mod conn;
 pub mod credits;
 pub mod dir_lease;

@@ -157,7 +157,8 @@ impl OplockTable {
     }
 
     /// The caching state of a file (not of a stream) if an open of it
-    /// has one; no entry is made (NFS asks on every write, `nfs_smb.rs`).
+    /// has one; no entry is made (other protocols ask on every write,
+    /// `smb/caching.rs`).
     pub fn existing(&self, share: &str, file_id: u64) -> Option<Arc<FileOplocks>> {
         self.files
             .get(&(share.to_lowercase(), file_id, 0))
@@ -587,6 +588,24 @@ impl FileOplocks {
             .iter()
             .find(|h| h.open_key == key)
             .and_then(|h| h.lease.clone())
+    }
+
+    /// What the file's holders cache together, as lease states (for the
+    /// cross-protocol registry, `smb/caching.rs`).
+    pub fn caching_held(&self) -> u32 {
+        let held: Vec<(u8, Option<Arc<Lease>>)> = self
+            .holders
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|h| (h.level, h.lease.clone()))
+            .collect();
+        held.iter().fold(0, |acc, (level, lease)| {
+            acc | match lease {
+                Some(l) => l.st.lock().unwrap().state,
+                None => oplock_caching(*level),
+            }
+        })
     }
 
     pub fn level_of(&self, key: u64) -> u8 {

@@ -314,20 +314,20 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     oplock_file
         .break_for_new_open(&new_open, || wait_on_break(req))
         .await;
-    // Issue 42: NFS delegations of the file that this open conflicts with
-    // are recalled, and returned before it goes on (nfs/state/delegations.rs).
-    if let Some(nfs) = req.conn.server.nfs.get() {
-        if !info.is_directory && opened.handle.stream_key() == 0 {
-            let writes = braid_fs::types::access::FILE_WRITE_DATA
-                | braid_fs::types::access::FILE_APPEND_DATA;
-            crate::nfs::state::delegations::recall_for_other_open(
-                nfs,
-                &share.name,
-                info.file_id,
-                granted & writes != 0,
-            )
-            .await;
-        }
+    // Issue 42: other protocols' caching of the file that this open
+    // conflicts with (NFS delegations) is broken, and returned before it
+    // goes on, through braid-fs's cross-protocol registry.
+    if !info.is_directory && opened.handle.stream_key() == 0 {
+        let writes =
+            braid_fs::types::access::FILE_WRITE_DATA | braid_fs::types::access::FILE_APPEND_DATA;
+        let file = braid_fs::caching::CachedFile {
+            share: &share.name,
+            file_id: info.file_id,
+        };
+        let change = braid_fs::caching::Change::Open {
+            writes: granted & writes != 0,
+        };
+        req.conn.server.caching.break_for("smb", file, change).await;
     }
     let oplock_key = oplocks.new_key();
     let granted_caching = oplock_file.grant(
