@@ -14,6 +14,7 @@
 //! share root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`.
 
 mod apple_double;
+pub mod caching;
 pub mod clock;
 mod clone;
 mod copy;

@@ -30,7 +30,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::metrics::Gauges;
-use crate::session::{Open, Session, SessionPhase};
+use crate::smb::session::{Open, Session, SessionPhase};
 use crate::state::ServerState;
 
 /// Bind the admin listener; errors are one line naming `admin_listen`.
@@ -464,7 +464,7 @@ pub fn opens_view(state: &ServerState) -> OpensView {
 }
 
 /// An open's oplock level or lease state, as `smbstatus` shows it.
-fn caching_of(oplock: Option<&crate::oplock::OplockRef>) -> String {
+fn caching_of(oplock: Option<&crate::smb::oplock::OplockRef>) -> String {
     use braid_smb_proto::messages::create::oplock_level;
     let Some(r) = oplock else {
         return "none".into();
@@ -472,9 +472,9 @@ fn caching_of(oplock: Option<&crate::oplock::OplockRef>) -> String {
     if let Some(lease) = r.file.lease_of(r.key) {
         let state = lease.st.lock().unwrap().state;
         let letters: String = [
-            (crate::lease::R, 'R'),
-            (crate::lease::W, 'W'),
-            (crate::lease::H, 'H'),
+            (crate::smb::lease::R, 'R'),
+            (crate::smb::lease::W, 'W'),
+            (crate::smb::lease::H, 'H'),
         ]
         .iter()
         .filter(|(bit, _)| state & bit != 0)
@@ -616,7 +616,7 @@ pub fn rfc3339(t: SystemTime) -> String {
 mod tests {
     use super::*;
     use crate::config::{ServerConfig, ShareConfig};
-    use crate::session::{Identity, Session};
+    use crate::smb::session::{Identity, Session};
     use crate::userdb::UserDb;
     use braid_fs::{FileService, SystemClock};
     use braid_smb_proto::header::Command;
@@ -680,7 +680,7 @@ mod tests {
             workstation: "LAPTOP".into(),
             owner: None,
         });
-        *s.signing.lock().unwrap() = Some(crate::session::SigningState {
+        *s.signing.lock().unwrap() = Some(crate::smb::session::SigningState {
             algorithm: SigningAlgorithm::AesGmac,
             key: vec![0; 16],
         });

@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::op_metrics::Protocol;
-use crate::session::SessionPhase;
+use crate::smb::session::SessionPhase;
 use crate::state::ServerState;
 use crate::workload::{workload_of, Counters, SessionWorkload, WINDOW};
 
@@ -207,7 +207,7 @@ fn windows(state: &ServerState) -> Vec<(Arc<SessionWorkload>, Counters, Workload
     let config = state.config();
     let facts = session_facts(state);
     let layers = share_layers(state);
-    let interfaces = crate::interfaces::list(&config).len() as u64;
+    let interfaces = crate::smb::interfaces::list(&config).len() as u64;
     state
         .metrics
         .workloads

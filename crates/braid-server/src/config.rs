@@ -42,7 +42,7 @@ pub struct ShareConfig {
     /// (Samba's `acl flag inherited canonicalization`).
     pub canonicalize_acl_flags: bool,
     /// Who may connect, and who may write (`share_access.rs`).
-    pub access: crate::share_access::ShareAccess,
+    pub access: crate::smb::share_access::ShareAccess,
     /// Shown in share lists (Samba's `comment`).
     pub comment: String,
     /// Listed in share lists (Samba's `browseable`); connecting by name

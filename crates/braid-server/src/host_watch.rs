@@ -32,10 +32,10 @@ use braid_fs::host_writes::{
 };
 use tokio::io::unix::AsyncFd;
 
-use crate::lease::{H, R, W};
-use crate::notify::{self, action, filter};
-use crate::oplock::FileOplocks;
-use crate::session::Open;
+use crate::smb::lease::{H, R, W};
+use crate::smb::notify::{self, action, filter};
+use crate::smb::oplock::FileOplocks;
+use crate::smb::session::Open;
 use crate::state::{ServerState, Share};
 
 /// One watched directory of one share.

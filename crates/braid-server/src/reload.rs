@@ -166,7 +166,7 @@ fn next_homes(
     new: &ServerConfig,
     report: &mut ReloadReport,
     ended: &mut Vec<Arc<Share>>,
-) -> Result<Option<Arc<crate::homes::HomeShares>>, String> {
+) -> Result<Option<Arc<crate::smb::homes::HomeShares>>, String> {
     match (&old.homes, &old.config.homes, &new.homes) {
         (Some(running), Some(before), Some(now)) if before == now => {
             return Ok(Some(running.clone()))
@@ -175,7 +175,7 @@ fn next_homes(
         _ => {}
     }
     let next = match &new.homes {
-        Some(now) => Some(Arc::new(crate::homes::HomeShares::new(now.clone())?)),
+        Some(now) => Some(Arc::new(crate::smb::homes::HomeShares::new(now.clone())?)),
         None => None,
     };
     let list = match (&old.homes, &next) {
@@ -262,9 +262,10 @@ async fn end_shares(state: &Arc<ServerState>, gone: &[Arc<Share>]) -> usize {
             && !served_now.iter().any(|f| o.handle.share().is(f))
     });
     if !waiting.is_empty() {
-        let _ =
-            tokio::task::spawn_blocking(move || waiting.iter().for_each(crate::durable::close_now))
-                .await;
+        let _ = tokio::task::spawn_blocking(move || {
+            waiting.iter().for_each(crate::smb::durable::close_now)
+        })
+        .await;
     }
     ended
 }

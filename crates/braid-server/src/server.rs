@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::config::ServerConfig;
-use crate::conn::serve_connection;
+use crate::smb::conn::serve_connection;
 use crate::state::ServerState;
 use crate::users_live::LiveUsers;
 
@@ -26,6 +26,9 @@ impl Server {
     pub async fn bind(config: ServerConfig, users: LiveUsers) -> Result<Server, String> {
         let files = FileService::new(Arc::new(SystemClock));
         let state = Arc::new(ServerState::new(config, users, files)?);
+        state
+            .caching
+            .register("smb", crate::smb::caching::holder(&state));
         let config = state.config();
         let mut listeners = Vec::new();
         for addr in &config.listen {
@@ -57,7 +60,10 @@ impl Server {
         if let Some(nfs) = &nfs {
             let _ = state.nfs.set(nfs.state.clone());
             let _ = nfs.state.files.set(state.files.clone());
-            let _ = nfs.state.caching.set(crate::nfs_smb::caching(&state));
+            state
+                .caching
+                .register("nfs", crate::nfs::state::caching::holder(&nfs.state));
+            let _ = nfs.state.grants.set(state.caching.clone());
             let _ = nfs.state.qos.set(state.qos.clone());
             let _ = nfs.state.metrics.set(crate::nfs::op_class::NfsMetrics {
                 ops: state.metrics.ops.clone(),

@@ -8,8 +8,8 @@ use std::time::SystemTime;
 use braid_fs::{FileService, ShareRef};
 
 use crate::config::ServerConfig;
-use crate::session::Session;
 use crate::sharded::ShardedMap;
+use crate::smb::session::Session;
 use crate::users_live::LiveUsers;
 
 #[derive(Clone)]
@@ -22,7 +22,7 @@ pub struct Share {
     /// `access::canonicalize_dacl_flags` on descriptors clients supply.
     pub canonicalize_acl_flags: bool,
     /// Who may connect, and who may write (`share_access.rs`).
-    pub access: crate::share_access::ShareAccess,
+    pub access: crate::smb::share_access::ShareAccess,
     /// Shown in share lists (srvsvc).
     pub comment: String,
     /// Listed by srvsvc's enumerations (Samba's `browseable`).
@@ -165,7 +165,7 @@ pub struct Served {
     /// Keyed by lower-cased share name: share names are case-insensitive.
     pub shares: HashMap<String, Arc<Share>>,
     /// Each user's own share (`homes.rs`), when configured.
-    pub homes: Option<Arc<crate::homes::HomeShares>>,
+    pub homes: Option<Arc<crate::smb::homes::HomeShares>>,
 }
 
 impl Served {
@@ -179,7 +179,9 @@ impl Served {
             shares.insert(s.name.to_lowercase(), Arc::new(Share::serve(files, s)?));
         }
         let homes = match &config.homes {
-            Some(template) => Some(Arc::new(crate::homes::HomeShares::new(template.clone())?)),
+            Some(template) => Some(Arc::new(crate::smb::homes::HomeShares::new(
+                template.clone(),
+            )?)),
             None => None,
         };
         Ok(Served {
@@ -218,12 +220,12 @@ pub struct ServerState {
     pub files: Arc<FileService>,
     pub sessions: ShardedMap<u64, Arc<Session>>,
     /// Live connections (for the admin view and channel lookups).
-    pub connections: ShardedMap<u64, std::sync::Weak<crate::conn::Connection>>,
-    pub oplocks: crate::oplock::OplockTable,
+    pub connections: ShardedMap<u64, std::sync::Weak<crate::smb::conn::Connection>>,
+    pub oplocks: crate::smb::oplock::OplockTable,
     /// CHANGE_NOTIFY watches, fed by the handlers that change things.
-    pub notify: crate::notify::NotifyHub,
+    pub notify: crate::smb::notify::NotifyHub,
     /// Directory opens holding a directory lease (`dir_lease.rs`).
-    pub dir_leases: crate::dir_lease::DirLeases,
+    pub dir_leases: crate::smb::dir_lease::DirLeases,
     /// Changes made on the host to watched and leased directories.
     pub host_watch: Arc<crate::host_watch::HostWatch>,
     /// Request metrics and counters for the admin API (`admin`, `metrics`).
@@ -235,19 +237,24 @@ pub struct ServerState {
     pub resume_key_secret: std::hash::RandomState,
     pub start_time: SystemTime,
     /// Durable opens whose connection was lost, waiting for a reconnect.
-    pub preserved: Arc<crate::durable::PreservedOpens>,
+    pub preserved: Arc<crate::smb::durable::PreservedOpens>,
     /// Failed logons per client address (`logon_throttle.rs`).
-    pub logon_throttle: crate::logon_throttle::LogonThrottle,
+    pub logon_throttle: crate::smb::logon_throttle::LogonThrottle,
     /// Opens held per client address (`max_open_files_per_client`).
-    pub client_opens: Arc<crate::per_client::PerClient>,
+    pub client_opens: Arc<crate::smb::per_client::PerClient>,
     /// Connections per client address (`max_connections_per_client`).
-    pub client_connections: Arc<crate::per_client::PerClient>,
+    pub client_connections: Arc<crate::smb::per_client::PerClient>,
     /// Where a reload reads the config from (`reload.rs`), when the
     /// binary gave one; one reload runs at a time.
     pub(crate) config_source: std::sync::OnceLock<crate::reload::ConfigSource>,
     pub(crate) reloading: tokio::sync::Mutex<()>,
     /// The NFS server's state, when NFS is served (admin API, reload).
     pub nfs: std::sync::OnceLock<Arc<crate::nfs::NfsState>>,
+    /// Caching grants across protocols (braid-fs's registry, issue 42):
+    /// SMB's oplock table and NFS's delegations are registered in it
+    /// (`server.rs`), and each protocol's opens and writes break the
+    /// other's grants through it.
+    pub caching: Arc<braid_fs::caching::CachingGrants>,
     next_session_id: AtomicU64,
     /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
     /// keeps its id when reconnected on another session).
@@ -277,12 +284,12 @@ impl ServerState {
     ) -> Result<Self, String> {
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         let logon_throttle =
-            crate::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
-        let client_opens = crate::per_client::PerClient::new(
+            crate::smb::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
+        let client_opens = crate::smb::per_client::PerClient::new(
             "max_open_files_per_client",
             config.max_open_files_per_client,
         );
-        let client_connections = crate::per_client::PerClient::new(
+        let client_connections = crate::smb::per_client::PerClient::new(
             "max_connections_per_client",
             config.max_connections_per_client,
         );
@@ -319,6 +326,10 @@ impl ServerState {
             // A random start below 2^31 leaves 2^31 ids before they would
             // grow past 32 bits.
             nfs: std::sync::OnceLock::new(),
+            // SMB's acknowledgement timer bounds the longest break.
+            caching: Arc::new(braid_fs::caching::CachingGrants::new(
+                crate::smb::oplock::BREAK_ACK_TIMEOUT,
+            )),
             next_session_id: AtomicU64::new(u64::from(rand::random::<u32>() >> 1).max(1)),
             next_connection_id: AtomicU64::new(1),
         })

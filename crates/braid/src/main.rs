@@ -752,7 +752,9 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
     // Samba's [homes]: a share "homes" whose path holds %U is each
     // user's own share; the directory above the user's must exist.
     let is_homes = s.name.eq_ignore_ascii_case("homes")
-        && s.path.to_string_lossy().contains(braid_server::homes::USER);
+        && s.path
+            .to_string_lossy()
+            .contains(braid_server::smb::homes::USER);
     let checked = if is_homes {
         home_base(&s.path)
     } else {
@@ -847,7 +849,7 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
         comment: s.comment.clone(),
         browseable: s.browseable.unwrap_or(true),
         canonicalize_acl_flags: s.canonicalize_acl_flags.unwrap_or(true),
-        access: braid_server::share_access::ShareAccess {
+        access: braid_server::smb::share_access::ShareAccess {
             read_only: s.read_only,
             valid_users: s.valid_users.clone(),
             read_list: s.read_list.clone(),
@@ -870,7 +872,7 @@ fn home_base(template: &std::path::Path) -> PathBuf {
     for c in template.components() {
         if c.as_os_str()
             .to_string_lossy()
-            .contains(braid_server::homes::USER)
+            .contains(braid_server::smb::homes::USER)
         {
             break;
         }

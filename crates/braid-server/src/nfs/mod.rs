@@ -117,9 +117,10 @@ pub struct NfsState {
     /// The SMB side's file service, whose share-mode table NFS opens join
     /// (issue 42: one share, two protocols); set by the server at start.
     pub files: std::sync::OnceLock<Arc<braid_fs::FileService>>,
-    /// Breaks SMB oplocks and leases for NFS opens and writes (issue 42);
-    /// set by the server at start.
-    pub caching: std::sync::OnceLock<Arc<dyn state::caching::OtherProtocolCaching>>,
+    /// The cross-protocol caching registry (braid-fs's): NFS opens and
+    /// writes break other protocols' caching through it (issue 42); set by
+    /// the server at start.
+    pub grants: std::sync::OnceLock<Arc<braid_fs::caching::CachingGrants>>,
     /// The shares' QoS gates (`crate::qos`), shared with SMB; set by the
     /// server at start (none: NFS requests are not gated).
     pub qos: std::sync::OnceLock<Arc<crate::qos::QosRegistry>>,
@@ -158,7 +159,7 @@ impl NfsState {
             started: Instant::now(),
             stateids: state::stateids::StateTable::new(boot_epoch),
             files: std::sync::OnceLock::new(),
-            caching: std::sync::OnceLock::new(),
+            grants: std::sync::OnceLock::new(),
             qos: std::sync::OnceLock::new(),
             metrics: std::sync::OnceLock::new(),
         }))

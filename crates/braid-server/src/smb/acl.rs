@@ -12,7 +12,7 @@ use braid_smb_proto::fscc::security::{
     Acl, SecurityDescriptor, Sid, FILE_ALL_ACCESS, SE_DACL_PRESENT,
 };
 
-use crate::session::Identity;
+use crate::smb::session::Identity;
 
 /// FNV-1a, 32 bits.
 fn fnv(bytes: &[u8]) -> u32 {

@@ -20,9 +20,9 @@ use braid_smb_proto::NtStatus;
 
 use super::send::{error_reply, send_frame};
 use super::{dispatch, OpResult, Reply, Request, Sealed};
-use crate::conn::Connection;
 use crate::op_metrics::{OpRecord, Outcome, Protocol};
-use crate::session::{Session, SessionPhase};
+use crate::smb::conn::Connection;
+use crate::smb::session::{Session, SessionPhase};
 use crate::workload::{FileRef, InFlight};
 
 /// A frame whose message ids were accepted, ready to be processed.
@@ -30,7 +30,7 @@ pub enum Work {
     Smb1Negotiate(Vec<u8>),
     Smb2 {
         buf: Bytes,
-        /// Each message, with its [`crate::order::FileRequestOrder`] ticket.
+        /// Each message, with its [`crate::smb::order::FileRequestOrder`] ticket.
         msgs: Vec<(Range<usize>, Header, Option<u64>)>,
         /// The session whose key decrypted the frame (MS-SMB2 3.3.5.2.1.1).
         encrypted_by: Option<Arc<Session>>,
@@ -53,7 +53,7 @@ pub struct PreVerified {
 fn transform_session(
     conn: &Connection,
     head: &[u8],
-) -> Result<(Arc<Session>, Arc<crate::session::EncryptionState>), String> {
+) -> Result<(Arc<Session>, Arc<crate::smb::session::EncryptionState>), String> {
     let th = TransformHeader::decode(head).map_err(|e| format!("bad transform header: {e}"))?;
     let session = conn
         .server
@@ -238,7 +238,7 @@ pub fn accept_frame(
     }))
 }
 
-/// Releases a frame's [`crate::order::FileRequestOrder`] tickets when its
+/// Releases a frame's [`crate::smb::order::FileRequestOrder`] tickets when its
 /// processing ends, early or not.
 struct ReleaseTickets<'a> {
     conn: &'a Connection,
@@ -254,7 +254,7 @@ impl Drop for ReleaseTickets<'_> {
 }
 
 /// Where a message stands: inside a compound that answers as one, and its
-/// [`crate::order::FileRequestOrder`] ticket.
+/// [`crate::smb::order::FileRequestOrder`] ticket.
 struct Place {
     in_compound: bool,
     ticket: Option<u64>,
@@ -495,7 +495,7 @@ struct Finished {
     resp: Vec<u8>,
     headroom: usize,
     payload: Option<Bytes>,
-    signing: Option<crate::session::SigningState>,
+    signing: Option<crate::smb::session::SigningState>,
     sealed: Option<Sealed>,
 }
 
@@ -873,7 +873,7 @@ fn verify_request(
     conn: &Connection,
     sess: &Session,
     command: Command,
-    signing: &crate::session::SigningState,
+    signing: &crate::smb::session::SigningState,
     msg: &[u8],
 ) -> bool {
     if verify_signature(signing.algorithm, &signing.key, msg) {

@@ -2,15 +2,34 @@
 //! table (`dispatch`), and one file per command under `ops/`.
 
 pub mod acl;
+pub mod break_delivery;
+pub mod caching;
+pub mod conn;
+pub mod credits;
+pub mod dir_lease;
 pub mod dispatch;
+pub mod durable;
 pub mod frame;
+pub mod homes;
+pub mod interfaces;
+pub mod lease;
+pub mod logon_throttle;
+pub mod lsa;
 pub mod nfs_ace;
+pub mod notify;
 pub mod op_class;
+pub mod oplock;
 pub mod ops;
+pub mod order;
+pub mod per_client;
 pub mod qos;
 pub mod replay;
 pub mod send;
+pub mod session;
+pub mod share_access;
+pub mod srvsvc;
 pub mod status_map;
+pub mod tcp_ack;
 
 use std::sync::Arc;
 
@@ -20,8 +39,8 @@ use braid_smb_proto::NtStatus;
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::Connection;
-use crate::session::{Open, Session, Tree};
+use crate::smb::conn::Connection;
+use crate::smb::session::{Open, Session, Tree};
 
 /// Everything a handler needs, passed explicitly (architecture principle 5).
 pub struct Request<'a> {
@@ -37,7 +56,7 @@ pub struct Request<'a> {
     pub related_file_id: Option<FileId>,
     pub in_compound: bool,
     /// This request's place among the connection's requests on opens
-    /// ([`crate::order::FileRequestOrder`]).
+    /// ([`crate::smb::order::FileRequestOrder`]).
     pub ticket: Option<u64>,
     /// Set when the handler went async: the final response carries it.
     pub async_id: Option<u64>,
@@ -45,7 +64,7 @@ pub struct Request<'a> {
     pub interim_credits: Option<u16>,
     /// This request's place among the connection's async requests, held
     /// until it is dropped with the request.
-    pub async_slot: Option<crate::conn::AsyncSlot<'a>>,
+    pub async_slot: Option<crate::smb::conn::AsyncSlot<'a>>,
     /// Registered as cancellable ([`Request::cancellable`]): the frame
     /// layer removes the registration when the request ends.
     pub registered_cancellable: bool,

@@ -38,7 +38,7 @@ use braid_smb_proto::NtStatus;
 use tokio::sync::watch;
 
 use super::{dispatch, OpResult, Reply, Request};
-use crate::session::Session;
+use crate::smb::session::Session;
 
 /// Completed requests remembered per session.
 const MAX_COMPLETED: usize = 512;

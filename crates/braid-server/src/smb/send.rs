@@ -10,8 +10,8 @@ use braid_smb_proto::messages::ErrorResponse;
 use braid_smb_proto::NtStatus;
 use bytes::Bytes;
 
-use crate::conn::Connection;
-use crate::session::Session;
+use crate::smb::conn::Connection;
+use crate::smb::session::Session;
 use crate::smb::Reply;
 
 /// Queue a frame, encrypted with `session`'s key when the request came

@@ -158,8 +158,13 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
     // Issue 42, MS-FSA 2.1.4.12: an open breaks SMB clients' write caching
     // of the file (they flush first); a client slow to answer gets
     // NFS4ERR_DELAY and retries while the break goes on.
-    if let Some(smb) = c.state.caching.get() {
-        let breaking = smb.open(&export.name, obj.fileid());
+    if let Some(grants) = c.state.grants.get() {
+        let file = braid_fs::caching::CachedFile {
+            share: &export.name,
+            file_id: obj.fileid(),
+        };
+        let writes = access & OPEN4_SHARE_ACCESS_WRITE != 0;
+        let breaking = grants.break_for("nfs", file, braid_fs::caching::Change::Open { writes });
         let done = c
             .runtime
             .block_on(async { tokio::time::timeout(SMB_BREAK_WAIT, breaking).await.is_ok() });

@@ -51,8 +51,13 @@ fn setattr(c: &mut Compound, a: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
     // Issue 42: a new size is a change of data, as a WRITE is: SMB clients
     // caching the file must read it again.
     if want.mask.contains(FATTR4_SIZE) {
-        if let Some(smb) = c.state.caching.get() {
-            smb.write(&export.name, obj.fileid());
+        if let Some(grants) = c.state.grants.get() {
+            let file = braid_fs::caching::CachedFile {
+                share: &export.name,
+                file_id: obj.fileid(),
+            };
+            // The breaks start now; a write does not wait for them.
+            drop(grants.break_for("nfs", file, braid_fs::caching::Change::Write));
         }
     }
     Ok(want.mask.into())

@@ -55,8 +55,13 @@ fn write(c: &mut Compound, a: &WRITE4args) -> Result<WRITE4resok, nfsstat4> {
     };
     file.write_all_at(&a.data, a.offset).map_err(io_err)?;
     // Issue 42: SMB clients caching the file must read it again.
-    if let Some(smb) = c.state.caching.get() {
-        smb.write(&export.name, obj.fileid());
+    if let Some(grants) = c.state.grants.get() {
+        let file = braid_fs::caching::CachedFile {
+            share: &export.name,
+            file_id: obj.fileid(),
+        };
+        // The breaks start now; a write does not wait for them.
+        drop(grants.break_for("nfs", file, braid_fs::caching::Change::Write));
     }
     match a.stable {
         DATA_SYNC4 => file.sync_data().map_err(io_err)?,

@@ -1,5 +1,5 @@
 //! CHANGE_NOTIFY: MS-SMB2 3.3.5.19. The first request on a directory open
-//! starts a watch (crate::notify) that buffers the changes Braid makes
+//! starts a watch (crate::smb::notify) that buffers the changes Braid makes
 //! beneath it, and those made on the host (crate::host_watch); a request returns what is buffered, or goes async until a
 //! change arrives, it is cancelled (STATUS_CANCELLED) or its open is closed
 //! (STATUS_NOTIFY_CLEANUP).
@@ -11,7 +11,7 @@ use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{ChangeNotifyRequest, ChangeNotifyResponse};
 use braid_smb_proto::NtStatus;
 
-use crate::notify::{self, Changes, Watch};
+use crate::smb::notify::{self, Changes, Watch};
 use crate::smb::{OpResult, Reply, Request};
 
 /// SMB2_WATCH_TREE (MS-SMB2 2.2.35).

@@ -6,8 +6,8 @@ use braid_smb_proto::codec::{FileId, Message};
 use braid_smb_proto::messages::{CloseRequest, CloseResponse};
 use braid_smb_proto::NtStatus;
 
-use crate::notify;
-use crate::session::Open;
+use crate::smb::notify;
+use crate::smb::session::Open;
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::filetime;
 
@@ -39,7 +39,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let handle = open.handle.clone();
     let path = open.handle.path();
     let wrote = !open.is_directory && open.handle.has_written();
-    let spared = crate::dir_lease::spared_by(&open);
+    let spared = crate::smb::dir_lease::spared_by(&open);
     let closed = blocking(move || handle.close()).await;
     open.release_caching();
     let info = closed?;

@@ -14,8 +14,8 @@ use braid_smb_proto::messages::negotiate::dialect;
 use braid_smb_proto::messages::{CreateContext, CreateRequest, CreateResponse};
 use braid_smb_proto::NtStatus;
 
-use crate::notify;
-use crate::session::{DirCursor, Open};
+use crate::smb::notify;
+use crate::smb::session::{DirCursor, Open};
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::filetime;
 
@@ -244,7 +244,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             | create_disposition::OVERWRITE_IF
     );
     let mapped_access = braid_fs::map_generic(r.desired_access);
-    let mut new_open = crate::oplock::NewOpen {
+    let mut new_open = crate::smb::oplock::NewOpen {
         overwrites: overwrite_disposition,
         sharing_violation: false,
         // An overwrite writes data whatever access it asked for.
@@ -314,25 +314,25 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     oplock_file
         .break_for_new_open(&new_open, || wait_on_break(req))
         .await;
-    // Issue 42: NFS delegations of the file that this open conflicts with
-    // are recalled, and returned before it goes on (nfs/state/delegations.rs).
-    if let Some(nfs) = req.conn.server.nfs.get() {
-        if !info.is_directory && opened.handle.stream_key() == 0 {
-            let writes = braid_fs::types::access::FILE_WRITE_DATA
-                | braid_fs::types::access::FILE_APPEND_DATA;
-            crate::nfs::state::delegations::recall_for_other_open(
-                nfs,
-                &share.name,
-                info.file_id,
-                granted & writes != 0,
-            )
-            .await;
-        }
+    // Issue 42: other protocols' caching of the file that this open
+    // conflicts with (NFS delegations) is broken, and returned before it
+    // goes on, through braid-fs's cross-protocol registry.
+    if !info.is_directory && opened.handle.stream_key() == 0 {
+        let writes =
+            braid_fs::types::access::FILE_WRITE_DATA | braid_fs::types::access::FILE_APPEND_DATA;
+        let file = braid_fs::caching::CachedFile {
+            share: &share.name,
+            file_id: info.file_id,
+        };
+        let change = braid_fs::caching::Change::Open {
+            writes: granted & writes != 0,
+        };
+        req.conn.server.caching.break_for("smb", file, change).await;
     }
     let oplock_key = oplocks.new_key();
     let granted_caching = oplock_file.grant(
         &oplocks.leases,
-        crate::oplock::GrantRequest {
+        crate::smb::oplock::GrantRequest {
             key: oplock_key,
             requested_oplock: r.requested_oplock_level,
             lease: lease_request.as_ref(),
@@ -358,7 +358,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         &share.name,
     );
     let open = Arc::new(Open {
-        oplock: Some(crate::oplock::OplockRef {
+        oplock: Some(crate::smb::oplock::OplockRef {
             file: oplock_file,
             key: oplock_key,
         }),
@@ -382,7 +382,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         create_reply: Mutex::new(None),
         disconnects: Default::default(),
         renamed: Default::default(),
-        lock_sequences: std::sync::Mutex::new(crate::session::NO_LOCK_SEQUENCES),
+        lock_sequences: std::sync::Mutex::new(crate::smb::session::NO_LOCK_SEQUENCES),
         mode: open_mode(opts).into(),
         client_slot: Mutex::new(Some(client_slot)),
     });
@@ -400,7 +400,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         req.conn.server.dir_leases.break_parent(
             &share,
             &open.handle.path(),
-            crate::dir_lease::spared_by(&open),
+            crate::smb::dir_lease::spared_by(&open),
         );
     }
     match opened.action {

@@ -15,7 +15,7 @@ use braid_smb_proto::messages::create::context_name;
 use braid_smb_proto::messages::CreateContext;
 use braid_smb_proto::NtStatus;
 
-use crate::session::Session;
+use crate::smb::session::Session;
 use crate::state::Share;
 
 /// The request's AAPL query, checked: INVALID_PARAMETER for a context that

@@ -16,9 +16,9 @@ use braid_smb_proto::messages::negotiate::dialect;
 use braid_smb_proto::messages::CreateContext;
 use braid_smb_proto::NtStatus;
 
-use crate::durable::{v2_timeout_ms, Durability, V1_TIMEOUT};
-use crate::lease::H;
-use crate::session::{Open, Session, Tree};
+use crate::smb::durable::{v2_timeout_ms, Durability, V1_TIMEOUT};
+use crate::smb::lease::H;
+use crate::smb::session::{Open, Session, Tree};
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::ServerState;
 
@@ -397,7 +397,7 @@ pub async fn close_app_instance(req: &Request<'_>, share: &str, name: &str, app:
             "opens of a previous application instance closed"
         );
         let _ = blocking(move || {
-            doomed.iter().for_each(crate::durable::close_now);
+            doomed.iter().for_each(crate::smb::durable::close_now);
             Ok(())
         })
         .await;

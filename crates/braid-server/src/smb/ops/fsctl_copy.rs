@@ -14,7 +14,7 @@ use braid_smb_proto::messages::ioctl::fsctl;
 use braid_smb_proto::messages::IoctlRequest;
 use braid_smb_proto::NtStatus;
 
-use crate::session::Open;
+use crate::smb::session::Open;
 use crate::smb::{blocking, status_map, OpResult, Request};
 
 /// MS-SMB2 3.3.3 ServerSideCopyMaxNumberofChunks, ServerSideCopyMaxChunkSize
@@ -80,7 +80,7 @@ fn source_open(req: &Request<'_>, key: &[u8; 24]) -> Option<Arc<Open>> {
 
 /// The user and domain a session authenticated as (None: anonymous or
 /// guest, whose opens no other session may name).
-fn account(sess: &crate::session::Session) -> Option<(String, String)> {
+fn account(sess: &crate::smb::session::Session) -> Option<(String, String)> {
     let id = sess.identity.lock().unwrap_or_else(|p| p.into_inner());
     id.as_ref()
         .filter(|i| !i.anonymous && !i.guest)

@@ -15,7 +15,7 @@ use braid_smb_proto::messages::fsctl_data::DuplicateExtentsData;
 use braid_smb_proto::messages::IoctlRequest;
 use braid_smb_proto::NtStatus;
 
-use crate::session::Open;
+use crate::smb::session::Open;
 use crate::smb::{blocking, Request};
 
 /// Where the file system cannot clone, the range is copied, which for a

@@ -90,7 +90,7 @@ fn network_interface_info(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>
     }
     // The interfaces as configured now (a reload may have changed them);
     // whether multichannel is offered is the connection's own setting.
-    let list = crate::interfaces::list(&req.conn.server.config());
+    let list = crate::smb::interfaces::list(&req.conn.server.config());
     let mut out = Vec::with_capacity(list.len() * NetworkInterfaceInfo::SIZE);
     encode_network_interface_info(&list, &mut out);
     Ok(out)

@@ -7,7 +7,7 @@ use braid_smb_proto::messages::negotiate::dialect;
 use braid_smb_proto::messages::{LockElement, LockRequest, LockResponse};
 use braid_smb_proto::NtStatus;
 
-use crate::session::Open;
+use crate::smb::session::Open;
 use crate::smb::status_map::fs_status;
 use crate::smb::{OpResult, Reply, Request};
 
@@ -29,7 +29,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         if seqs[i] == r.lock_sequence_number {
             return Ok(Reply::of(&LockResponse));
         }
-        seqs[i] = crate::session::NO_LOCK_SEQUENCES[i];
+        seqs[i] = crate::smb::session::NO_LOCK_SEQUENCES[i];
     }
     let result = apply(req, &r, &open).await;
     if let (Some(i), Ok(_)) = (bucket, &result) {

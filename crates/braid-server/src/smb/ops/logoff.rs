@@ -6,7 +6,7 @@ use braid_smb_proto::codec::Message;
 use braid_smb_proto::messages::{LogoffRequest, LogoffResponse};
 use braid_smb_proto::NtStatus;
 
-use crate::session::Session;
+use crate::smb::session::Session;
 use crate::smb::{OpResult, Reply, Request};
 use crate::state::ServerState;
 
@@ -15,7 +15,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let session = req.session()?.clone();
     if let Some(ticket) = req.ticket {
         // Requests of the session sent before this one take effect first
-        // (crate::order::FileRequestOrder).
+        // (crate::smb::order::FileRequestOrder).
         let order = &req.conn.file_order;
         order.wait_for_session_before(ticket, session.id).await;
     }
@@ -45,7 +45,7 @@ pub async fn end_session(server: &Arc<ServerState>, session: &Arc<Session>) {
     // their opens go (RANGE_NOT_LOCKED for locks); the rest are cancelled.
     // Durable opens outlive the session, as Windows and Samba keep them:
     // the client may reconnect them from a new session.
-    crate::durable::disconnect_session(server, session).await;
+    crate::smb::durable::disconnect_session(server, session).await;
     super::pipe::close_pipes(session, |_| true);
     for c in &conns {
         c.cancel_session_requests(session.id);

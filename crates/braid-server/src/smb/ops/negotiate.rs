@@ -14,7 +14,7 @@ use braid_smb_proto::messages::{
 };
 use braid_smb_proto::NtStatus;
 
-use crate::conn::{Connection, Negotiated};
+use crate::smb::conn::{Connection, Negotiated};
 use crate::smb::{OpResult, Reply, Request};
 use crate::state::filetime;
 

@@ -20,11 +20,11 @@ use braid_smb_proto::messages::{
 };
 use braid_smb_proto::NtStatus;
 
-use crate::conn::Connection;
-use crate::lsa::LsaView;
-use crate::session::Session;
+use crate::smb::conn::Connection;
+use crate::smb::lsa::LsaView;
+use crate::smb::session::Session;
+use crate::smb::srvsvc::SrvsvcView;
 use crate::smb::{OpResult, Reply, Request};
-use crate::srvsvc::SrvsvcView;
 use crate::state::ServerState;
 
 /// FILE_ATTRIBUTE_NORMAL: what Windows reports for a pipe open.

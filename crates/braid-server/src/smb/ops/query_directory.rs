@@ -13,8 +13,8 @@ use braid_fs::shortname::{is_8_3, short_name};
 use braid_fs::AccessPolicy;
 
 use super::convert::{view_of, wildcard_match};
-use crate::session::Open;
 use crate::smb::acl::SmbAccess;
+use crate::smb::session::Open;
 use crate::smb::{blocking, OpResult, Reply, Request};
 
 const RESTART_SCANS: u8 = 0x01;

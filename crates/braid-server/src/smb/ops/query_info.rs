@@ -234,7 +234,7 @@ fn volume_serial(name: &str) -> u32 {
 /// file's extended attributes as one chain; STATUS_NO_EAS_ON_FILE when it
 /// has none, STATUS_BUFFER_TOO_SMALL when the chain does not fit (Samba
 /// returns no partial chain either).
-async fn query_eas(open: &std::sync::Arc<crate::session::Open>, out_len: u32) -> OpResult {
+async fn query_eas(open: &std::sync::Arc<crate::smb::session::Open>, out_len: u32) -> OpResult {
     let handle = open.handle.clone();
     let eas = blocking(move || handle.get_eas()).await?;
     if eas.is_empty() {

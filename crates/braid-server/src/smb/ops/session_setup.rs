@@ -14,7 +14,7 @@ use braid_smb_proto::messages::{SessionSetupRequest, SessionSetupResponse};
 use braid_smb_proto::NtStatus;
 use tracing::info;
 
-use crate::session::{
+use crate::smb::session::{
     AuthExchange, Channel, EncryptionState, Identity, Session, SessionPhase, SigningState,
 };
 use crate::smb::{OpResult, Reply, Request};
@@ -201,7 +201,7 @@ const MAX_SESSIONS_IN_PROGRESS: usize = 16;
 /// Sessions one connection may carry (authenticated ones included).
 const MAX_SESSIONS_PER_CONNECTION: usize = 1024;
 
-fn sessions_in_progress(conn: &crate::conn::Connection) -> usize {
+fn sessions_in_progress(conn: &crate::smb::conn::Connection) -> usize {
     let ids: Vec<u64> = conn.sessions.lock().unwrap().iter().copied().collect();
     ids.iter()
         .filter(|id| {
@@ -226,7 +226,7 @@ struct Lookup<'a> {
 }
 
 impl<'a> Lookup<'a> {
-    fn new(server: &'a ServerState, conn: &crate::conn::Connection) -> Lookup<'a> {
+    fn new(server: &'a ServerState, conn: &crate::smb::conn::Connection) -> Lookup<'a> {
         Lookup {
             server,
             users: server.users.current(),
@@ -257,7 +257,7 @@ impl<'a> Lookup<'a> {
 /// address's allowance).
 fn count_failure(
     server: &ServerState,
-    conn: &crate::conn::Connection,
+    conn: &crate::smb::conn::Connection,
     status: NtStatus,
     lookup: &Lookup<'_>,
 ) {
@@ -276,7 +276,7 @@ fn count_failure(
     }
     let now = std::time::Instant::now();
     if server.logon_throttle.failed(conn.peer.ip(), &user, now)
-        == crate::logon_throttle::Failure::NowBlocked
+        == crate::smb::logon_throttle::Failure::NowBlocked
     {
         tracing::warn!(
             peer = %conn.peer.ip(),
@@ -288,7 +288,7 @@ fn count_failure(
 }
 
 /// Drop a session that never authenticated (it has no opens or trees).
-fn forget_unauthenticated(conn: &crate::conn::Connection, session: &Session) {
+fn forget_unauthenticated(conn: &crate::smb::conn::Connection, session: &Session) {
     conn.server.sessions.remove(&session.id);
     conn.sessions.lock().unwrap().remove(&session.id);
 }
@@ -355,7 +355,7 @@ fn complete(
                 .channels
                 .lock()
                 .unwrap()
-                .push(crate::session::Channel {
+                .push(crate::smb::session::Channel {
                     connection_id: conn.id,
                     conn: Arc::downgrade(conn),
                     signing: Some(signing.clone()),
@@ -430,7 +430,7 @@ fn new_exchange(req: &Request<'_>) -> AuthExchange {
 /// expectations).
 fn check_bind(
     req: &Request<'_>,
-    neg: &crate::conn::Negotiated,
+    neg: &crate::smb::conn::Negotiated,
     session: &Session,
 ) -> Result<(), NtStatus> {
     let conn = req.conn;
@@ -484,7 +484,7 @@ fn check_bind(
 /// authentication of the same user on this connection.
 async fn bind(
     req: &mut Request<'_>,
-    neg: &crate::conn::Negotiated,
+    neg: &crate::smb::conn::Negotiated,
     r: &SessionSetupRequest,
 ) -> OpResult {
     let conn = req.conn;

@@ -15,8 +15,8 @@ use braid_smb_proto::messages::create::access_mask;
 use braid_smb_proto::messages::{SetInfoRequest, SetInfoResponse};
 use braid_smb_proto::NtStatus;
 
-use crate::notify;
-use crate::session::Open;
+use crate::smb::notify;
+use crate::smb::session::Open;
 use crate::smb::{blocking, OpResult, Reply, Request};
 use crate::state::from_filetime;
 
@@ -29,10 +29,11 @@ fn report(req: &Request<'_>, open: &Open, path: &str, action: u32, filter: u32) 
             .notify
             .report(&share.name, path, action, filter);
         if open.handle.stream_key() == 0 {
-            req.conn
-                .server
-                .dir_leases
-                .break_parent(share, path, crate::dir_lease::spared_by(open));
+            req.conn.server.dir_leases.break_parent(
+                share,
+                path,
+                crate::smb::dir_lease::spared_by(open),
+            );
         }
     }
 }
@@ -93,7 +94,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                     // holds the old name), and the rename waits for the
                     // acknowledgments (smbtorture smb2.lease.rename_wait).
                     if let Some(o) = &open.oplock {
-                        let breaking = crate::oplock::NewOpen {
+                        let breaking = crate::smb::oplock::NewOpen {
                             sharing_violation: true,
                             lease: o.file.lease_of(o.key).map(|l| l.id),
                             own_key: Some(o.key),

@@ -69,7 +69,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 None => return Err(NtStatus::ACCESS_DENIED),
             }
         }
-        None => crate::share_access::FULL_ACCESS,
+        None => crate::smb::share_access::FULL_ACCESS,
     };
     let mut share_flags = 0;
     if encrypt {

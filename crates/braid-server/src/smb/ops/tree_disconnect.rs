@@ -11,7 +11,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let session = req.session()?.clone();
     if let Some(ticket) = req.ticket {
         // Requests of the session sent before this one take effect first
-        // (crate::order::FileRequestOrder).
+        // (crate::smb::order::FileRequestOrder).
         let order = &req.conn.file_order;
         order.wait_for_session_before(ticket, session.id).await;
     }

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use tracing::debug;
 
-use crate::session::{Open, Session, SessionPhase};
 use crate::sharded::ShardedMap;
+use crate::smb::session::{Open, Session, SessionPhase};
 use crate::state::ServerState;
 
 /// How long a version 1 durable open waits for its client (implementation

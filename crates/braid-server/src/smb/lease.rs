@@ -5,7 +5,7 @@
 //! A lease belongs to a client (ClientGuid) and a key the client chose; all
 //! opens of one file made with that key share it. Its caching state (Read,
 //! Handle, Write) is decided and broken together with the file's oplocks in
-//! [`crate::oplock::FileOplocks`]; this module holds the lease objects, the
+//! [`crate::smb::oplock::FileOplocks`]; this module holds the lease objects, the
 //! server-wide table that finds them by key, and the wire messages.
 
 use std::sync::{Arc, Mutex, Weak};
@@ -16,10 +16,10 @@ use braid_smb_proto::messages::oplock_break::{lease_break_flags, lease_state};
 use braid_smb_proto::messages::LeaseBreakNotification;
 use tracing::debug;
 
-use crate::conn::Connection;
-use crate::oplock::FileOplocks;
-use crate::session::Session;
 use crate::sharded::ShardedMap;
+use crate::smb::conn::Connection;
+use crate::smb::oplock::FileOplocks;
+use crate::smb::session::Session;
 
 pub const R: u32 = lease_state::READ_CACHING;
 pub const H: u32 = lease_state::HANDLE_CACHING;
@@ -188,7 +188,7 @@ pub fn send_lease_break(
     session: Option<&Arc<Session>>,
     n: &LeaseBreakNotification,
 ) {
-    let mut msg = crate::break_delivery::break_header(44);
+    let mut msg = crate::smb::break_delivery::break_header(44);
     n.encode(&mut msg);
     debug!(
         conn = conn.id,
@@ -196,7 +196,7 @@ pub fn send_lease_break(
         to = n.new_lease_state,
         "lease break"
     );
-    crate::break_delivery::deliver_break(conn.clone(), session.cloned(), msg);
+    crate::smb::break_delivery::deliver_break(conn.clone(), session.cloned(), msg);
 }
 
 #[cfg(test)]

@@ -25,11 +25,11 @@ use braid_smb_proto::NtStatus;
 use tokio::sync::Notify;
 use tracing::debug;
 
-use crate::break_delivery::{break_header, deliver_break};
-use crate::conn::Connection;
-use crate::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
-use crate::session::Session;
 use crate::sharded::ShardedMap;
+use crate::smb::break_delivery::{break_header, deliver_break};
+use crate::smb::conn::Connection;
+use crate::smb::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
+use crate::smb::session::Session;
 
 mod unwaited;
 
@@ -157,7 +157,8 @@ impl OplockTable {
     }
 
     /// The caching state of a file (not of a stream) if an open of it
-    /// has one; no entry is made (NFS asks on every write, `nfs_smb.rs`).
+    /// has one; no entry is made (other protocols ask on every write,
+    /// `smb/caching.rs`).
     pub fn existing(&self, share: &str, file_id: u64) -> Option<Arc<FileOplocks>> {
         self.files
             .get(&(share.to_lowercase(), file_id, 0))
@@ -527,7 +528,7 @@ impl FileOplocks {
         }
         st.state = state;
         st.breaking_to = None;
-        let further = crate::lease::next_break(state, st.required).map(|to| {
+        let further = crate::smb::lease::next_break(state, st.required).map(|to| {
             let required = st.required;
             let n = lease.continue_break(&mut st, to);
             if st.breaking_to.is_some() {
@@ -587,6 +588,24 @@ impl FileOplocks {
             .iter()
             .find(|h| h.open_key == key)
             .and_then(|h| h.lease.clone())
+    }
+
+    /// What the file's holders cache together, as lease states (for the
+    /// cross-protocol registry, `smb/caching.rs`).
+    pub fn caching_held(&self) -> u32 {
+        let held: Vec<(u8, Option<Arc<Lease>>)> = self
+            .holders
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|h| (h.level, h.lease.clone()))
+            .collect();
+        held.iter().fold(0, |acc, (level, lease)| {
+            acc | match lease {
+                Some(l) => l.st.lock().unwrap().state,
+                None => oplock_caching(*level),
+            }
+        })
     }
 
     pub fn level_of(&self, key: u64) -> u8 {
@@ -667,10 +686,10 @@ fn send_lease_notification(h: &Holder, n: &LeaseBreakNotification) {
     let conn = if encrypted {
         break_connection(h)
     } else {
-        crate::lease::lease_connection(&lease.id.0, h.conn.upgrade(), break_connection(h))
+        crate::smb::lease::lease_connection(&lease.id.0, h.conn.upgrade(), break_connection(h))
     };
     if let Some(conn) = conn {
-        crate::lease::send_lease_break(&conn, session.as_ref(), n);
+        crate::smb::lease::send_lease_break(&conn, session.as_ref(), n);
     }
 }
 

@@ -21,8 +21,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::lease::LeaseId;
-use crate::session::Open;
+use crate::smb::lease::LeaseId;
+use crate::smb::session::Open;
 use crate::state::Share;
 
 /// Leased directory opens: by lower-cased share name, then by the

@@ -14,7 +14,7 @@ use braid_smb_proto::dcerpc::{
     SrvsvcBackend, TransportEntry, TreeConnectEntry,
 };
 
-use crate::session::{Open, Session, SessionPhase};
+use crate::smb::session::{Open, Session, SessionPhase};
 use crate::state::ServerState;
 
 /// FILE_READ_DATA | FILE_EXECUTE, and FILE_WRITE_DATA | FILE_APPEND_DATA
@@ -283,7 +283,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
             let Some(open) = self.state.preserved.take(open.persistent_id) else {
                 return false;
             };
-            tokio::task::spawn_blocking(move || crate::durable::close_now(&open));
+            tokio::task::spawn_blocking(move || crate::smb::durable::close_now(&open));
             return true;
         }
         false

@@ -20,11 +20,11 @@ use braid_smb_proto::crypto::{
 };
 use braid_smb_proto::header::HEADER_LEN;
 
-use crate::credits::CreditWindow;
-pub use crate::order::{FileRequestOrder, NotifyOrder};
+use crate::smb::credits::CreditWindow;
 use crate::smb::frame;
+pub use crate::smb::order::{FileRequestOrder, NotifyOrder};
+use crate::smb::tcp_ack::{AckCheck, AckTracker};
 use crate::state::ServerState;
-use crate::tcp_ack::{AckCheck, AckTracker};
 
 /// What NEGOTIATE settled (MS-SMB2 3.3.1.7 Connection.*).
 #[derive(Debug, Clone)]
@@ -363,7 +363,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
                 server
                     .sessions
                     .get(id)
-                    .is_some_and(|s| s.phase() == crate::session::SessionPhase::Valid)
+                    .is_some_and(|s| s.phase() == crate::smb::session::SessionPhase::Valid)
             });
         }
         let timeout = if authenticated {
@@ -417,7 +417,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         };
         let mut buf = Vec::with_capacity(len + pad_room);
         let mut start = 0;
-        let mut decrypting: Option<(DecryptStream, Arc<crate::session::Session>)> = None;
+        let mut decrypting: Option<(DecryptStream, Arc<crate::smb::session::Session>)> = None;
         let mut verifying: Option<(GmacVerifier, Vec<u8>)> = None;
         let body = async {
             if len >= STREAM_MIN {
@@ -561,7 +561,7 @@ async fn teardown(conn: &Arc<Connection>) {
         let left = sess.remove_channel(conn.id);
         if left == 0 {
             conn.server.sessions.remove(&id);
-            crate::durable::disconnect_session(&conn.server, &sess).await;
+            crate::smb::durable::disconnect_session(&conn.server, &sess).await;
         } else {
             debug!(
                 conn = conn.id,

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use braid_smb_proto::dcerpc::lsa::{LsaBackend, SidNameUse};
 use braid_smb_proto::fscc::security::Sid;
 
-use crate::session::Session;
 use crate::smb::acl::{account_domain_sid, domain_sid, user_sid, DOMAIN_USERS_RID, GUEST_RID};
+use crate::smb::session::Session;
 use crate::state::ServerState;
 
 /// The account domain's names for the RIDs every server has.

@@ -8,7 +8,7 @@
 //! Windows share's permissions and the file's ACL both must allow an
 //! access (`smb/acl.rs`, `SmbAccess::within`).
 
-use crate::session::Identity;
+use crate::smb::session::Identity;
 
 /// FILE_ALL_ACCESS (MS-SMB2 2.2.13.1.1): a writable share grants all.
 pub const FULL_ACCESS: u32 = 0x001F_01FF;

@@ -9,8 +9,8 @@ use braid_smb_proto::header::{flags, Command, Header, HEADER_LEN};
 use bytes::Bytes;
 use tracing::debug;
 
-use crate::conn::Connection;
-use crate::session::Session;
+use crate::smb::conn::Connection;
+use crate::smb::session::Session;
 
 /// Queue a server-initiated message on `conn`, encrypted when `session`
 /// encrypts; a connection that cannot take it is closed.

@@ -11,7 +11,7 @@ use braid_smb_proto::messages::LeaseBreakNotification;
 use super::{
     send_break, send_lease_notification, take_disconnected_to_break, FileOplocks, Holder, NewOpen,
 };
-use crate::lease::{Lease, LeaseId, H, R, W};
+use crate::smb::lease::{Lease, LeaseId, H, R, W};
 
 impl FileOplocks {
     /// A write, truncation or byte-range lock through one open breaks the

@@ -53,7 +53,7 @@ pub struct EncryptionState {
 #[derive(Clone)]
 pub struct Channel {
     pub connection_id: u64,
-    pub conn: std::sync::Weak<crate::conn::Connection>,
+    pub conn: std::sync::Weak<crate::smb::conn::Connection>,
     pub signing: Option<SigningState>,
     pub bound_at: std::time::SystemTime,
 }
@@ -95,7 +95,7 @@ pub struct Session {
     /// What NEGOTIATE settled on the connection that created the session:
     /// a bind must match its dialect, cipher and signing algorithm
     /// (MS-SMB2 3.3.5.5.2).
-    pub origin: std::sync::OnceLock<crate::conn::Negotiated>,
+    pub origin: std::sync::OnceLock<crate::smb::conn::Negotiated>,
     /// Binding exchanges in progress, by the connection being bound.
     pub binds: Mutex<HashMap<u64, AuthExchange>>,
     /// Recently completed modifying requests, for replay detection
@@ -186,7 +186,7 @@ impl Session {
 
     /// A live connection of this session, `preferred` if it still lives
     /// (server-initiated messages, MS-SMB2 3.3.4.6: any channel will do).
-    pub fn live_connection(&self, preferred: u64) -> Option<Arc<crate::conn::Connection>> {
+    pub fn live_connection(&self, preferred: u64) -> Option<Arc<crate::smb::conn::Connection>> {
         let channels = self.channels.lock().unwrap();
         let live = |c: &Channel| c.conn.upgrade().filter(|c| !c.closing.is_cancelled());
         channels
@@ -198,7 +198,7 @@ impl Session {
 
     /// The first live channel, in the order they were bound, whose
     /// connection is not in `tried`.
-    pub fn next_live_connection(&self, tried: &[u64]) -> Option<Arc<crate::conn::Connection>> {
+    pub fn next_live_connection(&self, tried: &[u64]) -> Option<Arc<crate::smb::conn::Connection>> {
         self.channels
             .lock()
             .unwrap()
@@ -208,7 +208,7 @@ impl Session {
     }
 
     /// Live connections of this session's channels.
-    pub fn channel_connections(&self) -> Vec<Arc<crate::conn::Connection>> {
+    pub fn channel_connections(&self) -> Vec<Arc<crate::smb::conn::Connection>> {
         self.channels
             .lock()
             .unwrap()
@@ -355,12 +355,12 @@ pub struct Open {
     pub dir: Mutex<DirCursor>,
     pub closed: AtomicBool,
     /// This open's entry in its file's oplock state.
-    pub oplock: Option<crate::oplock::OplockRef>,
+    pub oplock: Option<crate::smb::oplock::OplockRef>,
     /// Cancelled when the open is closed: wakes requests waiting on it.
     pub close_signal: tokio_util::sync::CancellationToken,
     /// Set by the first CHANGE_NOTIFY on a directory open (changes are
     /// buffered from then on, between requests).
-    pub notify_watch: Mutex<Option<Arc<crate::notify::Watch>>>,
+    pub notify_watch: Mutex<Option<Arc<crate::smb::notify::Watch>>>,
     /// A directory open that is watched or leased, or a file open that
     /// read through its read caching, is watched for changes made on the
     /// host until it is closed (`host_watch.rs`).
@@ -370,7 +370,7 @@ pub struct Open {
     pub host_watch_tried: AtomicBool,
     /// Set when the open was granted durability (MS-SMB2 3.3.1.10
     /// Open.IsDurable and what a reconnect is checked against).
-    pub durable: Mutex<Option<crate::durable::Durability>>,
+    pub durable: Mutex<Option<crate::smb::durable::Durability>>,
     /// MS-SMB2 3.3.1.10 Open.IsReplayEligible: a replay of the durable
     /// create that made this open gets `create_reply` again; any other
     /// request on the open ends that.
@@ -395,7 +395,7 @@ pub struct Open {
     pub mode: AtomicU32,
     /// This open's place in its client address's count of opens, given
     /// back when the open is closed.
-    pub client_slot: Mutex<Option<crate::per_client::PerClientSlot>>,
+    pub client_slot: Mutex<Option<crate::smb::per_client::PerClientSlot>>,
 }
 
 /// Tree connects one session may hold at once; one more is
