@@ -82,10 +82,16 @@ impl Range {
     }
 }
 
-/// Issue 42: SMB clients caching the file must read it again.
+/// Issue 42: SMB clients caching the file must read it again (through
+/// braid-fs's caching registry, as WRITE does; the breaks start now and a
+/// write does not wait for them).
 pub fn notify_write(c: &Compound, export: &Export, obj: &Object) {
-    if let Some(smb) = c.state.caching.get() {
-        smb.write(&export.name, obj.fileid());
+    if let Some(grants) = c.state.grants.get() {
+        let file = braid_fs::caching::CachedFile {
+            share: &export.name,
+            file_id: obj.fileid(),
+        };
+        drop(grants.break_for("nfs", file, braid_fs::caching::Change::Write));
     }
 }
 
