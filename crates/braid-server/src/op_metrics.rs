@@ -10,10 +10,14 @@
 //! those, capped, for the admin API only).
 //!
 //! The hot path is a lookup in a map fixed at start and relaxed atomic adds.
+//! `operation_metrics = false` (config) turns this and `workload.rs` off:
+//! both front-ends then skip them after one relaxed load
+//! ([`OpMetrics::enabled`]), so their cost can be measured on and off
+//! (docs/BENCHMARKS.md section 9).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -304,6 +308,8 @@ pub struct OpMetrics {
     order: Vec<Arc<ShareOps>>,
     extra: RwLock<HashMap<String, Arc<ShareOps>>>,
     overflow: Arc<ShareOps>,
+    /// `operation_metrics`: read by the front-ends before they record.
+    enabled: AtomicBool,
 }
 
 impl OpMetrics {
@@ -324,7 +330,18 @@ impl OpMetrics {
             order,
             extra: RwLock::new(HashMap::new()),
             overflow: Arc::new(ShareOps::new(OVERFLOW_SHARE)),
+            enabled: AtomicBool::new(true),
         }
+    }
+
+    /// Whether operations are recorded here and in the workload table
+    /// (`operation_metrics`; on SIGHUP too).
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Relaxed)
+    }
+
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Relaxed);
     }
 
     pub fn share(&self, name: &str) -> Arc<ShareOps> {
