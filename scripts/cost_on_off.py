@@ -117,6 +117,8 @@ def main() -> None:
     ap.add_argument("--protocols", default="smb,nfs")
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--json", help="write every run here")
+    ap.add_argument("--creator", help="the variant whose untimed run writes the data files "
+                    "(default: the first); the server that wrote them may read them differently")
     args = ap.parse_args()
     protos = args.protocols.split(",")
     names = args.variants.split(",")
@@ -132,7 +134,8 @@ def main() -> None:
             for proto in protos:
                 # Untimed: writes the data files every later run reads, and
                 # gives each server the same start.
-                for name in names:
+                first = [args.creator] if args.creator else []
+                for name in first + [n for n in names if n not in first]:
                     bench(srv[name], proto, VARIANTS[name][1], 2, password)
                 for rep in range(args.reps):
                     # A rotating order, so that no variant always runs first.
