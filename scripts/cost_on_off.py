@@ -5,7 +5,7 @@ operation, on against off, 4 KiB random reads at QD 64 (`braid bench
 SMB and NFSv4.1 (docs/BENCHMARKS.md sections 8 and 9).
 
 Three Braid processes of the same build serve one directory, one per
-variant, so that each process's state (NFS clients whose leases have not
+variant (a fourth writes the data files), so that each process's state (NFS clients whose leases have not
 run out, sessions in the workload table) comes from its own runs only:
 
 - `ops-on`:  `operation_metrics = true` (the default), share `plain` (no
@@ -14,7 +14,10 @@ run out, sessions in the workload table) comes from its own runs only:
 - `qos-on`:  `operation_metrics = true`, share `limited` (limits far above
   what this machine reaches);
 
-run interleaved, in a rotating order, `--reps` times. Server CPU is the
+run interleaved, in a rotating order, `--reps` times. A fourth process,
+not measured, writes the data files first (`--creator VARIANT` has that
+variant's server write them instead): a server that wrote the files over
+NFS was seen to read them at 7-18% more CPU per operation. Server CPU is the
 process's utime + stime from /proc/PID/stat over the whole bench run
 (connect and session setup included: a few ms against seconds of load),
 divided by the operations the report counts (no warm-up: the data files
@@ -118,7 +121,8 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--json", help="write every run here")
     ap.add_argument("--creator", help="the variant whose untimed run writes the data files "
-                    "(default: the first); the server that wrote them may read them differently")
+                    "(default: a fourth server that is not measured): the server that wrote "
+                    "them over NFS was seen to read them at a higher CPU/op")
     args = ap.parse_args()
     protos = args.protocols.split(",")
     names = args.variants.split(",")
@@ -130,10 +134,13 @@ def main() -> None:
         share_dir.mkdir()
         srv = {name: Server(base, share_dir, VARIANTS[name][0], password, name)
                for name in names}
+        writer = None if args.creator else Server(base, share_dir, True, password, "writer")
         try:
             for proto in protos:
                 # Untimed: writes the data files every later run reads, and
                 # gives each server the same start.
+                if writer:
+                    bench(writer, proto, "plain", 2, password)
                 first = [args.creator] if args.creator else []
                 for name in first + [n for n in names if n not in first]:
                     bench(srv[name], proto, VARIANTS[name][1], 2, password)
@@ -148,7 +155,7 @@ def main() -> None:
                               f"{r['cpu_us_per_op']:6.2f} us/op load {r['load']:.1f}",
                               flush=True)
         finally:
-            for s in srv.values():
+            for s in [*srv.values(), *([writer] if writer else [])]:
                 servers.stop_pid(s.proc.pid)
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1))
