@@ -37,6 +37,9 @@ const NBUCKETS: usize = LATENCY_BOUNDS_US.len() + 1;
 pub const MAX_EXTRA_SHARES: usize = 64;
 /// Where the others are counted.
 pub const OVERFLOW_SHARE: &str = "(other)";
+/// Up to this many entries fixed at start, a request's share is found by
+/// comparing names rather than hashing its name.
+const LINEAR_LOOKUP: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -363,7 +366,13 @@ impl OpMetrics {
 
     pub fn record(&self, r: &OpRecord) {
         let name = r.share.unwrap_or("");
-        match self.fixed.get(name) {
+        // A few shares: comparing names is cheaper than hashing one.
+        let fixed = if self.order.len() <= LINEAR_LOOKUP {
+            self.order.iter().find(|s| s.name == name)
+        } else {
+            self.fixed.get(name)
+        };
+        match fixed {
             Some(s) => s.record(r),
             None => self.share(name).record(r),
         }
