@@ -38,21 +38,24 @@ QOS = "iops = 500\ningress_mibps = 20\negress_mibps = 20\n"
 BURST = "iops = 200\nburst_iops = 600\nburst_credits = 1600\n"
 
 
-def config_text(share_dir: Path, qos: str = QOS) -> str:
-    def share(name: str, path: Path, limits: str) -> str:
-        t = (f'[[share]]\nname = "{name}"\npath = {json.dumps(str(path))}\n'
-             'root_squash = false\n')
+def config_text(share_dir: Path, qos: str = QOS, homes: str | None = None) -> str:
+    def share(name: str, path: Path, limits: str, extra: str = 'root_squash = false\n') -> str:
+        t = f'[[share]]\nname = "{name}"\npath = {json.dumps(str(path))}\n' + extra
         if limits:
             t += "[share.qos]\n" + limits
         return t
-    return (share("qos", share_dir / "qos", qos) + share("burst", share_dir / "free", BURST)
+    text = (share("qos", share_dir / "qos", qos) + share("burst", share_dir / "free", BURST)
             + share("free", share_dir / "free", ""))
+    if homes is not None:
+        # Samba's [homes]: each user's share, with these limits.
+        text += share("homes", share_dir / "homes" / "%U", homes, "")
+    return text
 
 
 class Braid:
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, qos: str = QOS, homes: str | None = None, extra: str = ""):
         self.share_dir = base / "shares"
-        for d in ("qos", "free"):
+        for d in ("qos", "free", "homes"):
             (self.share_dir / d).mkdir(parents=True)
         self.workdir = base / "server"
         self.workdir.mkdir()
@@ -60,7 +63,7 @@ class Braid:
         self.admin = f"127.0.0.1:{servers.free_port()}"
         self.password = "Pw-" + secrets.token_hex(8)
         self.config = self.workdir / "braid.toml"
-        self.config.write_text(config_text(self.share_dir))
+        self.config.write_text(extra + config_text(self.share_dir, qos, homes))
         self.log = self.workdir / "braid.log"
         argv = [BIN, "serve", "--config", str(self.config),
                 "--listen", f"127.0.0.1:{self.port}",
@@ -353,5 +356,68 @@ def test_a_long_wait_goes_async_and_the_reads_succeed(tmp_path):
         # One read a second: the last waited about three seconds.
         assert elapsed > 2.0, elapsed
         assert len(went_async) >= 2, went_async
+    finally:
+        servers.stop_pid(b.proc.pid)
+
+
+def copy_seconds(b: Braid, share: str, src: str, dst: str) -> float:
+    """smbprotocol's server-side copy (FSCTL_SRV_COPYCHUNK_WRITE, 16
+    chunks of 1 MiB per request); how long it took."""
+    import smbclient
+    smbclient.register_session("127.0.0.1", username=USER, password=b.password, port=b.port)
+    try:
+        started = time.monotonic()
+        smbclient.copyfile(rf"\\127.0.0.1\{share}\{src}", rf"\\127.0.0.1\{share}\{dst}",
+                           port=b.port)
+        return time.monotonic() - started
+    finally:
+        smbclient.reset_connection_cache()
+
+
+@pytest.mark.parametrize("direction", ["egress", "ingress"])
+def test_a_server_side_copy_is_charged_what_it_reads_and_writes(tmp_path, direction):
+    """FSCTL_SRV_COPYCHUNK moves no data over the wire, but the server reads
+    and writes every byte: a copy of 48 MiB through a share held to 8 MiB/s
+    one way (egress: what it reads; ingress: what it writes) takes what the
+    model says. The first 16 MiB request goes on the full bucket and leaves
+    it 16 MiB in debt; each of the two after waits until the debt is paid:
+    (48 - 16) / 8 = 4 s. The same copy through the share without limits is
+    the control."""
+    b = Braid(tmp_path, qos=f"{direction}_mibps = 8\n")
+    try:
+        data = os.urandom(48 << 20)
+        for d in ("qos", "free"):
+            (b.share_dir / d / "src").write_bytes(data)
+        free = copy_seconds(b, "free", "src", "dst")
+        limited = copy_seconds(b, "qos", "src", "dst")
+        print(f"48 MiB server-side copy, {direction} 8 MiB/s: {limited:.2f} s "
+              f"(model 4.0 s; no limit: {free:.2f} s)")
+        assert (b.share_dir / "qos" / "dst").read_bytes() == data
+        assert free < 2.0, free
+        assert 3.4 <= limited <= 5.0, limited
+        q = b.share_qos("qos")
+        assert q["throttled_fraction"][direction] > 0.02, q
+        other = "ingress" if direction == "egress" else "egress"
+        assert q["throttled_fraction"][other] == 0, q
+    finally:
+        servers.stop_pid(b.proc.pid)
+
+
+def test_a_home_share_gets_the_templates_limits(tmp_path):
+    """Each user's home share ([homes], crates/braid-server/src/homes.rs)
+    is provisioned as its template says: 200 IOPS here."""
+    b = Braid(tmp_path, homes="iops = 200\n")
+    try:
+        # The first run makes the data files (their writes are charged too).
+        b.bench(b.smb(USER), "--rw", "randread", "--io-size", "4k", "--duration", "1",
+                "--warmup", "0")
+        r = b.bench(b.smb(USER), "--rw", "randread", "--io-size", "4k", "--threads", "4",
+                    "--queue-depth", "8", "--duration", "8", "--warmup", "1")
+        no_errors(r)
+        print(f"home share at 200 IOPS: {r['total']['iops']:.1f} IOPS, per second "
+              f"{[round(s['iops']) for s in r['per_second']]}")
+        assert (b.share_dir / "homes" / USER).is_dir()
+        # Unthrottled, this machine serves thousands of these a second.
+        assert within(r["total"]["iops"], 200, 0.08), r["total"]
     finally:
         servers.stop_pid(b.proc.pid)

@@ -75,13 +75,30 @@ impl<T> ShareQos<T> {
     /// it is queued behind others or over the limit; it comes out of a
     /// later [`ShareQos::poll`].
     pub fn submit(&mut self, client: ClientId, cost: Cost, item: T, now: Duration) -> Option<T> {
-        if self.queue.is_empty() && self.throttle.admit(&cost, now) == Verdict::Go {
-            self.window
-                .admitted(now, cost.ops, cost.bytes_out, cost.bytes_in);
+        if self.try_admit(&cost, now) {
             return Some(item);
         }
-        self.queue.push(client, cost, (cost, item));
+        self.enqueue(client, cost, item);
         None
+    }
+
+    /// The fast path of [`ShareQos::submit`]: true if a request of `cost`
+    /// may go now (it is paid for); false if it must queue, which the
+    /// caller then does with [`ShareQos::enqueue`] (under the same lock,
+    /// so nothing gets ahead of it). Lets a caller build what waits in the
+    /// queue only when something waits.
+    pub fn try_admit(&mut self, cost: &Cost, now: Duration) -> bool {
+        if self.queue.is_empty() && self.throttle.admit(cost, now) == Verdict::Go {
+            self.window
+                .admitted(now, cost.ops, cost.bytes_out, cost.bytes_in);
+            return true;
+        }
+        false
+    }
+
+    /// Queue a request [`ShareQos::try_admit`] did not let go.
+    pub fn enqueue(&mut self, client: ClientId, cost: Cost, item: T) {
+        self.queue.push(client, cost, (cost, item));
     }
 
     /// Whether any request waits.

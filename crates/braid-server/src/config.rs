@@ -214,6 +214,9 @@ pub struct ServerConfig {
     pub multichannel: bool,
     /// Grant leases to SMB 2.1+ clients (CAP_LEASING, MS-SMB2 3.3.5.9.8).
     pub leases: bool,
+    /// Collect the per-operation metrics and per-session workload the
+    /// dashboard and the advisor read (`op_metrics.rs`, `workload.rs`).
+    pub operation_metrics: bool,
     /// Channels a session may have (MS-SMB2 3.3.5.5.2; default 32); a bind
     /// beyond it gets STATUS_INSUFFICIENT_RESOURCES.
     pub max_channels: usize,
@@ -309,6 +312,7 @@ impl Default for ServerConfig {
             ],
             multichannel: true,
             leases: true,
+            operation_metrics: true,
             max_channels: 32,
             interfaces: Vec::new(),
             admin_listen: Some(DEFAULT_ADMIN_LISTEN.parse().expect("static address")),

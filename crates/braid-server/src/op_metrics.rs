@@ -10,10 +10,14 @@
 //! those, capped, for the admin API only).
 //!
 //! The hot path is a lookup in a map fixed at start and relaxed atomic adds.
+//! `operation_metrics = false` (config) turns this and `workload.rs` off:
+//! both front-ends then skip them after one relaxed load
+//! ([`OpMetrics::enabled`]), so their cost can be measured on and off
+//! (docs/BENCHMARKS.md section 9).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -33,6 +37,9 @@ const NBUCKETS: usize = LATENCY_BOUNDS_US.len() + 1;
 pub const MAX_EXTRA_SHARES: usize = 64;
 /// Where the others are counted.
 pub const OVERFLOW_SHARE: &str = "(other)";
+/// Up to this many entries fixed at start, a request's share is found by
+/// comparing names rather than hashing its name.
+const LINEAR_LOOKUP: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -304,6 +311,8 @@ pub struct OpMetrics {
     order: Vec<Arc<ShareOps>>,
     extra: RwLock<HashMap<String, Arc<ShareOps>>>,
     overflow: Arc<ShareOps>,
+    /// `operation_metrics`: read by the front-ends before they record.
+    enabled: AtomicBool,
 }
 
 impl OpMetrics {
@@ -324,7 +333,18 @@ impl OpMetrics {
             order,
             extra: RwLock::new(HashMap::new()),
             overflow: Arc::new(ShareOps::new(OVERFLOW_SHARE)),
+            enabled: AtomicBool::new(true),
         }
+    }
+
+    /// Whether operations are recorded here and in the workload table
+    /// (`operation_metrics`; on SIGHUP too).
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Relaxed)
+    }
+
+    pub fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Relaxed);
     }
 
     pub fn share(&self, name: &str) -> Arc<ShareOps> {
@@ -346,7 +366,13 @@ impl OpMetrics {
 
     pub fn record(&self, r: &OpRecord) {
         let name = r.share.unwrap_or("");
-        match self.fixed.get(name) {
+        // A few shares: comparing names is cheaper than hashing one.
+        let fixed = if self.order.len() <= LINEAR_LOOKUP {
+            self.order.iter().find(|s| s.name == name)
+        } else {
+            self.fixed.get(name)
+        };
+        match fixed {
             Some(s) => s.record(r),
             None => self.share(name).record(r),
         }

@@ -9,7 +9,7 @@
 //! The arithmetic is braid-qos's, on this module's clock (time since the
 //! registry was made); this module only waits and counts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -125,6 +125,26 @@ pub struct ShareGate {
     pub counters: Counters,
 }
 
+/// A request queued at the gate.
+pub struct Waiting {
+    rx: oneshot::Receiver<()>,
+    started: Instant,
+    class: Class,
+}
+
+impl Waiting {
+    /// Until the pump lets it go.
+    pub async fn wait(self) -> Passed {
+        // The pump sends when the request may go; it never drops a
+        // sender it has not sent on while the gate lives.
+        let _ = self.rx.await;
+        Passed {
+            waited: self.started.elapsed(),
+            class: self.class,
+        }
+    }
+}
+
 /// A request let through: how long it waited. Report its outcome with
 /// [`ShareGate::done`].
 #[derive(Clone, Copy, Debug)]
@@ -146,27 +166,37 @@ impl ShareGate {
     /// request dropped while waiting (its connection went) just leaves
     /// the queue.
     pub async fn pass(self: &Arc<Self>, client: ClientId, cost: Cost, class: Class) -> Passed {
-        let started = Instant::now();
-        let (tx, rx) = oneshot::channel();
-        let queued = {
+        match self.try_pass(client, cost, class) {
+            Ok(passed) => passed,
+            Err(waiting) => waiting.wait().await,
+        }
+    }
+
+    /// The request goes now (Ok: no channel, no timer, no task), or it is
+    /// queued (Err: await [`Waiting::wait`]). Under its limits a request
+    /// costs one lock and the bucket arithmetic.
+    pub fn try_pass(
+        self: &Arc<Self>,
+        client: ClientId,
+        cost: Cost,
+        class: Class,
+    ) -> Result<Passed, Waiting> {
+        let (rx, started) = {
             let mut core = self.core.lock().unwrap_or_else(|p| p.into_inner());
-            core.submit(client, cost, tx, self.now()).is_none()
+            let now = self.now();
+            if core.try_admit(&cost, now) {
+                return Ok(Passed {
+                    waited: Duration::ZERO,
+                    class,
+                });
+            }
+            let (tx, rx) = oneshot::channel();
+            core.enqueue(client, cost, tx);
+            (rx, Instant::now())
         };
-        if queued {
-            self.ensure_pump();
-            self.wake.notify_one();
-            // The pump sends when the request may go; it never drops a
-            // sender it has not sent on while the gate lives.
-            let _ = rx.await;
-        }
-        Passed {
-            waited: if queued {
-                started.elapsed()
-            } else {
-                Duration::ZERO
-            },
-            class,
-        }
+        self.ensure_pump();
+        self.wake.notify_one();
+        Err(Waiting { rx, started, class })
     }
 
     /// Count a request's outcome.
@@ -250,6 +280,11 @@ pub struct QosRegistry {
     /// Clients held back lately, and when last (ms since `epoch`).
     throttled: Mutex<HashMap<ClientId, u64>>,
     last_throttle_ms: AtomicU64,
+    /// Some share's limits are on.
+    any_enabled: AtomicBool,
+    /// The home shares served (`homes.rs`), by lower-cased name: each
+    /// user's share has a gate of its own with the template's limits.
+    homes: Mutex<HashSet<String>>,
 }
 
 impl Default for QosRegistry {
@@ -259,6 +294,8 @@ impl Default for QosRegistry {
             epoch: Instant::now(),
             throttled: Mutex::new(HashMap::new()),
             last_throttle_ms: AtomicU64::new(0),
+            any_enabled: AtomicBool::new(false),
+            homes: Mutex::new(HashSet::new()),
         }
     }
 }
@@ -279,21 +316,30 @@ impl QosRegistry {
                     }
                 }
                 None => {
-                    let gate = ShareGate {
-                        name: name.to_string(),
-                        core: Mutex::new(ShareQos::new(*limits, self.epoch.elapsed())),
-                        enabled: AtomicBool::new(limits.enabled()),
-                        limits: RwLock::new(*limits),
-                        wake: Arc::new(Notify::new()),
-                        pump_running: AtomicBool::new(false),
-                        epoch: self.epoch,
-                        counters: Counters::default(),
-                    };
-                    gates.insert(key, Arc::new(gate));
+                    gates.insert(key, Arc::new(self.new_gate(name, limits)));
                 }
             }
         }
         gates.retain(|k, _| keep.contains(k));
+        self.note_enabled(&gates);
+    }
+
+    fn new_gate(&self, name: &str, limits: &Limits) -> ShareGate {
+        ShareGate {
+            name: name.to_string(),
+            core: Mutex::new(ShareQos::new(*limits, self.epoch.elapsed())),
+            enabled: AtomicBool::new(limits.enabled()),
+            limits: RwLock::new(*limits),
+            wake: Arc::new(Notify::new()),
+            pump_running: AtomicBool::new(false),
+            epoch: self.epoch,
+            counters: Counters::default(),
+        }
+    }
+
+    fn note_enabled(&self, gates: &HashMap<String, Arc<ShareGate>>) {
+        self.any_enabled
+            .store(gates.values().any(|g| g.enabled()), Relaxed);
     }
 
     /// The shares of `new` get its limits: all of them at start (`old`
@@ -312,7 +358,7 @@ impl QosRegistry {
                     .any(|b| b.name.eq_ignore_ascii_case(&s.name) && b.qos == s.qos)
             })
         };
-        let live: Vec<(String, Limits)> = new
+        let mut live: Vec<(String, Limits)> = new
             .shares
             .iter()
             .map(|s| {
@@ -323,23 +369,66 @@ impl QosRegistry {
                 (s.name.clone(), limits)
             })
             .collect();
+        // Home shares keep their gates while the template's limits stay
+        // (or what the admin API set); a new template's limits apply to
+        // every one, and without a template they go.
+        let template = new.homes.as_ref().map(|h| h.qos);
+        let template_changed = old.map(|o| o.homes.as_ref().map(|h| h.qos)) != Some(template);
+        let mut homes = self.homes.lock().unwrap_or_else(|p| p.into_inner());
+        match template {
+            None => homes.clear(),
+            Some(limits) => {
+                homes.retain(|h| !live.iter().any(|(n, _)| n.eq_ignore_ascii_case(h)));
+                for h in homes.iter() {
+                    let limits = match self.gate_any(h) {
+                        Some(g) if !template_changed => g.limits(),
+                        _ => limits,
+                    };
+                    live.push((h.clone(), limits));
+                }
+            }
+        }
         self.configure(live.iter().map(|(n, l)| (n.as_str(), l)));
+    }
+
+    /// A user's home share is served (`homes.rs`): its own gate, with the
+    /// template's `limits`, unless it has one already.
+    pub fn serve_home(&self, name: &str, limits: &Limits) {
+        let key = name.to_lowercase();
+        {
+            let mut homes = self.homes.lock().unwrap_or_else(|p| p.into_inner());
+            if !homes.insert(key.clone()) && self.gate_any(&key).is_some() {
+                return;
+            }
+        }
+        let mut gates = self.gates.write().unwrap_or_else(|p| p.into_inner());
+        if let std::collections::hash_map::Entry::Vacant(e) = gates.entry(key) {
+            let gate = self.new_gate(e.key(), limits);
+            e.insert(Arc::new(gate));
+            self.note_enabled(&gates);
+        }
     }
 
     /// Change one share's limits now (the admin API); the error names what
     /// is wrong.
     pub fn set(&self, share: &str, limits: Limits) -> Result<(), String> {
         limits.validate()?;
-        let gates = self.gates.read().unwrap_or_else(|p| p.into_inner());
+        // The write lock: changes of `any_enabled` come one at a time.
+        let gates = self.gates.write().unwrap_or_else(|p| p.into_inner());
         let g = gates
             .get(&share.to_lowercase())
             .ok_or_else(|| format!("no share named '{share}'"))?;
         g.set_limits(limits);
+        self.note_enabled(&gates);
         Ok(())
     }
 
     /// The gate of a share whose limits are on; None lets requests by.
     pub fn gate(&self, share: &str) -> Option<Arc<ShareGate>> {
+        // A server with no limits anywhere pays this one load per request.
+        if !self.any_enabled.load(Relaxed) {
+            return None;
+        }
         let gates = self.gates.read().unwrap_or_else(|p| p.into_inner());
         // Keys are lower-cased; most names already are, and need no copy.
         let g = if share.bytes().any(|b| b.is_ascii_uppercase()) || !share.is_ascii() {

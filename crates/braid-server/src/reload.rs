@@ -21,7 +21,8 @@
 //!   MS-SMB2 fixes a connection's state at NEGOTIATE; this is what the
 //!   brief means by "connections made before enabling must reconnect to
 //!   benefit". The per-client limits, `max_connections`,
-//!   `logon_failures_per_minute` and the reported interfaces apply at once.
+//!   `logon_failures_per_minute`, `operation_metrics` and the reported
+//!   interfaces apply at once.
 //! - `listen`, `admin_listen` and `admin_token_file` are bound at start: a
 //!   change to them is reported as needing a restart, and is not applied.
 
@@ -83,6 +84,7 @@ pub async fn apply(state: &Arc<ServerState>, new: ServerConfig) -> Result<Reload
         .logon_throttle
         .set_limit(new.logon_failures_per_minute);
     state.client_opens.set_limit(new.max_open_files_per_client);
+    state.metrics.ops.set_enabled(new.operation_metrics);
     state
         .client_connections
         .set_limit(new.max_connections_per_client);
@@ -289,6 +291,10 @@ fn settings_changed(old: &ServerConfig, new: &ServerConfig) -> Vec<&'static str>
     check("ciphers", old.ciphers != new.ciphers);
     check("multichannel", old.multichannel != new.multichannel);
     check("leases", old.leases != new.leases);
+    check(
+        "operation_metrics",
+        old.operation_metrics != new.operation_metrics,
+    );
     check("max_channels", old.max_channels != new.max_channels);
     check("interface", old.interfaces != new.interfaces);
     check("max_open_files", old.max_open_files != new.max_open_files);

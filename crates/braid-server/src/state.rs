@@ -283,6 +283,7 @@ impl ServerState {
         files: Arc<FileService>,
     ) -> Result<Self, String> {
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
+        metrics.ops.set_enabled(config.operation_metrics);
         let logon_throttle =
             crate::smb::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
         let client_opens = crate::smb::per_client::PerClient::new(
@@ -382,7 +383,13 @@ impl ServerState {
             return None;
         }
         match homes.share_of(&self.files, user) {
-            Ok(s) => Some(s),
+            Ok(s) => {
+                // Each user's share gets the QoS the template declares.
+                if let Some(template) = &served.config.homes {
+                    self.qos.serve_home(&s.name, &template.qos);
+                }
+                Some(s)
+            }
             Err(e) => {
                 tracing::warn!(user, "home share: {e}");
                 None

@@ -15,8 +15,7 @@
 //! workload that just ended (a `braid bench` run) can still be read.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,6 +26,10 @@ use crate::op_metrics::{OpRecord, Outcome, Protocol};
 pub const MAX_SESSIONS: usize = 256;
 pub const MAX_FILES_PER_SESSION: usize = 4096;
 pub const TOP_FILES: usize = 256;
+/// Operations on an open file counted in its session before they are
+/// added to the top files (one global lock per this many, not per
+/// operation); the rest is added when the file is closed.
+pub const TOP_FILES_BATCH: u64 = 64;
 /// The advisor's window.
 pub const WINDOW: Duration = Duration::from_secs(60);
 /// How often the window takes a snapshot.
@@ -80,8 +83,9 @@ impl Counters {
 struct FileTrack {
     /// Where the next sequential read of each file would begin.
     next_read: HashMap<u64, u64>,
-    /// Display names of the files opened ("share\path").
-    names: HashMap<u64, Arc<str>>,
+    /// Display names of the files opened ("share\path"), and their
+    /// operations not yet added to the top files.
+    names: HashMap<u64, (Arc<str>, u64)>,
     touched: HashSet<u64>,
 }
 
@@ -92,6 +96,10 @@ pub struct SessionWorkload {
     pub client: String,
     pub first_seen: Instant,
     share: Mutex<Option<Arc<str>>>,
+    /// Address of the share name last stored in `share`: an operation in
+    /// the same share (a name borrowed from the same tree or export)
+    /// takes no lock to learn it is.
+    share_seen: AtomicUsize,
     in_flight: AtomicU64,
     max_in_flight: AtomicU64,
     arrivals: AtomicU64,
@@ -118,6 +126,7 @@ impl SessionWorkload {
             client,
             first_seen: now,
             share: Mutex::new(None),
+            share_seen: AtomicUsize::new(0),
             in_flight: AtomicU64::new(0),
             max_in_flight: AtomicU64::new(0),
             arrivals: AtomicU64::new(0),
@@ -210,9 +219,13 @@ impl InFlight {
                 .fetch_add(r.throttled.as_nanos().min(u64::MAX as u128) as u64, Relaxed);
         }
         if let Some(name) = r.share {
-            let mut share = s.share.lock().unwrap();
-            if share.as_deref() != Some(name) {
-                *share = Some(name.into());
+            let at = name.as_ptr() as usize;
+            if s.share_seen.load(Relaxed) != at {
+                let mut share = s.share.lock().unwrap();
+                if share.as_deref() != Some(name) {
+                    *share = Some(name.into());
+                }
+                s.share_seen.store(at, Relaxed);
             }
         }
         let data = r.class.is_data() && r.result == Outcome::Success;
@@ -235,7 +248,7 @@ impl InFlight {
         let Some(file) = file else {
             return;
         };
-        let name = {
+        let batch = {
             let mut f = s.files.lock().unwrap();
             if data && f.touched.len() < MAX_FILES_PER_SESSION {
                 f.touched.insert(file.key);
@@ -249,31 +262,53 @@ impl InFlight {
                 }
                 f.next_read.insert(file.key, offset.saturating_add(len));
             }
-            f.names.get(&file.key).cloned()
+            match f.names.get_mut(&file.key) {
+                Some((name, pending)) => {
+                    *pending += 1;
+                    (*pending >= TOP_FILES_BATCH).then(|| (name.clone(), std::mem::take(pending)))
+                }
+                None => None,
+            }
         };
-        if let Some(name) = name {
-            self.table.top_files.bump(&name);
+        if let Some((name, n)) = batch {
+            self.table.top_files.bump_by(&name, n);
         }
     }
 
     /// The display name of a file just opened (counted once in the top
     /// files, and again by every later operation on it).
     pub fn name_file(&self, key: u64, name: impl FnOnce() -> String) {
-        let name: Arc<str> = {
+        let (name, dropped) = {
             let mut f = self.session.files.lock().unwrap();
+            let mut dropped = Vec::new();
             if f.names.len() >= MAX_FILES_PER_SESSION && !f.names.contains_key(&key) {
-                f.names.clear();
+                dropped = f.names.drain().map(|(_, v)| v).collect();
             }
-            f.names.entry(key).or_insert_with(|| name().into()).clone()
+            let name = f
+                .names
+                .entry(key)
+                .or_insert_with(|| (name().into(), 0))
+                .0
+                .clone();
+            (name, dropped)
         };
-        self.table.top_files.bump(&name);
+        for (n, pending) in dropped {
+            self.table.top_files.bump_by(&n, pending);
+        }
+        self.table.top_files.bump_by(&name, 1);
     }
 
-    /// The file's open ended.
+    /// The file's open ended: what it has not yet added to the top files
+    /// goes there now.
     pub fn forget_file(&self, key: u64) {
-        let mut f = self.session.files.lock().unwrap();
-        f.names.remove(&key);
-        f.next_read.remove(&key);
+        let named = {
+            let mut f = self.session.files.lock().unwrap();
+            f.next_read.remove(&key);
+            f.names.remove(&key)
+        };
+        if let Some((name, pending)) = named {
+            self.table.top_files.bump_by(&name, pending);
+        }
     }
 }
 
@@ -285,12 +320,20 @@ pub struct TopFiles {
 
 impl TopFiles {
     pub fn bump(&self, name: &Arc<str>) {
-        let mut m = self.counts.lock().unwrap();
-        if let Some(n) = m.get_mut(name) {
-            *n += 1;
+        self.bump_by(name, 1);
+    }
+
+    /// `by` operations on `name` (nothing for 0).
+    pub fn bump_by(&self, name: &Arc<str>, by: u64) {
+        if by == 0 {
             return;
         }
-        let mut start = 1;
+        let mut m = self.counts.lock().unwrap();
+        if let Some(n) = m.get_mut(name) {
+            *n += by;
+            return;
+        }
+        let mut start = by;
         if m.len() >= TOP_FILES {
             if let Some((k, n)) = m
                 .iter()
@@ -298,7 +341,7 @@ impl TopFiles {
                 .map(|(k, n)| (k.clone(), *n))
             {
                 m.remove(&k);
-                start = n + 1;
+                start = n + by;
             }
         }
         m.insert(name.clone(), start);
@@ -318,7 +361,6 @@ type Snapshot = (Instant, HashMap<SessionKey, Counters>);
 
 pub struct WorkloadTable {
     shards: [Mutex<HashMap<SessionKey, Arc<SessionWorkload>>>; SHARDS],
-    hasher: std::hash::RandomState,
     epoch: Instant,
     pub top_files: TopFiles,
     snapshots: Mutex<VecDeque<Snapshot>>,
@@ -328,7 +370,6 @@ impl Default for WorkloadTable {
     fn default() -> Self {
         WorkloadTable {
             shards: std::array::from_fn(|_| Mutex::new(HashMap::new())),
-            hasher: std::hash::RandomState::new(),
             epoch: Instant::now(),
             top_files: TopFiles::default(),
             snapshots: Mutex::new(VecDeque::new()),
@@ -342,7 +383,11 @@ impl WorkloadTable {
     }
 
     fn shard(&self, key: &SessionKey) -> &Mutex<HashMap<SessionKey, Arc<SessionWorkload>>> {
-        &self.shards[self.hasher.hash_one(key) as usize % SHARDS]
+        // Fibonacci hashing of the id (the server's own session ids, or
+        // bytes of an NFS sessionid): a multiply instead of SipHash on
+        // every request; the top bits pick the shard.
+        let mixed = (key.1 ^ key.0 as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        &self.shards[(mixed >> 60) as usize % SHARDS]
     }
 
     /// A request of session `id` arrived; `client` names its address the
@@ -560,7 +605,9 @@ mod tests {
         assert!(t.sessions().len() <= MAX_SESSIONS);
         let f = t.begin(Protocol::Smb, 1, || "x".into());
         f.name_file(99_999, || "data\\hot".into());
-        for _ in 0..50 {
+        // Two batches reach the top files while the file is open; the
+        // last ten when it is closed.
+        for _ in 0..(2 * TOP_FILES_BATCH + 10) {
             f.finish(
                 &rec(OpClass::Stat, 0),
                 Some(FileRef {
@@ -572,8 +619,10 @@ mod tests {
         assert_eq!(t.top_files.counts.lock().unwrap().len(), TOP_FILES);
         let top = t.top_files.top(3);
         assert_eq!(top[0].0, "data\\hot");
-        assert!(top[0].1 >= 51);
+        assert!(top[0].1 > 2 * TOP_FILES_BATCH);
         f.forget_file(99_999);
+        let closed = t.top_files.top(1)[0].1;
+        assert_eq!(closed, top[0].1 + 10, "the rest is counted at close");
         f.finish(
             &rec(OpClass::Stat, 0),
             Some(FileRef {
@@ -583,7 +632,7 @@ mod tests {
         );
         assert_eq!(
             t.top_files.top(1)[0].1,
-            top[0].1,
+            closed,
             "a closed file is no longer counted"
         );
     }

@@ -37,6 +37,9 @@ pub struct FileConfig {
     pub multichannel: Option<bool>,
     /// Grant SMB 2.1+ leases (default true).
     pub leases: Option<bool>,
+    /// Collect per-operation metrics and per-session workload for the
+    /// dashboard and the advisor (default true).
+    pub operation_metrics: Option<bool>,
     /// Channels per session (default 32).
     pub max_channels: Option<u32>,
     /// Opens one session may hold (default 16384).

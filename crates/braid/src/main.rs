@@ -380,6 +380,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
     }
     cfg.multichannel = file.multichannel.unwrap_or(true);
     cfg.leases = file.leases.unwrap_or(true);
+    cfg.operation_metrics = file.operation_metrics.unwrap_or(true);
     if let Some(m) = file.max_channels {
         if !(1..=256).contains(&m) {
             return Err(format!("max_channels = {m}: use a value from 1 to 256"));

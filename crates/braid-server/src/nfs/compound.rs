@@ -270,7 +270,7 @@ impl Compound {
         };
         let mut status = NFS4_OK;
         let state = self.state.clone();
-        let metrics = state.metrics.get();
+        let metrics = state.metrics.get().filter(|m| m.ops.enabled());
         // This compound is in flight for its session's workload (from its
         // SEQUENCE on) until `flight` drops.
         let mut flight = None;

@@ -18,7 +18,6 @@
 //! | SEQUENCE, PUTFH, PUTROOTFH, PUTPUBFH, GETFH, SAVEFH, RESTOREFH | not counted (they carry the compound, not work) |
 //! | everything else (session and client management, COMMIT, DELEGRETURN, …) | `other` |
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use braid_advisor::OpClass;
@@ -71,13 +70,14 @@ pub fn class_of(op: &nfs_argop4) -> Option<OpClass> {
     })
 }
 
+/// The file's (device, inode), folded into one number (no hashing of the
+/// handle's bytes on every operation).
 fn file_key(fh: &Fh) -> Option<u64> {
     match fh {
         Fh::Pseudo => None,
         Fh::Object { obj, .. } => {
-            let mut h = DefaultHasher::new();
-            obj.handle().hash(&mut h);
-            Some(h.finish())
+            let (dev, ino) = obj.key();
+            Some(dev.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ ino)
         }
     }
 }

@@ -16,8 +16,11 @@ use crate::qos::{file_key, nfs_client, Class, Passed, ShareGate};
 
 /// Wait at the gate of the share the current filehandle is in, if its
 /// limits are on. READ and WRITE are I/O; the operations the table calls
-/// metadata are metadata; the others (PUTFH, GETFH, SAVEFH, state
-/// operations) go by.
+/// metadata (`dispatch::info`: the namespace and attribute operations,
+/// and the state operations on a file: OPEN, OPEN_DOWNGRADE, CLOSE, LOCK,
+/// LOCKT, LOCKU) are metadata, charged as they arrive (a LOCK then
+/// denied waits for no budget); the others (PUTFH, GETFH, SAVEFH,
+/// session and client operations, COMMIT, DELEGRETURN) go by.
 pub fn pass(c: &Compound, op: &nfs_argop4) -> Option<(Arc<ShareGate>, Passed)> {
     let registry = c.state.qos.get()?;
     let Some(Fh::Object { export, obj }) = &c.current else {
@@ -61,5 +64,30 @@ pub fn target_slots(c: &Compound, clientid: u64, target: u32) -> u32 {
             target.min(crate::qos::THROTTLED_SLOTS - 1)
         }
         _ => target,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_operations_on_a_file_are_charged_as_metadata() {
+        for op in [
+            OP_OPEN,
+            OP_OPEN_DOWNGRADE,
+            OP_CLOSE,
+            OP_LOCK,
+            OP_LOCKT,
+            OP_LOCKU,
+            OP_GETATTR,
+            OP_LOOKUP,
+        ] {
+            assert!(dispatch::info(op).metadata, "{}", op.name());
+        }
+        // Carried by every compound, or not work on a file's metadata.
+        for op in [OP_PUTFH, OP_SEQUENCE, OP_GETFH, OP_COMMIT, OP_DELEGRETURN] {
+            assert!(!dispatch::info(op).metadata, "{}", op.name());
+        }
     }
 }

@@ -77,6 +77,9 @@ pub type OutFrame = Vec<Bytes>;
 struct Outgoing {
     parts: OutFrame,
     acked: Option<oneshot::Sender<bool>>,
+    /// The request this frame answers stays in flight (`workload.rs`)
+    /// until the frame is written.
+    held: Option<crate::workload::InFlight>,
 }
 
 pub struct Connection {
@@ -124,23 +127,34 @@ impl Connection {
     }
 
     pub fn send(&self, frame: OutFrame) {
-        self.queue(frame, None);
+        self.queue(frame, None, None);
+    }
+
+    /// Send `frame`; `held` (the request it answers) is in flight until
+    /// the frame is written.
+    pub fn send_holding(&self, frame: OutFrame, held: Option<crate::workload::InFlight>) {
+        self.queue(frame, None, held);
     }
 
     /// Send `frame` and learn whether the peer's TCP acknowledged it in
     /// time (false: the channel is gone, and has been closed).
     pub fn send_tracked(&self, frame: OutFrame) -> oneshot::Receiver<bool> {
         let (tx, rx) = oneshot::channel();
-        self.queue(frame, Some(tx));
+        self.queue(frame, Some(tx), None);
         rx
     }
 
-    fn queue(&self, parts: OutFrame, acked: Option<oneshot::Sender<bool>>) {
+    fn queue(
+        &self,
+        parts: OutFrame,
+        acked: Option<oneshot::Sender<bool>>,
+        held: Option<crate::workload::InFlight>,
+    ) {
         let n: usize = parts.iter().map(|b| b.len()).sum();
         self.bytes_out.fetch_add(n as u64 + 4, Ordering::Relaxed);
         // A closed writer means the connection is going away; a tracked
         // frame's waiter then learns it (the sender is dropped).
-        let _ = self.out.send(Outgoing { parts, acked });
+        let _ = self.out.send(Outgoing { parts, acked, held });
     }
 
     pub fn negotiated(&self) -> Option<&Negotiated> {
@@ -337,10 +351,12 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
                     }
                 },
             };
-            let Some(Outgoing { parts, acked }) = next else {
+            let Some(Outgoing { parts, acked, held }) = next else {
                 break;
             };
-            match write_frame(&mut wr, &parts).await {
+            let written = write_frame(&mut wr, &parts).await;
+            drop(held); // the request it answers is no longer in flight
+            match written {
                 Ok(n) => acks.wrote(wr.as_ref(), n, acked),
                 Err(_) => break,
             }

@@ -18,7 +18,7 @@ use braid_smb_proto::header::{
 };
 use braid_smb_proto::NtStatus;
 
-use super::send::{error_reply, send_frame};
+use super::send::{error_reply, send_frame, send_frame_holding};
 use super::{dispatch, OpResult, Reply, Request, Sealed};
 use crate::op_metrics::{OpRecord, Outcome, Protocol};
 use crate::smb::conn::Connection;
@@ -302,7 +302,10 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         // MS-SMB2 3.3.4.2 (Windows behaviour, <159>): the last request of a
         // compound may go async; what came before it is sent first.
         let may_go_async = last && i > 0 && may_block(hdr.command);
-        if let Some(p) = prev.take() {
+        if let Some(mut p) = prev.take() {
+            // What a compound answered before its last request is no
+            // longer in flight once queued.
+            drop(p.flight.take());
             finalize(p, !may_go_async, true, &mut out)?;
             if may_go_async {
                 send_frame(conn, encrypted_by.as_deref(), std::mem::take(&mut out))?;
@@ -333,7 +336,9 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         }
         prev = Some(finished?);
     }
-    if let Some(p) = prev.take() {
+    let mut held = None;
+    if let Some(mut p) = prev.take() {
+        held = p.flight.take();
         if count == 1 && p.headroom >= TRANSFORM_HEADER_LEN && p.payload.is_none() {
             if let Some(sess) = &encrypted_by {
                 if let Some(enc) = sess.encryption() {
@@ -355,7 +360,7 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
                         ),
                     }
                     .map_err(|e| format!("encrypt failed: {e}"))?;
-                    conn.send(vec![Bytes::from(resp).slice(start..)]);
+                    conn.send_holding(vec![Bytes::from(resp).slice(start..)], held);
                     return Ok(());
                 }
             }
@@ -363,7 +368,7 @@ pub async fn process(conn: &Arc<Connection>, work: Work) -> Result<(), String> {
         finalize(p, false, count > 1, &mut out)?;
     }
     if !out.is_empty() {
-        send_frame(conn, encrypted_by.as_deref(), out)?;
+        send_frame_holding(conn, encrypted_by.as_deref(), out, held)?;
     }
     Ok(())
 }
@@ -391,6 +396,7 @@ fn finalize(
         mut payload,
         signing,
         sealed,
+        flight: _,
     } = f;
     if matches!(sealed, Some(Sealed::Gcm(_))) {
         // Only a lone, encrypted response may carry pre-encrypted data
@@ -497,6 +503,9 @@ struct Finished {
     payload: Option<Bytes>,
     signing: Option<crate::smb::session::SigningState>,
     sealed: Option<Sealed>,
+    /// The request, in flight for its session's workload until its
+    /// response is written (`workload.rs`).
+    flight: Option<InFlight>,
 }
 
 /// Handle one message of a frame; returns the finished (signed) response.
@@ -528,13 +537,16 @@ async fn handle_one(
     // ---- workload layer (workload.rs): this request is in flight until
     // `flight` drops; requests of no session (NEGOTIATE, the first
     // SESSION_SETUP) or of an unknown one are not a session's workload.
-    let flight =
-        (hdr.session_id != 0 && server.sessions.get(&hdr.session_id).is_some()).then(|| {
-            server
-                .metrics
-                .workloads
-                .begin(Protocol::Smb, hdr.session_id, || conn.peer.ip().to_string())
-        });
+    let operation_metrics = server.metrics.ops.enabled();
+    let flight = (operation_metrics
+        && hdr.session_id != 0
+        && server.sessions.get(&hdr.session_id).is_some())
+    .then(|| {
+        server
+            .metrics
+            .workloads
+            .begin(Protocol::Smb, hdr.session_id, || conn.peer.ip().to_string())
+    });
     let command = Command::from_u16(hdr.command);
     let mut req = Request {
         conn,
@@ -705,18 +717,20 @@ async fn handle_one(
             msg.len() as u64,
             out as u64,
         );
-        record_operation(
-            &req,
-            flight.as_ref(),
-            cmd,
-            &reply,
-            share,
-            crate::op_metrics::OpTiming {
-                latency: elapsed,
-                throttled,
-            },
-            out as u64,
-        );
+        if operation_metrics {
+            record_operation(
+                &req,
+                flight.as_ref(),
+                cmd,
+                &reply,
+                share,
+                crate::op_metrics::OpTiming {
+                    latency: elapsed,
+                    throttled,
+                },
+                out as u64,
+            );
+        }
     }
     if let Some(s) = encrypted_by {
         // The admin view's "encryption": this session's traffic is encrypted.
@@ -861,6 +875,7 @@ async fn handle_one(
         payload: reply.payload,
         signing,
         sealed: reply.sealed,
+        flight,
     })
 }
 

@@ -22,7 +22,17 @@ pub fn send_frame(
     session: Option<&Session>,
     parts: Vec<Bytes>,
 ) -> Result<(), String> {
-    conn.send(seal_frame(session, parts)?);
+    send_frame_holding(conn, session, parts, None)
+}
+
+/// [`send_frame`], keeping `held` in flight until the frame is written.
+pub fn send_frame_holding(
+    conn: &Connection,
+    session: Option<&Session>,
+    parts: Vec<Bytes>,
+    held: Option<crate::workload::InFlight>,
+) -> Result<(), String> {
+    conn.send_holding(seal_frame(session, parts)?, held);
     Ok(())
 }
 
