@@ -329,6 +329,7 @@ mod tests {
                 sec_parms: vec![callback_sec_parms4::AUTH_NONE],
                 seqid: 0,
                 path_down: false,
+                minorversion: 1,
             },
         ));
         let mut conns = Vec::new();

@@ -178,15 +178,15 @@ async fn recall_once(
         slots.entry(session.id).or_default().clone()
     };
     let _slot = slot.lock().await;
-    let (program, seqid) = {
+    let (program, seqid, minorversion) = {
         let mut cb = session.callback.lock().unwrap();
         cb.seqid = cb.seqid.wrapping_add(1);
-        (cb.program, cb.seqid)
+        (cb.program, cb.seqid, cb.minorversion)
     };
     let cred = credential(&session);
     let args = CB_COMPOUND4args {
         tag: Vec::new(),
-        minorversion: 1,
+        minorversion,
         callback_ident: 0,
         argarray: vec![
             nfs_cb_argop4::OP_CB_SEQUENCE(CB_SEQUENCE4args {

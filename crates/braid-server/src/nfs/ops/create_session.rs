@@ -177,6 +177,7 @@ fn create(
             sec_parms: a.csa_sec_parms.clone(),
             seqid: 0,
             path_down: false,
+            minorversion: c.minorversion,
         },
     ));
     session.bind(

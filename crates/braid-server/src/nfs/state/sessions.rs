@@ -62,6 +62,10 @@ pub struct Callback {
     pub seqid: u32,
     /// A backchannel existed and every connection of it was lost.
     pub path_down: bool,
+    /// The minor version of the CREATE_SESSION that made the session: its
+    /// CB_COMPOUNDs carry the same (RFC 8881 20.2; a 4.2 client's callback
+    /// service refuses 4.1's).
+    pub minorversion: u32,
 }
 
 impl Session {
