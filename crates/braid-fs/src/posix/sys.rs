@@ -318,34 +318,33 @@ pub(crate) fn set_xattr(fd: RawFd, name: &CStr, value: &[u8]) -> PosixResult<()>
     })
 }
 
-/// Reads an xattr whatever its size (at most 64 KiB, Linux's limit).
-pub(crate) fn get_xattr_any(fd: RawFd, name: &CStr) -> PosixResult<Vec<u8>> {
-    let p = proc_path(fd);
+/// A value of unknown size from a getxattr-like call: `call(null, 0)` gives
+/// the size, then `call(buf, len)` fills it; ERANGE (it grew in between)
+/// asks again.
+fn read_sized(call: impl Fn(*mut libc::c_void, usize) -> isize) -> PosixResult<Vec<u8>> {
     loop {
-        // SAFETY: a null buffer of size 0 asks for the value's size.
-        let size = unsafe { libc::getxattr(p.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
+        let size = call(std::ptr::null_mut(), 0);
         if size < 0 {
             return Err(err());
         }
         let mut buf = vec![0u8; size as usize];
-        // SAFETY: the buffer is writable for its length.
-        let n = unsafe {
-            libc::getxattr(
-                p.as_ptr(),
-                name.as_ptr(),
-                buf.as_mut_ptr() as *mut libc::c_void,
-                buf.len(),
-            )
-        };
+        let n = call(buf.as_mut_ptr() as *mut libc::c_void, buf.len());
         if n >= 0 {
             buf.truncate(n as usize);
             return Ok(buf);
         }
-        // Grown between the two calls: ask again.
         if errno() != libc::ERANGE {
             return Err(err());
         }
     }
+}
+
+/// Reads an xattr whatever its size (at most 64 KiB, Linux's limit).
+pub(crate) fn get_xattr_any(fd: RawFd, name: &CStr) -> PosixResult<Vec<u8>> {
+    let p = proc_path(fd);
+    // SAFETY: read_sized passes a null buffer with size 0, or a buffer
+    // writable for its length.
+    read_sized(|buf, len| unsafe { libc::getxattr(p.as_ptr(), name.as_ptr(), buf, len) })
 }
 
 pub(crate) fn set_xattr_flags(fd: RawFd, name: &CStr, value: &[u8], flags: i32) -> PosixResult<()> {
@@ -371,25 +370,8 @@ pub(crate) fn remove_xattr(fd: RawFd, name: &CStr) -> PosixResult<()> {
 /// Every xattr name of the object, NUL-separated.
 pub(crate) fn list_xattrs(fd: RawFd) -> PosixResult<Vec<u8>> {
     let p = proc_path(fd);
-    loop {
-        // SAFETY: a null buffer of size 0 asks for the list's size.
-        let size = unsafe { libc::listxattr(p.as_ptr(), std::ptr::null_mut(), 0) };
-        if size < 0 {
-            return Err(err());
-        }
-        let mut buf = vec![0u8; size as usize];
-        // SAFETY: the buffer is writable for its length.
-        let n = unsafe {
-            libc::listxattr(p.as_ptr(), buf.as_mut_ptr() as *mut libc::c_char, buf.len())
-        };
-        if n >= 0 {
-            buf.truncate(n as usize);
-            return Ok(buf);
-        }
-        if errno() != libc::ERANGE {
-            return Err(err());
-        }
-    }
+    // SAFETY: as in get_xattr_any.
+    read_sized(|buf, len| unsafe { libc::listxattr(p.as_ptr(), buf as *mut libc::c_char, len) })
 }
 
 pub(crate) fn fstatfs(fd: RawFd) -> PosixResult<libc::statfs64> {

@@ -3,7 +3,7 @@
 
 use braid_nfs_proto::nfs4::*;
 
-use super::xattr_common::{change_of, xattr_status};
+use super::xattr_common::change_xattrs;
 use crate::nfs::compound::Compound;
 
 pub fn run(c: &mut Compound, a: &REMOVEXATTR4args) -> REMOVEXATTR4res {
@@ -14,18 +14,7 @@ pub fn run(c: &mut Compound, a: &REMOVEXATTR4args) -> REMOVEXATTR4res {
 }
 
 fn removexattr(c: &mut Compound, a: &REMOVEXATTR4args) -> Result<change_info4, nfsstat4> {
-    let (export, obj) = c.current_object(NFS4ERR_ROFS)?;
-    c.require_write(&export)?;
-    c.recall_delegations(obj.key())?;
-    let cred = c.credentials(&export);
-    let before = change_of(&export, &obj);
-    export
-        .share
-        .remove_user_xattr(&cred, &obj, &a.rxa_name)
-        .map_err(|e| xattr_status(&e))?;
-    Ok(change_info4 {
-        atomic: false,
-        before,
-        after: change_of(&export, &obj),
+    change_xattrs(c, |export, cred, obj| {
+        export.share.remove_user_xattr(cred, obj, &a.rxa_name)
     })
 }

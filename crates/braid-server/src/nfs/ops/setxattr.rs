@@ -4,7 +4,7 @@
 use braid_fs::posix::XattrSet;
 use braid_nfs_proto::nfs4::*;
 
-use super::xattr_common::{change_of, xattr_status};
+use super::xattr_common::change_xattrs;
 use crate::nfs::compound::Compound;
 
 pub fn run(c: &mut Compound, a: &SETXATTR4args) -> SETXATTR4res {
@@ -21,20 +21,9 @@ fn setxattr(c: &mut Compound, a: &SETXATTR4args) -> Result<change_info4, nfsstat
         SETXATTR4_REPLACE => XattrSet::Replace,
         _ => return Err(NFS4ERR_INVAL),
     };
-    let (export, obj) = c.current_object(NFS4ERR_ROFS)?;
-    c.require_write(&export)?;
-    // A delegation holder caches the object's attributes (its change
-    // attribute moves).
-    c.recall_delegations(obj.key())?;
-    let cred = c.credentials(&export);
-    let before = change_of(&export, &obj);
-    export
-        .share
-        .set_user_xattr(&cred, &obj, &a.sxa_key, &a.sxa_value, how)
-        .map_err(|e| xattr_status(&e))?;
-    Ok(change_info4 {
-        atomic: false,
-        before,
-        after: change_of(&export, &obj),
+    change_xattrs(c, |export, cred, obj| {
+        export
+            .share
+            .set_user_xattr(cred, obj, &a.sxa_key, &a.sxa_value, how)
     })
 }
