@@ -305,17 +305,7 @@ pub(crate) fn get_xattr(fd: RawFd, name: &CStr) -> PosixResult<Vec<u8>> {
 }
 
 pub(crate) fn set_xattr(fd: RawFd, name: &CStr, value: &[u8]) -> PosixResult<()> {
-    let p = proc_path(fd);
-    // SAFETY: value is readable for its length.
-    check(unsafe {
-        libc::setxattr(
-            p.as_ptr(),
-            name.as_ptr(),
-            value.as_ptr() as *const libc::c_void,
-            value.len(),
-            0,
-        )
-    })
+    set_xattr_flags(fd, name, value, 0)
 }
 
 /// A value of unknown size from a getxattr-like call: `call(null, 0)` gives
