@@ -128,7 +128,7 @@ def test_start_prints_a_mount_command_with_the_real_port(tmp_path):
     with open(log, "w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path)
     try:
-        pattern = re.compile(r"^braid: NFSv4\.1 on 127\.0\.0\.1:(\d+): mount -t nfs4 "
+        pattern = re.compile(r"^braid: NFSv4\.1/4\.2 on 127\.0\.0\.1:(\d+): mount -t nfs4 "
                              r"-o vers=4\.1,port=(\d+) 127\.0\.0\.1:/data /mnt$", re.M)
         deadline = time.monotonic() + 30
         while True:

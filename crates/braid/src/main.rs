@@ -666,7 +666,7 @@ fn nfs_mount_line(addr: std::net::SocketAddr, share: &str) -> String {
         ip => ip.to_string(),
     };
     format!(
-        "braid: NFSv4.1 on {addr}: mount -t nfs4 -o vers=4.1,port={} {host}:/{share} /mnt",
+        "braid: NFSv4.1/4.2 on {addr}: mount -t nfs4 -o vers=4.1,port={} {host}:/{share} /mnt",
         addr.port()
     )
 }
@@ -977,11 +977,11 @@ mod tests {
     fn mount_lines_name_the_real_port() {
         assert_eq!(
             nfs_mount_line("127.0.0.1:20490".parse().unwrap(), "share"),
-            "braid: NFSv4.1 on 127.0.0.1:20490: mount -t nfs4 -o vers=4.1,port=20490 127.0.0.1:/share /mnt"
+            "braid: NFSv4.1/4.2 on 127.0.0.1:20490: mount -t nfs4 -o vers=4.1,port=20490 127.0.0.1:/share /mnt"
         );
         assert_eq!(
             nfs_mount_line("[::1]:2049".parse().unwrap(), "d"),
-            "braid: NFSv4.1 on [::1]:2049: mount -t nfs4 -o vers=4.1,port=2049 [::1]:/d /mnt"
+            "braid: NFSv4.1/4.2 on [::1]:2049: mount -t nfs4 -o vers=4.1,port=2049 [::1]:/d /mnt"
         );
         assert!(nfs_mount_line("0.0.0.0:2049".parse().unwrap(), "d").contains(" SERVER:/d "));
     }

@@ -257,7 +257,7 @@ impl NfsServer {
                 }
             }));
         }
-        info!("serving NFSv4.1");
+        info!("serving NFSv4.1 and 4.2");
         for t in tasks {
             let _ = t.await;
         }
