@@ -91,7 +91,8 @@ fn illegal(op: &nfs_argop4, minorversion: u32) -> bool {
         || (minorversion < 2 && dispatch::is_v42(op.discriminant()))
 }
 
-fn xdr_len(n: usize) -> usize {
+/// Bytes an opaque of `n` bytes takes in XDR, padding included.
+pub fn xdr_len(n: usize) -> usize {
     (n + 3) & !3
 }
 

@@ -41,6 +41,16 @@ pub fn errno_status(errno: i32) -> nfsstat4 {
     }
 }
 
+/// An I/O error of a syscall made on an fd (pread, fallocate, ...).
+pub fn io_status(e: &std::io::Error) -> nfsstat4 {
+    errno_status(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// The status of the syscall that just failed (errno).
+pub fn last_os_status() -> nfsstat4 {
+    io_status(&std::io::Error::last_os_error())
+}
+
 /// The error of a braid-fs call made with a check of the server's own
 /// (`remove_checked`, `rename_checked`): an NFS status either way.
 pub struct Status(pub nfsstat4);

@@ -7,7 +7,7 @@ use braid_fs::posix::ObjectKind;
 use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::{errno_status, nfs_status};
+use crate::nfs::errors::{io_status, nfs_status};
 
 pub fn run(c: &mut Compound, a: &COMMIT4args) -> COMMIT4res {
     match commit(c, a) {
@@ -48,8 +48,7 @@ fn commit(c: &mut Compound, a: &COMMIT4args) -> Result<COMMIT4resok, nfsstat4> {
                 )
                 .map_err(|e| nfs_status(&e))
         })?;
-    file.sync_all()
-        .map_err(|e| errno_status(e.raw_os_error().unwrap_or(libc::EIO)))?;
+    file.sync_all().map_err(|e| io_status(&e))?;
     Ok(COMMIT4resok {
         writeverf: c.state.boot_verifier,
     })

@@ -13,7 +13,7 @@ use braid_nfs_proto::nfs4::*;
 
 use super::data_range::{notify_write, require_file};
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::errno_status;
+use crate::nfs::errors::io_status;
 use crate::nfs::fh::Fh;
 use crate::nfs::state::stateids::io_file;
 
@@ -52,7 +52,7 @@ fn copy(c: &mut Compound, a: &COPY4args) -> Result<COPY4resok, nfsstat4> {
     }
     let from = io_file(c, &src_export, &src, &a.ca_src_stateid, false)?;
     let to = io_file(c, &dst_export, &dst, &a.ca_dst_stateid, true)?;
-    let size = from.metadata().map_err(io_status)?.len();
+    let size = from.metadata().map_err(|e| io_status(&e))?.len();
     // RFC 7862 15.2.3: a source offset past the end of the file is
     // NFS4ERR_INVAL; a count of 0 copies to the end of the file; a range
     // running past the end copies what there is (as knfsd does, so that
@@ -98,10 +98,6 @@ fn copy(c: &mut Compound, a: &COPY4args) -> Result<COPY4resok, nfsstat4> {
     })
 }
 
-fn io_status(e: std::io::Error) -> nfsstat4 {
-    errno_status(e.raw_os_error().unwrap_or(libc::EIO))
-}
-
 /// copy_file_range(2) until `len` bytes moved or the source ends.
 fn copy_range(
     from: &Arc<File>,
@@ -136,7 +132,7 @@ fn copy_range(
                 // What was copied stands; the client asks for the rest.
                 break;
             }
-            return Err(io_status(e));
+            return Err(io_status(&e));
         }
         if n == 0 {
             break;

@@ -11,7 +11,7 @@ use braid_fs::posix::{Object, ObjectKind};
 use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::errno_status;
+use crate::nfs::errors::last_os_status;
 use crate::nfs::exports::Export;
 use crate::nfs::state::stateids::io_file;
 
@@ -72,11 +72,7 @@ impl Range {
             )
         };
         if r < 0 {
-            return Err(errno_status(
-                std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO),
-            ));
+            return Err(last_os_status());
         }
         Ok(())
     }

@@ -6,17 +6,13 @@
 use braid_nfs_proto::nfs4::*;
 
 use super::xattr_common::xattr_status;
-use crate::nfs::compound::Compound;
+use crate::nfs::compound::{xdr_len, Compound};
 
 pub fn run(c: &mut Compound, a: &LISTXATTRS4args) -> LISTXATTRS4res {
     match listxattrs(c, a) {
         Ok(r) => LISTXATTRS4res::NFS4_OK(r),
         Err(e) => LISTXATTRS4res::Default(e),
     }
-}
-
-fn xdr_len(n: usize) -> usize {
-    (n + 3) & !3
 }
 
 fn listxattrs(c: &mut Compound, a: &LISTXATTRS4args) -> Result<LISTXATTRS4resok, nfsstat4> {

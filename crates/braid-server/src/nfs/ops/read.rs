@@ -7,7 +7,7 @@ use braid_nfs_proto::nfs4::*;
 use bytes::Bytes;
 
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::{errno_status, nfs_status};
+use crate::nfs::errors::{io_status, nfs_status};
 use crate::nfs::state::stateids::{check_io_stateid, IoTarget};
 
 pub fn run(c: &mut Compound, a: &READ4args) -> READ4res {
@@ -60,7 +60,7 @@ fn read(c: &mut Compound, a: &READ4args) -> Result<READ4resok, nfsstat4> {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(errno_status(e.raw_os_error().unwrap_or(libc::EIO))),
+            Err(e) => return Err(io_status(&e)),
         }
     }
     buf.truncate(got);

@@ -8,7 +8,7 @@ use braid_nfs_proto::nfs4::*;
 
 use super::data_range::file_in_range;
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::errno_status;
+use crate::nfs::errors::last_os_status;
 
 pub fn run(c: &mut Compound, a: &SEEK4args) -> SEEK4res {
     match seek(c, a) {
@@ -34,11 +34,7 @@ fn seek(c: &mut Compound, a: &SEEK4args) -> Result<seek_res4, nfsstat4> {
     // used, never the fd's own.
     let pos = unsafe { libc::lseek(file.as_raw_fd(), a.sa_offset as libc::off_t, whence) };
     if pos < 0 {
-        return Err(errno_status(
-            std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO),
-        ));
+        return Err(last_os_status());
     }
     let size = file.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
     Ok(seek_res4 {

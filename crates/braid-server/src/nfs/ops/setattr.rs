@@ -5,7 +5,7 @@ use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::attrs;
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::{errno_status, nfs_status};
+use crate::nfs::errors::{io_status, nfs_status};
 use crate::nfs::state::stateids::{check_io_stateid, IoTarget};
 
 pub fn run(c: &mut Compound, a: &SETATTR4args) -> SETATTR4res {
@@ -38,8 +38,7 @@ fn setattr(c: &mut Compound, a: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
         if let IoTarget::File(file) = check_io_stateid(c, &obj, &a.stateid, true)? {
             // The open allows writing: truncate through it, as knfsd does,
             // so a file created read-only by its opener can still be sized.
-            file.set_len(size)
-                .map_err(|e| errno_status(e.raw_os_error().unwrap_or(libc::EIO)))?;
+            file.set_len(size).map_err(|e| io_status(&e))?;
             want.set.size = None;
         }
     }

@@ -8,7 +8,7 @@ use std::os::unix::fs::FileExt;
 use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::{errno_status, nfs_status};
+use crate::nfs::errors::{io_status, nfs_status};
 use crate::nfs::state::stateids::{check_io_stateid, IoTarget};
 
 pub fn run(c: &mut Compound, a: &WRITE4args) -> WRITE4res {
@@ -16,10 +16,6 @@ pub fn run(c: &mut Compound, a: &WRITE4args) -> WRITE4res {
         Ok(r) => WRITE4res::NFS4_OK(r),
         Err(e) => WRITE4res::Default(e),
     }
-}
-
-fn io_err(e: std::io::Error) -> nfsstat4 {
-    errno_status(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
 fn write(c: &mut Compound, a: &WRITE4args) -> Result<WRITE4resok, nfsstat4> {
@@ -53,7 +49,8 @@ fn write(c: &mut Compound, a: &WRITE4args) -> Result<WRITE4resok, nfsstat4> {
                 .map_err(|e| nfs_status(&e))?
         }
     };
-    file.write_all_at(&a.data, a.offset).map_err(io_err)?;
+    file.write_all_at(&a.data, a.offset)
+        .map_err(|e| io_status(&e))?;
     // Issue 42: SMB clients caching the file must read it again.
     if let Some(grants) = c.state.grants.get() {
         let file = braid_fs::caching::CachedFile {
@@ -64,8 +61,8 @@ fn write(c: &mut Compound, a: &WRITE4args) -> Result<WRITE4resok, nfsstat4> {
         drop(grants.break_for("nfs", file, braid_fs::caching::Change::Write));
     }
     match a.stable {
-        DATA_SYNC4 => file.sync_data().map_err(io_err)?,
-        FILE_SYNC4 => file.sync_all().map_err(io_err)?,
+        DATA_SYNC4 => file.sync_data().map_err(|e| io_status(&e))?,
+        FILE_SYNC4 => file.sync_all().map_err(|e| io_status(&e))?,
         _ => {}
     }
     Ok(WRITE4resok {
