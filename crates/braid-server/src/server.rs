@@ -127,19 +127,21 @@ impl Server {
                             // accepted after it.
                             let config = state.config();
                             if !config.hosts.admits(peer.ip()) {
-                                drop(stream);
+                                // Logged before the close, so whoever sees
+                                // the reset finds the reason in the log.
                                 hosts_refused.note(peer, "not in hosts_allow, or in hosts_deny");
+                                drop(stream);
                                 continue;
                             }
                             if state.connections.len() >= config.max_connections {
                                 // Closed at once: the client sees a reset
                                 // and may try again later.
-                                drop(stream);
                                 state
                                     .metrics
                                     .connections_refused
                                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                 refused.note(peer, "max_connections reached");
+                                drop(stream);
                                 continue;
                             }
                             // Held while the connection is served (a
