@@ -12,16 +12,11 @@ cookie verifier, more than one export) runs against Braid only.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
+import pynfs_lib
 import servers
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "conformance"))
-import run_pynfs  # noqa: E402  (tests/conformance/run_pynfs.py)
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET not in ("braid", "ganesha"),
@@ -32,23 +27,6 @@ EXPORT = servers.DEFAULT_SHARE
 ZERO_STATEID = None  # set once pynfs is imported
 
 
-def _import_pynfs():
-    """pynfs's NFSv4.1 client modules (built under target/pynfs)."""
-    source = run_pynfs.find_pynfs()
-    if source is None:
-        pytest.fail(run_pynfs.NOT_FOUND)
-    log = open(HERE.parents[1] / "target" / "pynfs-namespace-build.log", "w")
-    tree = source if run_pynfs.is_built(source) else run_pynfs.build_pynfs(source, log)
-    for sub in ("nfs4.1", "", "xdr"):
-        path = str(tree / sub) if sub else str(tree)
-        if path not in sys.path:
-            sys.path.insert(1, path)
-    import nfs4client  # noqa: F401
-    import nfs_ops
-    from xdrdef import nfs4_const, nfs4_type
-    return nfs4client, nfs_ops.NFS4ops(), nfs4_const, nfs4_type
-
-
 nfs4client = op = K = T = None
 
 
@@ -56,7 +34,7 @@ nfs4client = op = K = T = None
 def pynfs():
     """pynfs is imported only where these tests run (not at collection)."""
     global nfs4client, op, K, T, ZERO_STATEID
-    nfs4client, op, K, T = _import_pynfs()
+    nfs4client, op, K, T = pynfs_lib.load("pynfs-namespace-build.log")
     ZERO_STATEID = T.stateid4(0, b"\0" * 12)
 
 

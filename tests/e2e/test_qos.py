@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+import pynfs_lib
 import servers
 
 BIN = str(servers.BRAID_BIN)
@@ -403,6 +404,71 @@ def test_a_server_side_copy_is_charged_what_it_reads_and_writes(tmp_path, direct
         servers.stop_pid(b.proc.pid)
 
 
+def nfs_copy_seconds(b: Braid, share: str, src: bytes, dst: bytes, size: int) -> float:
+    """An NFSv4.2 server-side COPY (RFC 7862 15.2) of SRC to DST in `share`,
+    16 MiB a request, over pynfs's client library; how long it took."""
+    nfs4client, op, K, T = pynfs_lib.load()
+    sess = pynfs_lib.root_session(nfs4client, b"127.0.0.1", b.nfs_port,
+                                  b"braid-qos-copy-" + share.encode() + secrets.token_hex(4).encode(),
+                                  minorversion=2)
+    owner = T.open_owner4(0, b"qos-copy")
+
+    def opened(name: bytes, access: int, create: bool):
+        how = (T.openflag4(K.OPEN4_CREATE, T.createhow4(K.UNCHECKED4, {K.FATTR4_MODE: 0o644}))
+               if create else T.openflag4(K.OPEN4_NOCREATE))
+        res = sess.compound([op.putrootfh(), op.lookup(share.encode()),
+                             op.open(0, access | K.OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+                                     K.OPEN4_SHARE_DENY_NONE, owner, how,
+                                     T.open_claim4(K.CLAIM_NULL, name)),
+                             op.getfh()])
+        assert res.status == K.NFS4_OK, res
+        return res.resarray[-1].object, res.resarray[-2].stateid
+
+    src_fh, src_stateid = opened(src, K.OPEN4_SHARE_ACCESS_READ, False)
+    dst_fh, dst_stateid = opened(dst, K.OPEN4_SHARE_ACCESS_WRITE, True)
+    started = time.monotonic()
+    done, chunk = 0, 16 << 20
+    while done < size:
+        res = sess.compound([op.putfh(src_fh), op.savefh(), op.putfh(dst_fh),
+                             op.copy(src_stateid, dst_stateid, done, done, chunk, 0, 1, [])])
+        assert res.status == K.NFS4_OK, res
+        copied = res.resarray[-1].cr_response.wr_count
+        assert copied > 0, res
+        done += copied
+    elapsed = time.monotonic() - started
+    res = sess.compound([op.putfh(dst_fh), op.commit(0, 0)])
+    assert res.status == K.NFS4_OK, res
+    return elapsed
+
+
+@pytest.mark.parametrize("direction", ["egress", "ingress"])
+def test_an_nfs_copy_is_charged_what_it_reads_and_writes(tmp_path, direction):
+    """NFSv4.2's COPY, like SMB's server-side copy, moves no data over the
+    wire but reads and writes every byte on the server: 48 MiB in 16 MiB
+    COPYs through a share held to 8 MiB/s one way takes the model's
+    (48 - 16) / 8 = 4 s (the first request goes on the full bucket); the
+    share without limits is the control."""
+    b = Braid(tmp_path, qos=f"{direction}_mibps = 8\n")
+    try:
+        data = os.urandom(48 << 20)
+        for d in ("qos", "free"):
+            (b.share_dir / d / "src").write_bytes(data)
+        free = nfs_copy_seconds(b, "free", b"src", b"dst", len(data))
+        limited = nfs_copy_seconds(b, "qos", b"src", b"dst", len(data))
+        print(f"48 MiB NFS COPY, {direction} 8 MiB/s: {limited:.2f} s "
+              f"(model 4.0 s; no limit: {free:.2f} s)")
+        assert (b.share_dir / "qos" / "dst").read_bytes() == data
+        assert (b.share_dir / "free" / "dst").read_bytes() == data
+        assert free < 2.0, free
+        assert 3.4 <= limited <= 5.0, limited
+        q = b.share_qos("qos")
+        assert q["throttled_fraction"][direction] > 0.02, q
+        other = "ingress" if direction == "egress" else "egress"
+        assert q["throttled_fraction"][other] == 0, q
+    finally:
+        servers.stop_pid(b.proc.pid)
+
+
 def test_a_home_share_gets_the_templates_limits(tmp_path):
     """Each user's home share ([homes], crates/braid-server/src/homes.rs)
     is provisioned as its template says: 200 IOPS here."""
@@ -419,5 +485,19 @@ def test_a_home_share_gets_the_templates_limits(tmp_path):
         assert (b.share_dir / "homes" / USER).is_dir()
         # Unthrottled, this machine serves thousands of these a second.
         assert within(r["total"]["iops"], 200, 0.08), r["total"]
+        # The admin API and /metrics show the home share beside the
+        # configured ones, with its limits and what it served.
+        status, body = b.api("/api/v1/shares")
+        assert status == 200, body
+        listed = {s["name"]: s for s in json.loads(body)["shares"]}
+        home = listed[USER]
+        assert home["home"] is True and listed["qos"]["home"] is False, listed.keys()
+        assert home["path"] == str(b.share_dir / "homes" / USER), home["path"]
+        assert home["qos"]["iops"] == 200, home["qos"]
+        assert home["operations_by_type"]["read"]["count"] >= r["total"]["count"], home
+        status, metrics = b.api("/metrics")
+        assert status == 200
+        assert f'braid_qos_iops_limit{{share="{USER}"}} 200' in metrics, \
+            [line for line in metrics.splitlines() if line.startswith("braid_qos_iops_limit")]
     finally:
         servers.stop_pid(b.proc.pid)

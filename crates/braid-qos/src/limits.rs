@@ -189,6 +189,20 @@ impl Cost {
         }
     }
 
+    /// A server-side copy of `len` bytes: the READ and the WRITE it saves
+    /// the client, so egress and ingress both, and one operation per
+    /// started `unit` for each.
+    pub fn copy(len: u64, unit: u64, file: Option<u64>) -> Cost {
+        let ops = len.div_ceil(unit.max(1)).max(1);
+        Cost {
+            ops: 2 * ops,
+            bytes_in: len,
+            bytes_out: len,
+            metadata: false,
+            file,
+        }
+    }
+
     /// A metadata operation: one operation, on the metadata budget too.
     pub fn metadata() -> Cost {
         Cost {
@@ -234,6 +248,16 @@ mod tests {
         let total = l.ingress_mibps.unwrap() + l.egress_mibps.unwrap();
         assert!((total - 10_340.0).abs() < 1e-6, "{total}");
         l.validate().unwrap();
+    }
+
+    #[test]
+    fn a_copy_is_charged_as_its_read_and_its_write() {
+        let c = Cost::copy(16 << 20, 64 * 1024, Some(7));
+        assert_eq!((c.ops, c.bytes_in, c.bytes_out), (512, 16 << 20, 16 << 20));
+        assert_eq!(c.file, Some(7));
+        assert!(!c.metadata);
+        let small = Cost::copy(1, 64 * 1024, None);
+        assert_eq!((small.ops, small.bytes_in, small.bytes_out), (2, 1, 1));
     }
 
     #[test]

@@ -230,6 +230,8 @@ pub struct SharesView {
 pub struct ShareView {
     pub name: String,
     pub path: String,
+    /// A user's home share, served from the `[homes]` template.
+    pub home: bool,
     pub encrypt: bool,
     /// `read_only`: only the `write_list` may change it.
     pub read_only: bool,
@@ -512,38 +514,60 @@ pub fn shares_view(state: &ServerState) -> SharesView {
             }
         }
     }
+    let view = |name: &str,
+                path: String,
+                encrypt: bool,
+                access: &crate::smb::share_access::ShareAccess,
+                home: bool| {
+        let t = state.metrics.share(Some(name)).totals();
+        ShareView {
+            name: name.to_string(),
+            path,
+            home,
+            encrypt,
+            read_only: access.read_only,
+            valid_users: access.valid_users.clone(),
+            opens: opens.get(&name.to_lowercase()).copied().unwrap_or(0),
+            operations: t.operations,
+            errors: t.errors,
+            read_ops: t.read_ops,
+            write_ops: t.write_ops,
+            bytes_read: t.bytes_read,
+            bytes_written: t.bytes_written,
+            bytes_in: t.bytes_in,
+            bytes_out: t.bytes_out,
+            operations_by_command: t
+                .by_command
+                .iter()
+                .map(|(n, c)| (n.to_string(), (*c).into()))
+                .collect(),
+            metadata_cache: crate::metadata_cache_view::view(state, name),
+            qos: crate::qos_admin::share_qos(state, name),
+            operations_by_type: state.metrics.ops.share_view(name),
+        }
+    };
     let config = state.config();
-    let shares = config
+    let mut shares: Vec<ShareView> = config
         .shares
         .iter()
         .map(|c| {
-            let t = state.metrics.share(Some(&c.name)).totals();
-            ShareView {
-                name: c.name.clone(),
-                path: c.path.display().to_string(),
-                encrypt: c.encrypt,
-                read_only: c.access.read_only,
-                valid_users: c.access.valid_users.clone(),
-                opens: opens.get(&c.name.to_lowercase()).copied().unwrap_or(0),
-                operations: t.operations,
-                errors: t.errors,
-                read_ops: t.read_ops,
-                write_ops: t.write_ops,
-                bytes_read: t.bytes_read,
-                bytes_written: t.bytes_written,
-                bytes_in: t.bytes_in,
-                bytes_out: t.bytes_out,
-                operations_by_command: t
-                    .by_command
-                    .iter()
-                    .map(|(n, c)| (n.to_string(), (*c).into()))
-                    .collect(),
-                metadata_cache: crate::metadata_cache_view::view(state, &c.name),
-                qos: crate::qos_admin::share_qos(state, &c.name),
-                operations_by_type: state.metrics.ops.share_view(&c.name),
-            }
+            view(
+                &c.name,
+                c.path.display().to_string(),
+                c.encrypt,
+                &c.access,
+                false,
+            )
         })
         .collect();
+    // Each user's home share served so far ([homes]), after the
+    // configured ones, by name.
+    let mut homes = state.served_home_shares();
+    homes.sort_by(|a, b| a.name.cmp(&b.name));
+    shares.extend(homes.iter().map(|h| {
+        let path = h.fs.root_path().display().to_string();
+        view(&h.name, path, h.encrypt, &h.access, true)
+    }));
     SharesView {
         shares,
         latency_bounds_us: &crate::op_metrics::LATENCY_BOUNDS_US,

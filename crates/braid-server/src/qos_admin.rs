@@ -152,10 +152,18 @@ fn label(s: &str) -> String {
 /// The `braid_qos_*` families of `/metrics`, for every share with a gate.
 pub fn render_prometheus(state: &ServerState) -> String {
     let config = state.config();
+    let mut homes: Vec<String> = state
+        .served_home_shares()
+        .iter()
+        .map(|h| h.name.clone())
+        .collect();
+    homes.sort();
     let gates: Vec<Arc<ShareGate>> = config
         .shares
         .iter()
-        .filter_map(|s| state.qos.gate_any(&s.name))
+        .map(|s| s.name.clone())
+        .chain(homes)
+        .filter_map(|name| state.qos.gate_any(&name))
         .collect();
     let mut out = String::new();
     let views: Vec<(String, View, crate::qos::CountersSnapshot)> = gates

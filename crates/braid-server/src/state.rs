@@ -370,6 +370,16 @@ impl ServerState {
         self.served().shares.get(&name.to_lowercase()).cloned()
     }
 
+    /// The home shares ([homes]) served so far, one per user who
+    /// connected to theirs.
+    pub fn served_home_shares(&self) -> Vec<Arc<Share>> {
+        self.served()
+            .homes
+            .as_ref()
+            .map(|h| h.served_shares())
+            .unwrap_or_default()
+    }
+
     /// The share `name` as `user` (an authenticated user's name; `None`
     /// for guests) finds it: a configured share, else the user's home
     /// share, by the user's name or as `homes` (`homes.rs`).

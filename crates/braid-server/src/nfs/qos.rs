@@ -38,6 +38,9 @@ pub fn pass(c: &Compound, op: &nfs_argop4) -> Option<(Arc<ShareGate>, Passed)> {
         nfs_argop4::OP_READ(a) => (Class::Read, a.count as u64, false),
         // RFC 8881 18.32: the data is written.
         nfs_argop4::OP_WRITE(a) => (Class::Write, a.data.len() as u64, true),
+        // Charged by the operation itself once it knows how many bytes
+        // it copies (`pass_copy`).
+        nfs_argop4::OP_COPY(_) => return None,
         _ if info.metadata => (Class::Metadata, 0, false),
         _ => return None,
     };
@@ -50,6 +53,34 @@ pub fn pass(c: &Compound, op: &nfs_argop4) -> Option<(Arc<ShareGate>, Passed)> {
     let passed = c
         .runtime
         .block_on(gate.pass(nfs_client(client), cost, class));
+    if !passed.waited.is_zero() {
+        registry.note_throttled(nfs_client(client));
+    }
+    Some((gate, passed))
+}
+
+/// Wait at the share's gate for a server-side COPY (RFC 7862 15.2) of
+/// `len` bytes, known only once the operation has read the source's size
+/// (a count of 0 copies to its end): charged as the READ and the WRITE it
+/// saves the client, egress and ingress, one operation per started unit
+/// of each, as SMB's server-side copy is. The caller reports the outcome
+/// with [`ShareGate::done`].
+pub fn pass_copy(
+    c: &Compound,
+    export: &str,
+    file: (u64, u64),
+    len: u64,
+) -> Option<(Arc<ShareGate>, Passed)> {
+    let registry = c.state.qos.get()?;
+    let gate = registry.gate(export)?;
+    let limits = gate.limits();
+    let file = (limits.file_iops.is_some() || limits.file_mibps.is_some())
+        .then(|| file_key((export, file)));
+    let cost = Cost::copy(len, limits.io_unit, file);
+    let client = c.session.as_ref().map_or(0, |s| s.client.clientid);
+    let passed = c
+        .runtime
+        .block_on(gate.pass(nfs_client(client), cost, Class::Write));
     if !passed.waited.is_zero() {
         registry.note_throttled(nfs_client(client));
     }

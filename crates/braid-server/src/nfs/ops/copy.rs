@@ -73,13 +73,15 @@ fn copy(c: &mut Compound, a: &COPY4args) -> Result<COPY4resok, nfsstat4> {
             return Err(NFS4ERR_INVAL);
         }
     }
-    let copied = copy_range(
-        &from,
-        a.ca_src_offset,
-        &to,
-        a.ca_dst_offset,
-        wanted.min(MAX_SYNC_COPY),
-    )?;
+    let len = wanted.min(MAX_SYNC_COPY);
+    // Over the share's limits the copy waits here, once its length is
+    // known, then runs (the compound loop passed it by: see nfs::qos).
+    let passed = crate::nfs::qos::pass_copy(c, &dst_export.name, dst.key(), len);
+    let copied = copy_range(&from, a.ca_src_offset, &to, a.ca_dst_offset, len);
+    if let Some((gate, p)) = passed {
+        gate.done(p, copied.is_ok());
+    }
+    let copied = copied?;
     if copied > 0 {
         notify_write(c, &dst_export, &dst);
     }
