@@ -264,6 +264,7 @@ pub fn sessions_view(state: &ServerState) -> SessionsView {
     // A bind comes on a new connection, which takes the settings now.
     let max_channels = state.config().max_channels;
     let mut sessions: Vec<SessionView> = state
+        .smb
         .sessions
         .values()
         .iter()
@@ -359,6 +360,7 @@ fn client_address(state: &ServerState, s: &Session) -> Option<String> {
         .map(|c| c.peer)
         .or_else(|| {
             state
+                .smb
                 .connections
                 .get(&s.connection_id)
                 .and_then(|w| w.upgrade())
@@ -426,7 +428,7 @@ impl OpenView {
 /// Every open of every session, by session then open; then the opens of
 /// lost connections that wait for a durable reconnect.
 pub fn opens_view(state: &ServerState) -> OpensView {
-    let mut sessions = state.sessions.values();
+    let mut sessions = state.smb.sessions.values();
     sessions.sort_by_key(|s| s.id);
     let mut opens = Vec::new();
     for s in sessions {
@@ -452,7 +454,7 @@ pub fn opens_view(state: &ServerState) -> OpensView {
             });
         }
     }
-    let mut waiting = state.preserved.all();
+    let mut waiting = state.smb.preserved.all();
     waiting.sort_by_key(|o| o.persistent_id);
     for o in waiting {
         let owner = o.durable.lock().unwrap().as_ref().map(|d| d.owner.clone());
@@ -500,7 +502,7 @@ fn caching_of(oplock: Option<&crate::smb::oplock::OplockRef>) -> String {
 pub fn shares_view(state: &ServerState) -> SharesView {
     // Opens per share (lower-cased name), through each open's tree.
     let mut opens: HashMap<String, usize> = HashMap::new();
-    for s in state.sessions.values() {
+    for s in state.smb.sessions.values() {
         let tree_share: HashMap<u32, String> = s
             .trees
             .lock()
@@ -577,7 +579,7 @@ pub fn shares_view(state: &ServerState) -> SharesView {
 /// Sessions and channels right now, for `/metrics`.
 pub fn gauges(state: &ServerState) -> Gauges {
     let mut g = Gauges::default();
-    for s in state.sessions.values() {
+    for s in state.smb.sessions.values() {
         if s.phase() != SessionPhase::Valid {
             continue;
         }
@@ -695,7 +697,7 @@ mod tests {
     fn sessions_json_shape() {
         let dir = tempdir("sessions");
         let st = state(&dir);
-        let s = Arc::new(Session::new(st.new_session_id(), 0x0311, 7));
+        let s = Arc::new(Session::new(st.smb.new_session_id(), 0x0311, 7));
         *s.identity.lock().unwrap() = Some(Identity {
             user: "alice".into(),
             domain: "WORKGROUP".into(),
@@ -709,7 +711,7 @@ mod tests {
             key: vec![0; 16],
         });
         s.set_phase(SessionPhase::Valid);
-        st.sessions.insert(s.id, s.clone());
+        st.smb.sessions.insert(s.id, s.clone());
         let v = serde_json::to_value(sessions_view(&st)).unwrap();
         let sess = &v["sessions"][0];
         assert_eq!(sess["id"], s.id);

@@ -129,7 +129,7 @@ struct SessionFacts {
 
 fn session_facts(state: &ServerState) -> HashMap<(Protocol, u64), SessionFacts> {
     let mut out = HashMap::new();
-    for s in state.sessions.values() {
+    for s in state.smb.sessions.values() {
         if s.phase() == SessionPhase::Expired {
             continue;
         }

@@ -495,7 +495,7 @@ fn dispatch(state: &ServerState, changes: Vec<HostChange>) {
         tracing::trace!(?change, watchers = dirs.len(), "host change");
         for d in &dirs {
             if change == HostChange::Overflow {
-                state.notify.overflow(&d.share, &d.path);
+                state.smb.notify.overflow(&d.share, &d.path);
             }
             // A name no listing shows (vetoed) changes nothing a client sees.
             let seen: Vec<_> = reports(&change)
@@ -507,10 +507,11 @@ fn dispatch(state: &ServerState, changes: Vec<HostChange>) {
             }
             for (act, name, bits) in seen {
                 state
+                    .smb
                     .notify
                     .report(&d.share, &child(&d.path, name), act, bits);
             }
-            state.dir_leases.break_dir(&d.share, d.dir_id, None);
+            state.smb.dir_leases.break_dir(&d.share, d.dir_id, None);
         }
     }
 }

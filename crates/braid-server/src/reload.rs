@@ -81,11 +81,16 @@ pub async fn apply(state: &Arc<ServerState>, new: ServerConfig) -> Result<Reload
     let homes = next_homes(&old, &new, &mut report, &mut ended)?;
 
     state
+        .smb
         .logon_throttle
         .set_limit(new.logon_failures_per_minute);
-    state.client_opens.set_limit(new.max_open_files_per_client);
+    state
+        .smb
+        .client_opens
+        .set_limit(new.max_open_files_per_client);
     state.metrics.ops.set_enabled(new.operation_metrics);
     state
+        .smb
         .client_connections
         .set_limit(new.max_connections_per_client);
     let served = Served {
@@ -221,7 +226,7 @@ async fn end_shares(state: &Arc<ServerState>, gone: &[Arc<Share>]) -> usize {
     }
     let is_gone = |s: &Arc<Share>| gone.iter().any(|g| g.same_export(s));
     let mut ended = 0;
-    for session in state.sessions.values() {
+    for session in state.smb.sessions.values() {
         let trees: Vec<u32> = session
             .trees
             .lock()
@@ -255,7 +260,7 @@ async fn end_shares(state: &Arc<ServerState>, gone: &[Arc<Share>]) -> usize {
         .values()
         .map(|s| s.fs.clone())
         .collect();
-    let waiting = state.preserved.take_where(|o| {
+    let waiting = state.smb.preserved.take_where(|o| {
         o.durable
             .lock()
             .unwrap()

@@ -133,7 +133,7 @@ impl Server {
                                 drop(stream);
                                 continue;
                             }
-                            if state.connections.len() >= config.max_connections {
+                            if state.smb.connections.len() >= config.max_connections {
                                 // Closed at once: the client sees a reset
                                 // and may try again later.
                                 state
@@ -146,7 +146,7 @@ impl Server {
                             }
                             // Held while the connection is served (a
                             // refusal is logged by `take`).
-                            let Some(slot) = state.client_connections.take(peer.ip()) else {
+                            let Some(slot) = state.smb.client_connections.take(peer.ip()) else {
                                 drop(stream);
                                 state
                                     .metrics

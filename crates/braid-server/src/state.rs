@@ -1,15 +1,13 @@
 //! Server-wide state: shares, users, the file service, sessions.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use braid_fs::{FileService, ShareRef};
 
 use crate::config::ServerConfig;
-use crate::sharded::ShardedMap;
-use crate::smb::session::Session;
 use crate::users_live::LiveUsers;
 
 #[derive(Clone)]
@@ -218,32 +216,15 @@ pub struct ServerState {
     /// Read again when the users file changes (`users_live.rs`).
     pub users: LiveUsers,
     pub files: Arc<FileService>,
-    pub sessions: ShardedMap<u64, Arc<Session>>,
-    /// Live connections (for the admin view and channel lookups).
-    pub connections: ShardedMap<u64, std::sync::Weak<crate::smb::conn::Connection>>,
-    pub oplocks: crate::smb::oplock::OplockTable,
-    /// CHANGE_NOTIFY watches, fed by the handlers that change things.
-    pub notify: crate::smb::notify::NotifyHub,
-    /// Directory opens holding a directory lease (`dir_lease.rs`).
-    pub dir_leases: crate::smb::dir_lease::DirLeases,
+    /// SMB's own server-wide state (`smb/state.rs`).
+    pub smb: crate::smb::state::SmbState,
     /// Changes made on the host to watched and leased directories.
     pub host_watch: Arc<crate::host_watch::HostWatch>,
     /// Request metrics and counters for the admin API (`admin`, `metrics`).
     pub metrics: crate::metrics::Metrics,
     /// Each share's provisioned performance (`qos.rs`).
     pub qos: Arc<crate::qos::QosRegistry>,
-    pub server_guid: [u8; 16],
-    /// Keys the tags of copy-chunk resume keys (smb/ops/fsctl_copy.rs).
-    pub resume_key_secret: std::hash::RandomState,
     pub start_time: SystemTime,
-    /// Durable opens whose connection was lost, waiting for a reconnect.
-    pub preserved: Arc<crate::smb::durable::PreservedOpens>,
-    /// Failed logons per client address (`logon_throttle.rs`).
-    pub logon_throttle: crate::smb::logon_throttle::LogonThrottle,
-    /// Opens held per client address (`max_open_files_per_client`).
-    pub client_opens: Arc<crate::smb::per_client::PerClient>,
-    /// Connections per client address (`max_connections_per_client`).
-    pub client_connections: Arc<crate::smb::per_client::PerClient>,
     /// Where a reload reads the config from (`reload.rs`), when the
     /// binary gave one; one reload runs at a time.
     pub(crate) config_source: std::sync::OnceLock<crate::reload::ConfigSource>,
@@ -255,11 +236,6 @@ pub struct ServerState {
     /// (`server.rs`), and each protocol's opens and writes break the
     /// other's grants through it.
     pub caching: Arc<braid_fs::caching::CachingGrants>,
-    next_session_id: AtomicU64,
-    /// File ids are unique server-wide (MS-SMB2 3.3.1.10: a durable open
-    /// keeps its id when reconnected on another session).
-    next_file_id: AtomicU64,
-    next_connection_id: AtomicU64,
 }
 
 impl ServerState {
@@ -284,16 +260,7 @@ impl ServerState {
     ) -> Result<Self, String> {
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         metrics.ops.set_enabled(config.operation_metrics);
-        let logon_throttle =
-            crate::smb::logon_throttle::LogonThrottle::new(config.logon_failures_per_minute);
-        let client_opens = crate::smb::per_client::PerClient::new(
-            "max_open_files_per_client",
-            config.max_open_files_per_client,
-        );
-        let client_connections = crate::smb::per_client::PerClient::new(
-            "max_connections_per_client",
-            config.max_connections_per_client,
-        );
+        let smb = crate::smb::state::SmbState::new(&config);
         let served = Served::new(config, &files)?;
         let qos = Arc::new(crate::qos::QosRegistry::default());
         qos.reconfigure(None, &served.config);
@@ -305,47 +272,18 @@ impl ServerState {
             served: std::sync::RwLock::new(Arc::new(served)),
             config_source: std::sync::OnceLock::new(),
             reloading: tokio::sync::Mutex::new(()),
-            client_opens,
-            client_connections,
             users,
             files,
-            sessions: ShardedMap::new(),
-            connections: ShardedMap::new(),
-            oplocks: Default::default(),
-            notify: Default::default(),
-            dir_leases: Default::default(),
+            smb,
             metrics,
             qos,
-            server_guid: rand::random(),
-            resume_key_secret: std::hash::RandomState::new(),
             start_time: SystemTime::now(),
-            preserved: Default::default(),
-            logon_throttle,
-            next_file_id: AtomicU64::new(1),
-            // Session ids fit in 32 bits, as Samba's do: some clients keep
-            // them in 32-bit variables (smbtorture smb2.session-id does).
-            // A random start below 2^31 leaves 2^31 ids before they would
-            // grow past 32 bits.
             nfs: std::sync::OnceLock::new(),
             // SMB's acknowledgement timer bounds the longest break.
             caching: Arc::new(braid_fs::caching::CachingGrants::new(
                 crate::smb::oplock::BREAK_ACK_TIMEOUT,
             )),
-            next_session_id: AtomicU64::new(u64::from(rand::random::<u32>() >> 1).max(1)),
-            next_connection_id: AtomicU64::new(1),
         })
-    }
-
-    pub fn new_session_id(&self) -> u64 {
-        self.next_session_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub fn new_file_id(&self) -> u64 {
-        self.next_file_id.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub fn new_connection_id(&self) -> u64 {
-        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// What is served now (`Served`).

@@ -41,7 +41,7 @@ impl GrantHolder for SmbGrants {
     fn held(&self, file: CachedFile<'_>) -> Caching {
         self.0
             .upgrade()
-            .and_then(|s| s.oplocks.existing(file.share, file.file_id))
+            .and_then(|s| s.smb.oplocks.existing(file.share, file.file_id))
             .map_or(Caching::NONE, |f| caching_of(f.caching_held()))
     }
 
@@ -49,7 +49,7 @@ impl GrantHolder for SmbGrants {
         let Some(oplocks) = self
             .0
             .upgrade()
-            .and_then(|s| s.oplocks.existing(file.share, file.file_id))
+            .and_then(|s| s.smb.oplocks.existing(file.share, file.file_id))
         else {
             return Box::pin(async {});
         };

@@ -282,7 +282,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
     let config = server.config();
     let conn = Arc::new(Connection {
-        id: server.new_connection_id(),
+        id: server.smb.new_connection_id(),
         peer,
         local,
         server: server.clone(),
@@ -307,7 +307,10 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         bytes_out: AtomicU64::new(0),
         last_request_ms: AtomicU64::new(0),
     });
-    server.connections.insert(conn.id, Arc::downgrade(&conn));
+    server
+        .smb
+        .connections
+        .insert(conn.id, Arc::downgrade(&conn));
     server.metrics.connection_opened();
     debug!(conn = conn.id, %peer, "connection accepted");
 
@@ -377,6 +380,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         if !authenticated {
             authenticated = conn.sessions.lock().unwrap().iter().any(|id| {
                 server
+                    .smb
                     .sessions
                     .get(id)
                     .is_some_and(|s| s.phase() == crate::smb::session::SessionPhase::Valid)
@@ -512,7 +516,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     }
     conn.closing.cancel();
     drop(rd);
-    server.connections.remove(&conn.id);
+    server.smb.connections.remove(&conn.id);
     server.metrics.connection_closed();
     teardown(&conn).await;
     writer.abort();
@@ -565,18 +569,18 @@ async fn write_frame(
 async fn teardown(conn: &Arc<Connection>) {
     let binding: Vec<u64> = conn.binding.lock().unwrap().drain().collect();
     for id in binding {
-        if let Some(sess) = conn.server.sessions.get(&id) {
+        if let Some(sess) = conn.server.smb.sessions.get(&id) {
             sess.binds.lock().unwrap().remove(&conn.id);
         }
     }
     let ids: Vec<u64> = conn.sessions.lock().unwrap().drain().collect();
     for id in ids {
-        let Some(sess) = conn.server.sessions.get(&id) else {
+        let Some(sess) = conn.server.smb.sessions.get(&id) else {
             continue;
         };
         let left = sess.remove_channel(conn.id);
         if left == 0 {
-            conn.server.sessions.remove(&id);
+            conn.server.smb.sessions.remove(&id);
             crate::smb::durable::disconnect_session(&conn.server, &sess).await;
         } else {
             debug!(

@@ -164,7 +164,7 @@ pub async fn disconnect_session(server: &Arc<ServerState>, session: &Arc<Session
             file = o.persistent_id,
             "durable open kept"
         );
-        server.preserved.preserve(o);
+        server.smb.preserved.preserve(o);
     }
     crate::smb::ops::close::close_opens(closed).await;
 }

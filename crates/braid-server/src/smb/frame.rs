@@ -57,6 +57,7 @@ fn transform_session(
     let th = TransformHeader::decode(head).map_err(|e| format!("bad transform header: {e}"))?;
     let session = conn
         .server
+        .smb
         .sessions
         .get(&th.session_id)
         .ok_or("transform for an unknown session")?;
@@ -94,6 +95,7 @@ pub fn start_verify(conn: &Connection, head: &[u8]) -> Option<(GmacVerifier, Vec
     }
     let signing = conn
         .server
+        .smb
         .sessions
         .get(&hdr.session_id)?
         .signing_for(conn.id)?;
@@ -540,7 +542,7 @@ async fn handle_one(
     let operation_metrics = server.metrics.ops.enabled();
     let flight = (operation_metrics
         && hdr.session_id != 0
-        && server.sessions.get(&hdr.session_id).is_some())
+        && server.smb.sessions.get(&hdr.session_id).is_some())
     .then(|| {
         server
             .metrics
@@ -582,7 +584,7 @@ async fn handle_one(
         let info = dispatch::info(command);
         // 3.3.5.2.9: verify the session.
         if info.needs_session || (command == Command::SessionSetup && hdr.session_id != 0) {
-            let Some(sess) = server.sessions.get(&hdr.session_id) else {
+            let Some(sess) = server.smb.sessions.get(&hdr.session_id) else {
                 // A related request that inherits no valid session is
                 // malformed; one whose session ended after the message
                 // before it used it (a LOGOFF in the chain, NetrSessionDel
@@ -646,6 +648,7 @@ async fn handle_one(
         if req.session.is_none() && command == Command::Echo && hdr.session_id != 0 {
             // ECHO needs no session, but one named is used to sign the reply.
             req.session = server
+                .smb
                 .sessions
                 .get(&hdr.session_id)
                 .filter(|s| s.phase() == SessionPhase::Valid)
@@ -822,7 +825,7 @@ async fn handle_one(
 
     // 3.3.4.1.1: sign responses of signed sessions.
     let sign_session = if reply.sign_with_new_session {
-        server.sessions.get(&rh.session_id)
+        server.smb.sessions.get(&rh.session_id)
     } else {
         session
     };

@@ -167,6 +167,7 @@ pub fn lease_connection(
 ) -> Option<Arc<Connection>> {
     let server = any.as_ref().or(fallback.as_ref())?.server.clone();
     server
+        .smb
         .connections
         .values()
         .into_iter()

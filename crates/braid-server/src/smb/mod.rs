@@ -28,6 +28,7 @@ pub mod send;
 pub mod session;
 pub mod share_access;
 pub mod srvsvc;
+pub mod state;
 pub mod status_map;
 pub mod tcp_ack;
 

@@ -48,6 +48,7 @@ impl SrvsvcView<'_> {
         };
         let mut sessions: Vec<Arc<Session>> = self
             .state
+            .smb
             .sessions
             .values()
             .into_iter()
@@ -72,6 +73,7 @@ impl SrvsvcView<'_> {
         };
         let mut opens: Vec<Arc<Open>> = self
             .state
+            .smb
             .preserved
             .all()
             .into_iter()
@@ -112,7 +114,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
     /// every share, docs/SECURITY.md).
     fn shares(&self) -> Vec<ShareEntry> {
         let mut connections = std::collections::HashMap::<String, u32>::new();
-        for s in self.state.sessions.values() {
+        for s in self.state.smb.sessions.values() {
             for tree in s.trees.lock().unwrap().values() {
                 let name = tree
                     .share
@@ -280,7 +282,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
         if let Some(open) = waiting {
             // As its durable timeout would: a reconnect after this finds
             // no open (OBJECT_NAME_NOT_FOUND).
-            let Some(open) = self.state.preserved.take(open.persistent_id) else {
+            let Some(open) = self.state.smb.preserved.take(open.persistent_id) else {
                 return false;
             };
             tokio::task::spawn_blocking(move || crate::smb::durable::close_now(&open));
@@ -317,6 +319,7 @@ impl SrvsvcBackend for SrvsvcView<'_> {
     fn transports(&self) -> Vec<TransportEntry> {
         let connections: Vec<SocketAddr> = self
             .state
+            .smb
             .connections
             .values()
             .iter()

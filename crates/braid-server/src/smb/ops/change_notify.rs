@@ -41,7 +41,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let watch: Arc<Watch> = {
         let mut slot = open.notify_watch.lock().unwrap();
         slot.get_or_insert_with(|| {
-            req.conn.server.notify.watch(
+            req.conn.server.smb.notify.watch(
                 &share,
                 &open.handle.path(),
                 r.flags & WATCH_TREE != 0,

@@ -50,6 +50,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         if let Ok(share) = req.share() {
             req.conn
                 .server
+                .smb
                 .dir_leases
                 .break_parent(share, &path, spared);
         }
@@ -61,6 +62,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let f = notify::filter::LAST_WRITE | notify::filter::SIZE;
             req.conn
                 .server
+                .smb
                 .notify
                 .report(&share.name, &path, notify::action::MODIFIED, f);
         }
@@ -78,6 +80,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let f = notify::filter::ATTRIBUTES;
             req.conn
                 .server
+                .smb
                 .notify
                 .report(&share.name, &path, notify::action::MODIFIED, f);
         }
@@ -88,12 +91,17 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             let f = notify::name_filter(open.is_directory);
             req.conn
                 .server
+                .smb
                 .notify
                 .report(&share.name, &path, notify::action::REMOVED, f);
         }
     } else if info.delete_pending && open.is_directory {
         if let Ok(share) = req.share() {
-            req.conn.server.notify.delete_pending(&share.name, &path);
+            req.conn
+                .server
+                .smb
+                .notify
+                .delete_pending(&share.name, &path);
         }
     }
     Ok(Reply::of(&close_response(r.flags, &info)))

@@ -112,6 +112,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let client_slot = req
         .conn
         .server
+        .smb
         .client_opens
         .take(req.conn.peer.ip())
         .ok_or(NtStatus::TOO_MANY_OPENED_FILES)?;
@@ -236,7 +237,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         owner,
         ..RequestCtx::new(user)
     };
-    let oplocks = &req.conn.server.oplocks;
+    let oplocks = &req.conn.server.smb.oplocks;
     let overwrite_disposition = matches!(
         r.create_disposition,
         create_disposition::SUPERSEDE
@@ -278,7 +279,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     }
     let opened = opened?;
 
-    let volatile = req.conn.server.new_file_id();
+    let volatile = req.conn.server.smb.new_file_id();
     let info = opened.info.clone();
     let granted = opened.handle.granted_access();
     let maximal_access = opened.maximal_access;
@@ -392,12 +393,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if info.is_directory && granted_caching.lease.is_some() {
         req.conn
             .server
+            .smb
             .dir_leases
             .register(&share.name, info.file_id, &open);
         crate::host_watch::watch_open(&req.conn.server, &share, &open, Some(info.file_id));
     }
     if !is_stream && opened.action != CreateAction::Opened {
-        req.conn.server.dir_leases.break_parent(
+        req.conn.server.smb.dir_leases.break_parent(
             &share,
             &open.handle.path(),
             crate::smb::dir_lease::spared_by(&open),
@@ -407,7 +409,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         _ if is_stream => {}
         CreateAction::Created => {
             let f = notify::name_filter(info.is_directory);
-            req.conn.server.notify.report(
+            req.conn.server.smb.notify.report(
                 &share.name,
                 &open.handle.path(),
                 notify::action::ADDED,
@@ -416,7 +418,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         }
         CreateAction::Overwritten | CreateAction::Superseded => {
             let f = notify::filter::SIZE | notify::filter::LAST_WRITE;
-            req.conn.server.notify.report(
+            req.conn.server.smb.notify.report(
                 &share.name,
                 &open.handle.path(),
                 notify::action::MODIFIED,

@@ -286,10 +286,11 @@ const IN_TRANSIT_WAIT: Duration = Duration::from_millis(50);
 async fn preserved_or_lost(server: &ServerState, persistent: u64) -> Option<Arc<Open>> {
     let start = tokio::time::Instant::now();
     loop {
-        if let Some(open) = server.preserved.get(persistent) {
+        if let Some(open) = server.smb.preserved.get(persistent) {
             return Some(open);
         }
         let held = server
+            .smb
             .sessions
             .values()
             .into_iter()
@@ -352,7 +353,7 @@ pub async fn reconnect(
     if !on_share {
         return Err(not_found);
     }
-    let open = server.preserved.take(id.persistent).ok_or(not_found)?;
+    let open = server.smb.preserved.take(id.persistent).ok_or(not_found)?;
     open.tree_id
         .store(tree.id, std::sync::atomic::Ordering::Relaxed);
     if let Some(o) = &open.oplock {
@@ -361,7 +362,7 @@ pub async fn reconnect(
     if let Err(gone) = session.admit_open(&open) {
         // The session or tree ended meanwhile: the open waits for the
         // next reconnect, as before this one.
-        server.preserved.preserve(open);
+        server.smb.preserved.preserve(open);
         return Err(gone);
     }
     tracing::debug!(
@@ -385,8 +386,8 @@ pub async fn close_app_instance(req: &Request<'_>, share: &str, name: &str, app:
             d.app_instance == Some(app) && d.client_guid != client && d.share == share
         }) && same_name(&o.handle.path(), name)
     };
-    let mut doomed = server.preserved.take_where(matches);
-    for s in server.sessions.values() {
+    let mut doomed = server.smb.preserved.take_where(matches);
+    for s in server.smb.sessions.values() {
         for o in s.opens.drain_where(matches) {
             doomed.push(o);
         }

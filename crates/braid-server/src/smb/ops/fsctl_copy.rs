@@ -36,7 +36,7 @@ pub fn resume_key(req: &Request<'_>, open: &Open) -> [u8; 24] {
 fn key_tag(req: &Request<'_>, volatile: u64, persistent: u64) -> u64 {
     // A keyed SipHash (random keys per server start) is a PRF: the tag
     // of one open says nothing about another's.
-    let mut h = req.conn.server.resume_key_secret.build_hasher();
+    let mut h = req.conn.server.smb.resume_key_secret.build_hasher();
     h.write_u64(volatile);
     h.write_u64(persistent);
     h.finish()
@@ -71,6 +71,7 @@ fn source_open(req: &Request<'_>, key: &[u8; 24]) -> Option<Arc<Open>> {
     let user = account(sess.as_ref());
     req.conn
         .server
+        .smb
         .sessions
         .values()
         .into_iter()

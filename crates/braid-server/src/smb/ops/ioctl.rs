@@ -107,8 +107,8 @@ async fn object_id(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, NtSta
     let file_id = crate::smb::blocking(move || handle.info()).await?.file_id;
     let mut out = vec![0u8; 64];
     out[..8].copy_from_slice(&file_id.to_le_bytes());
-    out[8..16].copy_from_slice(&req.conn.server.server_guid[..8]);
-    out[16..32].copy_from_slice(&req.conn.server.server_guid);
+    out[8..16].copy_from_slice(&req.conn.server.smb.server_guid[..8]);
+    out[16..32].copy_from_slice(&req.conn.server.smb.server_guid);
     let birth: [u8; 16] = out[..16].try_into().expect("16 bytes");
     out[32..48].copy_from_slice(&birth);
     Ok(out)
@@ -155,7 +155,7 @@ fn validate_negotiate(req: &Request<'_>, r: &IoctlRequest) -> Result<Vec<u8>, Nt
     }
     let resp = ValidateNegotiateInfoResponse {
         capabilities: neg.server_capabilities,
-        guid: conn.server.server_guid,
+        guid: conn.server.smb.server_guid,
         security_mode: neg.server_security_mode,
         dialect: neg.dialect,
     };

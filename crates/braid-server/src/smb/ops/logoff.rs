@@ -28,12 +28,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
 /// it leaves the server's table and each channel's connection, its opens
 /// are closed, and requests still pending on any channel are cancelled.
 pub async fn end_session(server: &Arc<ServerState>, session: &Arc<Session>) {
-    server.sessions.remove(&session.id);
+    server.smb.sessions.remove(&session.id);
     let conns = session.channel_connections();
     for c in &conns {
         c.sessions.lock().unwrap().remove(&session.id);
     }
     if let Some(c) = server
+        .smb
         .connections
         .get(&session.connection_id)
         .and_then(|w| w.upgrade())

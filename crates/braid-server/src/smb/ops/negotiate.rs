@@ -200,7 +200,7 @@ fn response(
     NegotiateResponse {
         security_mode: n.server_security_mode,
         dialect_revision: chosen,
-        server_guid: conn.server.server_guid,
+        server_guid: conn.server.smb.server_guid,
         capabilities: n.server_capabilities,
         max_transact_size: io.min(conn.config.max_transact_size.max(65536)),
         max_read_size: io,

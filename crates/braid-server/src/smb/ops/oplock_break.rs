@@ -34,6 +34,7 @@ fn lease_ack(req: &mut Request<'_>, ack: LeaseBreakAck) -> OpResult {
     let lease = req
         .conn
         .server
+        .smb
         .oplocks
         .leases
         .get(&id)

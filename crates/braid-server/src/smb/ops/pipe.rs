@@ -88,7 +88,7 @@ pub fn create(req: &mut Request<'_>, r: &CreateRequest) -> OpResult {
     if matches!(name.as_str(), "lsarpc" | "lsass") && session.is_anonymous_or_guest() {
         return Err(NtStatus::ACCESS_DENIED);
     }
-    let volatile = req.conn.server.new_file_id();
+    let volatile = req.conn.server.smb.new_file_id();
     let file_id = FileId {
         persistent: volatile,
         volatile,
@@ -210,7 +210,7 @@ impl RpcAuthBackend for BindAuth<'_> {
         }
         let now = std::time::Instant::now();
         let peer = self.conn.peer.ip();
-        let blocked = self.state.logon_throttle.blocked(peer, Some(user), now);
+        let blocked = self.state.smb.logon_throttle.blocked(peer, Some(user), now);
         self.unchecked.set(blocked);
         if blocked {
             return None;
@@ -229,6 +229,7 @@ impl RpcAuthBackend for BindAuth<'_> {
         let now = std::time::Instant::now();
         tracing::info!(conn = self.conn.id, peer = %self.conn.peer, "RPC bind: logon failure");
         self.state
+            .smb
             .logon_throttle
             .failed(self.conn.peer.ip(), user, now);
     }

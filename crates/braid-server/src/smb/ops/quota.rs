@@ -67,7 +67,7 @@ pub fn create(
     let session = req.session()?.clone();
     let tree = req.tree()?.clone();
     let index = braid_fs::quota::open(params, tree.maximal_access).map_err(|e| fs_status(&e))?;
-    let volatile = req.conn.server.new_file_id();
+    let volatile = req.conn.server.smb.new_file_id();
     let file_id = FileId {
         persistent: volatile,
         volatile,

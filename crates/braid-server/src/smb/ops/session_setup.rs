@@ -32,6 +32,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // An address that failed too often this minute is refused before any
     // password is looked at (`logon_throttle.rs`).
     if server
+        .smb
         .logon_throttle
         .blocked(conn.peer.ip(), None, std::time::Instant::now())
     {
@@ -78,9 +79,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             {
                 return Err(NtStatus::INSUFFICIENT_RESOURCES);
             }
-            let s = Arc::new(Session::new(server.new_session_id(), neg.dialect, conn.id));
+            let s = Arc::new(Session::new(
+                server.smb.new_session_id(),
+                neg.dialect,
+                conn.id,
+            ));
             let _ = s.origin.set(neg.clone());
-            server.sessions.insert(s.id, s.clone());
+            server.smb.sessions.insert(s.id, s.clone());
             conn.sessions.lock().unwrap().insert(s.id);
             (s, true)
         }
@@ -179,7 +184,7 @@ async fn replace_previous_session(
     if previous == session.id {
         return;
     }
-    let Some(old) = server.sessions.get(&previous) else {
+    let Some(old) = server.smb.sessions.get(&previous) else {
         return;
     };
     let user = |s: &Session| s.identity.lock().unwrap().as_ref().map(|i| i.user.clone());
@@ -206,6 +211,7 @@ fn sessions_in_progress(conn: &crate::smb::conn::Connection) -> usize {
     ids.iter()
         .filter(|id| {
             conn.server
+                .smb
                 .sessions
                 .get(id)
                 .is_some_and(|s| s.phase() == SessionPhase::InProgress)
@@ -241,6 +247,7 @@ impl<'a> Lookup<'a> {
         let now = std::time::Instant::now();
         if self
             .server
+            .smb
             .logon_throttle
             .blocked(self.peer, Some(user), now)
         {
@@ -275,7 +282,7 @@ fn count_failure(
         return;
     }
     let now = std::time::Instant::now();
-    if server.logon_throttle.failed(conn.peer.ip(), &user, now)
+    if server.smb.logon_throttle.failed(conn.peer.ip(), &user, now)
         == crate::smb::logon_throttle::Failure::NowBlocked
     {
         tracing::warn!(
@@ -289,7 +296,7 @@ fn count_failure(
 
 /// Drop a session that never authenticated (it has no opens or trees).
 fn forget_unauthenticated(conn: &crate::smb::conn::Connection, session: &Session) {
-    conn.server.sessions.remove(&session.id);
+    conn.server.smb.sessions.remove(&session.id);
     conn.sessions.lock().unwrap().remove(&session.id);
 }
 

@@ -26,10 +26,11 @@ fn report(req: &Request<'_>, open: &Open, path: &str, action: u32, filter: u32) 
     if let Ok(share) = req.share() {
         req.conn
             .server
+            .smb
             .notify
             .report(&share.name, path, action, filter);
         if open.handle.stream_key() == 0 {
-            req.conn.server.dir_leases.break_parent(
+            req.conn.server.smb.dir_leases.break_parent(
                 share,
                 path,
                 crate::smb::dir_lease::spared_by(open),
