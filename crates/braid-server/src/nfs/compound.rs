@@ -57,12 +57,17 @@ pub struct Compound {
     /// The COMPOUND's minor version: 1, or 2 (RFC 7862: 4.1's operations
     /// plus ALLOCATE, COPY, SEEK, the xattr operations...).
     pub minorversion: u32,
+    /// The compound in its session's workload, once `execute` has run
+    /// (`CompoundReply::Body`).
+    pub in_flight: Option<crate::workload::InFlight>,
 }
 
 /// What `run` answers.
 pub enum CompoundReply {
-    /// The encoded COMPOUND4res (after the RPC header).
-    Body(Vec<Bytes>),
+    /// The encoded COMPOUND4res (after the RPC header), and the compound's
+    /// place in its session's workload: it stays in flight until the
+    /// reply is on the wire (the writer drops it), as SMB's requests do.
+    Body(Vec<Bytes>, Option<crate::workload::InFlight>),
     /// The arguments are not a COMPOUND at all: RPC GARBAGE_ARGS.
     GarbageArgs,
     /// The compound could not be run (an operation panicked): RPC
@@ -117,25 +122,35 @@ pub async fn run(
     // RFC 8881 16.2.3: minor versions 1 and 2 (RFC 7862) are served here;
     // the result array of a mismatch is empty. 4.0 clients are refused.
     if !(1..=2).contains(&args.minorversion) {
-        return CompoundReply::Body(encode_res(&COMPOUND4res {
-            status: NFS4ERR_MINOR_VERS_MISMATCH,
-            tag: args.tag,
-            resarray: Vec::new(),
-        }));
+        return CompoundReply::Body(
+            encode_res(&COMPOUND4res {
+                status: NFS4ERR_MINOR_VERS_MISMATCH,
+                tag: args.tag,
+                resarray: Vec::new(),
+            }),
+            None,
+        );
     }
     // RFC 8881 16.2.3: a compound of no operations succeeds and does
     // nothing; it needs no thread.
     if declared == 0 {
-        return CompoundReply::Body(encode_res(&COMPOUND4res {
-            status: NFS4_OK,
-            tag: args.tag,
-            resarray: Vec::new(),
-        }));
+        return CompoundReply::Body(
+            encode_res(&COMPOUND4res {
+                status: NFS4_OK,
+                tag: args.tag,
+                resarray: Vec::new(),
+            }),
+            None,
+        );
     }
     let mut c = Compound::new(state, conn, caller, declared as usize);
     c.minorversion = args.minorversion;
-    match tokio::task::spawn_blocking(move || c.execute(args, declared, request_len)).await {
-        Ok(body) => CompoundReply::Body(body),
+    let run = move || {
+        let body = c.execute(args, declared, request_len);
+        (body, c.in_flight.take())
+    };
+    match tokio::task::spawn_blocking(run).await {
+        Ok((body, in_flight)) => CompoundReply::Body(body, in_flight),
         Err(_) => CompoundReply::SystemErr,
     }
 }
@@ -254,6 +269,7 @@ impl Compound {
             reply_room: usize::MAX,
             runtime: tokio::runtime::Handle::current(),
             minorversion: 1,
+            in_flight: None,
         }
     }
 
@@ -273,7 +289,7 @@ impl Compound {
         let state = self.state.clone();
         let metrics = state.metrics.get().filter(|m| m.ops.enabled());
         // This compound is in flight for its session's workload (from its
-        // SEQUENCE on) until `flight` drops.
+        // SEQUENCE on) until `flight` drops: when its reply is written.
         let mut flight = None;
         for (i, op) in args.ops.iter().enumerate() {
             let op_started = std::time::Instant::now();
@@ -394,6 +410,7 @@ impl Compound {
             session.finish(guard.slotid, cached);
             self.state.clients.note_state(&session.client);
         }
+        self.in_flight = flight;
         segments
     }
 }

@@ -32,8 +32,16 @@ const WRITE_QUEUE: usize = 1024;
 const REQUEST_BUDGET_KIB: u32 = 32 * 1024;
 const REPLY_BUDGET_KIB: u32 = 32 * 1024;
 
-/// A record and the budget it holds until it is written.
-type Outgoing = (Vec<Bytes>, Option<OwnedSemaphorePermit>);
+/// A record and what it holds until it is written: its part of the reply
+/// budget, and (a COMPOUND's reply) its place among its session's
+/// requests in flight.
+type Outgoing = (Vec<Bytes>, Held);
+
+#[derive(Default)]
+struct Held {
+    _budget: Option<OwnedSemaphorePermit>,
+    _in_flight: Option<crate::workload::InFlight>,
+}
 
 /// `len` bytes in whole KiB, at least 1 and at most the whole budget (a
 /// reply larger than the budget still goes, alone).
@@ -66,12 +74,13 @@ impl Connection {
     /// Queue one record (its segments, without the record mark) for the
     /// writer. False when the connection is gone.
     pub async fn send_record(&self, segments: Vec<Bytes>) -> bool {
-        self.queue(segments, None).await
+        self.queue(segments, Held::default()).await
     }
 
     /// Queue a reply once the connection's reply budget has room for it:
     /// the writer gives the room back when the reply is on the wire.
-    async fn send_reply(&self, segments: Vec<Bytes>) -> bool {
+    async fn send_reply(&self, reply: super::rpc::Reply) -> bool {
+        let segments = reply.segments;
         let len: usize = segments.iter().map(|s| s.len()).sum();
         let Ok(permit) = self
             .reply_budget
@@ -81,14 +90,18 @@ impl Connection {
         else {
             return false;
         };
-        self.queue(segments, Some(permit)).await
+        let held = Held {
+            _budget: Some(permit),
+            _in_flight: reply.in_flight,
+        };
+        self.queue(segments, held).await
     }
 
-    async fn queue(&self, mut segments: Vec<Bytes>, permit: Option<OwnedSemaphorePermit>) -> bool {
+    async fn queue(&self, mut segments: Vec<Bytes>, held: Held) -> bool {
         let len: usize = segments.iter().map(|s| s.len()).sum();
         self.bytes_out.fetch_add(len as u64 + 4, Ordering::Relaxed);
         segments.insert(0, Bytes::copy_from_slice(&record_mark(len, true)));
-        self.tx.send((segments, permit)).await.is_ok()
+        self.tx.send((segments, held)).await.is_ok()
     }
 
     pub fn is_closed(&self) -> bool {
@@ -283,17 +296,18 @@ const WRITE_STALL: Duration = Duration::from_secs(60);
 
 async fn write_replies(mut wr: tokio::net::tcp::OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>) {
     let mut pending: Vec<Bytes> = Vec::new();
-    // The budget the replies being written hold, given back once written.
-    let mut held: Vec<OwnedSemaphorePermit> = Vec::new();
-    while let Some((first, permit)) = rx.recv().await {
+    // What the replies being written hold (reply budget, requests in
+    // flight), let go once they are written.
+    let mut held: Vec<Held> = Vec::new();
+    while let Some((first, hold)) = rx.recv().await {
         pending.extend(first);
-        held.extend(permit);
+        held.push(hold);
         let mut n = 1;
         while n < BATCH {
             match rx.try_recv() {
-                Ok((more, permit)) => {
+                Ok((more, hold)) => {
                     pending.extend(more);
-                    held.extend(permit);
+                    held.push(hold);
                     n += 1;
                 }
                 Err(_) => break,

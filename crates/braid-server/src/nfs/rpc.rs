@@ -63,22 +63,38 @@ fn accepted(xid: u32, stat: AcceptStat) -> Vec<Bytes> {
     )
 }
 
+/// A reply record's segments, and what stays held until it is written.
+pub struct Reply {
+    pub segments: Vec<Bytes>,
+    /// A COMPOUND's place in its session's workload (requests in flight).
+    pub in_flight: Option<crate::workload::InFlight>,
+}
+
+impl From<Vec<Bytes>> for Reply {
+    fn from(segments: Vec<Bytes>) -> Reply {
+        Reply {
+            segments,
+            in_flight: None,
+        }
+    }
+}
+
 /// Answer one call record; None: nothing to answer (not even an xid could
 /// be read, RFC 5531 9 lets such a message go unanswered).
 pub async fn handle_call(
     state: &Arc<NfsState>,
     conn: &Arc<Connection>,
     record: Bytes,
-) -> Option<Vec<Bytes>> {
+) -> Option<Reply> {
     let request_len = record.len();
     let mut r = XdrReader::new(record);
     let call = match decode_call(&mut r) {
         Ok(call) => call,
         Err(RpcError::RpcMismatch { xid, .. }) => {
-            return Some(reply(xid, ReplyStat::DeniedRpcMismatch { low: 2, high: 2 }))
+            return Some(reply(xid, ReplyStat::DeniedRpcMismatch { low: 2, high: 2 }).into())
         }
         Err(RpcError::Xdr { xid: Some(xid), .. }) => {
-            return Some(accepted(xid, AcceptStat::GarbageArgs))
+            return Some(accepted(xid, AcceptStat::GarbageArgs).into())
         }
         Err(e) => {
             debug!(peer = %conn.peer, "undecodable RPC call: {e}");
@@ -87,16 +103,19 @@ pub async fn handle_call(
     };
     let xid = call.xid;
     if call.prog != NFS4_PROGRAM {
-        return Some(accepted(xid, AcceptStat::ProgUnavail));
+        return Some(accepted(xid, AcceptStat::ProgUnavail).into());
     }
     if call.vers != NFS_V4 {
-        return Some(accepted(
-            xid,
-            AcceptStat::ProgMismatch {
-                low: NFS_V4,
-                high: NFS_V4,
-            },
-        ));
+        return Some(
+            accepted(
+                xid,
+                AcceptStat::ProgMismatch {
+                    low: NFS_V4,
+                    high: NFS_V4,
+                },
+            )
+            .into(),
+        );
     }
     let caller = match call.cred.flavor {
         AUTH_NONE => Caller::Anonymous,
@@ -109,27 +128,32 @@ pub async fn handle_call(
                     gids: p.gids,
                     machinename: p.machinename,
                 },
-                Err(_) => return Some(reply(xid, ReplyStat::DeniedAuth(AuthStat::AUTH_BADCRED))),
+                Err(_) => {
+                    return Some(reply(xid, ReplyStat::DeniedAuth(AuthStat::AUTH_BADCRED)).into())
+                }
             }
         }
         // RFC 5531 8.2 / RFC 2203: a flavour the server does not offer
         // (RPCSEC_GSS until Kerberos is supported) is a bad credential, as
         // Linux's svc_authenticate answers.
-        _ => return Some(reply(xid, ReplyStat::DeniedAuth(AuthStat::AUTH_BADCRED))),
+        _ => return Some(reply(xid, ReplyStat::DeniedAuth(AuthStat::AUTH_BADCRED)).into()),
     };
     match call.proc_ {
-        NFSPROC4_NULL => Some(accepted(xid, AcceptStat::Success)),
+        NFSPROC4_NULL => Some(accepted(xid, AcceptStat::Success).into()),
         NFSPROC4_COMPOUND => {
             match super::compound::run(state, conn, caller, r, request_len).await {
-                CompoundReply::Body(body) => {
+                CompoundReply::Body(body, in_flight) => {
                     let mut segments = accepted(xid, AcceptStat::Success);
                     segments.extend(body);
-                    Some(segments)
+                    Some(Reply {
+                        segments,
+                        in_flight,
+                    })
                 }
-                CompoundReply::GarbageArgs => Some(accepted(xid, AcceptStat::GarbageArgs)),
-                CompoundReply::SystemErr => Some(accepted(xid, AcceptStat::SystemErr)),
+                CompoundReply::GarbageArgs => Some(accepted(xid, AcceptStat::GarbageArgs).into()),
+                CompoundReply::SystemErr => Some(accepted(xid, AcceptStat::SystemErr).into()),
             }
         }
-        _ => Some(accepted(xid, AcceptStat::ProcUnavail)),
+        _ => Some(accepted(xid, AcceptStat::ProcUnavail).into()),
     }
 }
