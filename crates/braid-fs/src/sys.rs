@@ -186,14 +186,20 @@ pub(crate) fn futimens(
 
 /// Read an xattr of an open fd. `Ok(None)` when absent or unsupported.
 pub(crate) fn fgetxattr(fd: RawFd, name: &CStr) -> Option<Vec<u8>> {
+    fgetxattr_small(fd, name).ok()
+}
+
+/// An xattr of up to 64 bytes of an open fd; the raw errno on failure
+/// (ENODATA: absent; ERANGE: larger).
+pub(crate) fn fgetxattr_small(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     let mut buf = vec![0u8; 64];
     // SAFETY: buffer pointer and length are valid.
     let r = unsafe { libc::fgetxattr(fd, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
     if r < 0 {
-        return None;
+        return Err(last_errno());
     }
     buf.truncate(r as usize);
-    Some(buf)
+    Ok(buf)
 }
 
 /// Read an xattr of `name` inside the directory `dirfd` without following a
