@@ -287,6 +287,23 @@ def check_host_setfattr_seen_by_smb(smb, nfs) -> None:
         "a local removal of the DOS record is not seen over SMB"
 
 
+def listed_attributes(c: Smb, d: str) -> dict[str, int]:
+    return {e.name: e.smb_info.file_attributes
+            for e in smbclient.scandir(c.unc(d), **c.kw)}
+
+
+def check_host_setfattr_seen_in_a_listing(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    for i in range(3):
+        (smb.share_dir / d / f"Entry{i}.txt").write_bytes(b"x")
+    time.sleep(SETTLE)
+    for _ in range(2):
+        assert all(a & HIDDEN == 0 for a in listed_attributes(c, d).values())
+    os.setxattr(smb.share_dir / d / "Entry1.txt", "user.braid.dos", dos_record(HIDDEN | ARCHIVE))
+    assert listed_attributes(c, d)["Entry1.txt"] & HIDDEN, \
+        "a local setfattr of the DOS record is not seen in an SMB listing"
+
+
 def check_host_descriptor_change_seen_by_smb(smb, nfs) -> None:
     d = fresh_dir(smb)
     rc = RawClient(smb)
@@ -340,6 +357,7 @@ def check_nfs_chmod_seen_by_smb(smb, nfs) -> None:
 CHECKS = [check_local_create, check_local_rename, check_local_delete, check_case_only_rename,
           check_directory_moved, check_nfs_changes_seen_by_smb, check_smb_changes_seen_by_nfs,
           check_chmod_and_truncate, check_host_setfattr_seen_by_smb,
+          check_host_setfattr_seen_in_a_listing,
           check_host_descriptor_change_seen_by_smb, check_host_chmod_touch_truncate_seen,
           check_nfs_chmod_seen_by_smb]
 
@@ -489,7 +507,7 @@ def test_the_checks_fail_with_a_broken_cache(tmp_path):
         caught = []
         stale = (check_local_create, check_local_rename, check_local_delete,
                  check_nfs_changes_seen_by_smb, check_host_setfattr_seen_by_smb,
-                 check_host_descriptor_change_seen_by_smb)
+                 check_host_setfattr_seen_in_a_listing, check_host_descriptor_change_seen_by_smb)
         for check in stale:
             try:
                 check(smb, nfs)

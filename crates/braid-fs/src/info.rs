@@ -160,6 +160,32 @@ pub(crate) fn read_dos_cached(
     value.ok().flatten().and_then(|b| DosMeta::decode(&b))
 }
 
+/// [`read_dos_at`] of the entry whose `lstat` is `st`, through the share's
+/// attribute layer when it has one. The value is read by name after the
+/// `lstat`: had the name been moved to another inode meanwhile, the inode
+/// `st` describes was renamed or unlinked, which moved its change time, so
+/// what is kept under the old one is never served.
+pub(crate) fn read_dos_at_cached(
+    attrs: Option<&AttrCache>,
+    dirfd: RawFd,
+    name: &OsStr,
+    st: &libc::stat,
+) -> Option<DosMeta> {
+    let Some(attrs) = attrs else {
+        return read_dos_at(dirfd, name);
+    };
+    let value = attrs.xattr(
+        &FileStamp::of(st),
+        KeptXattr::Dos,
+        || match sys::getxattr_at_small(dirfd, name, DOS_XATTR) {
+            Ok(v) => Ok(Some(v)),
+            Err(libc::ENODATA) => Ok(None),
+            Err(e) => Err(e),
+        },
+    );
+    value.ok().flatten().and_then(|b| DosMeta::decode(&b))
+}
+
 pub(crate) fn read_dos_at(dirfd: RawFd, name: &OsStr) -> Option<DosMeta> {
     sys::getxattr_at(dirfd, name, DOS_XATTR).and_then(|b| DosMeta::decode(&b))
 }
