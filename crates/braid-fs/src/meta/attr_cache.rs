@@ -22,6 +22,11 @@
 //!   the second: an entry is kept only when its change time has a nonzero
 //!   fraction of a second (such file systems always report zero).
 //!
+//! Both clocks are the wall clock (the kernel stamps with its coarse
+//! realtime clock; the injected clock is realtime in service): a step of
+//! the system clock backwards can, in principle, let a later change land
+//! on a kept change time to the nanosecond; nothing else can.
+//!
 //! Inode numbers reused after a delete come with a new change time. The
 //! birth time never changes for an inode. Files whose metadata was just
 //! changed (a create-and-delete loop) are therefore read from the file
