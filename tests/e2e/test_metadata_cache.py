@@ -9,6 +9,14 @@ outside the SMB path: a local process (this test, through the file system),
 the NFS client, or the SMB client itself; the change must be seen at once
 by SMB (in another case) and by NFS.
 
+The cache also keeps, per file, Braid's xattr metadata (the DOS record,
+the security descriptor) and birth times while the file's change time
+stands. Those checks let a file settle past the layer's 50 ms margin, read
+it twice over SMB (the second read comes from the cache), then change it
+beside SMB (a local setfattr, removexattr, chmod, touch or truncate, or an
+NFS SETATTR) and read again at once: in a stat, a listing, an open's
+access check.
+
 `test_the_checks_fail_with_a_broken_cache` runs the same checks against a
 Braid whose cache skips invalidation (BRAID_TEST_BROKEN_METADATA_CACHE, a
 test-only switch) and requires them to fail: the suite catches a stale
