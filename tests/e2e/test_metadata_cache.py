@@ -9,6 +9,14 @@ outside the SMB path: a local process (this test, through the file system),
 the NFS client, or the SMB client itself; the change must be seen at once
 by SMB (in another case) and by NFS.
 
+The cache also keeps, per file, Braid's xattr metadata (the DOS record,
+the security descriptor) and birth times while the file's change time
+stands. Those checks let a file settle past the layer's 50 ms margin, read
+it twice over SMB (the second read comes from the cache), then change it
+beside SMB (a local setfattr, removexattr, chmod, touch or truncate, or an
+NFS SETATTR) and read again at once: in a stat, a listing, an open's
+access check.
+
 `test_the_checks_fail_with_a_broken_cache` runs the same checks against a
 Braid whose cache skips invalidation (BRAID_TEST_BROKEN_METADATA_CACHE, a
 test-only switch) and requires them to fail: the suite catches a stale
@@ -23,6 +31,7 @@ import json
 import os
 import secrets
 import threading
+import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -30,11 +39,12 @@ from pathlib import Path
 import nfs_rs
 import pytest
 import smbclient
-from smbprotocol.exceptions import SMBOSError
+from smbprotocol.exceptions import SMBOSError, SMBResponseException
 from smbprotocol.open import CreateDisposition, CreateOptions, ImpersonationLevel, Open
 
 import servers
-from smbremote import NORMAL, SHARE_ALL, RawClient
+from smbremote import (DACL, FILE_ALL_ACCESS, NORMAL, OWNER, SHARE_ALL, RawClient, ace,
+                       descriptor_with_dacl, owner_sid)
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid", reason="Braid's metadata cache")
@@ -242,9 +252,122 @@ def check_chmod_and_truncate(smb, nfs) -> None:
     assert c.size(rf"{d}\sized.bin") == 3
 
 
+# Attributes and Braid's xattr metadata (the attribute layer,
+# meta/attr_cache.rs): kept per file while its change time stands, and only
+# once that change time is older than 50 ms. Each check lets the file
+# settle, reads it twice over SMB (the second read is from the layer), then
+# changes it beside SMB and reads at once.
+
+SETTLE = 0.2
+READONLY, HIDDEN, ARCHIVE = 0x1, 0x2, 0x20
+FILE_WRITE_DATA, FILE_APPEND_DATA = 0x2, 0x4
+
+
+def dos_record(attributes: int) -> bytes:
+    """Braid's `user.braid.dos` record (braid-fs info.rs): version 1, the
+    attribute word, no creation time; what a restore (`rsync -X`) writes."""
+    return bytes([1]) + attributes.to_bytes(4, "little") + b"\0"
+
+
+def smb_attributes(c: Smb, rel: str) -> int:
+    return smbclient.stat(c.unc(rel), **c.kw).st_file_attributes
+
+
+def settled(smb, d: str, name: str) -> Path:
+    p = smb.share_dir / d / name
+    p.write_bytes(b"12345")
+    time.sleep(SETTLE)
+    return p
+
+
+def check_host_setfattr_seen_by_smb(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    p = settled(smb, d, "Meta.txt")
+    assert smb_attributes(c, rf"{d}\meta.TXT") & HIDDEN == 0
+    assert smb_attributes(c, rf"{d}\META.txt") & HIDDEN == 0
+    os.setxattr(p, "user.braid.dos", dos_record(HIDDEN | ARCHIVE))
+    assert smb_attributes(c, rf"{d}\Meta.txt") & HIDDEN, \
+        "a local setfattr of the DOS record is not seen over SMB"
+    time.sleep(SETTLE)
+    assert smb_attributes(c, rf"{d}\meta.txt") & HIDDEN
+    os.removexattr(p, "user.braid.dos")
+    assert smb_attributes(c, rf"{d}\Meta.txt") & HIDDEN == 0, \
+        "a local removal of the DOS record is not seen over SMB"
+
+
+def listed_attributes(c: Smb, d: str) -> dict[str, int]:
+    return {e.name: e.smb_info.file_attributes
+            for e in smbclient.scandir(c.unc(d), **c.kw)}
+
+
+def check_host_setfattr_seen_in_a_listing(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    for i in range(3):
+        (smb.share_dir / d / f"Entry{i}.txt").write_bytes(b"x")
+    time.sleep(SETTLE)
+    for _ in range(2):
+        assert all(a & HIDDEN == 0 for a in listed_attributes(c, d).values())
+    os.setxattr(smb.share_dir / d / "Entry1.txt", "user.braid.dos", dos_record(HIDDEN | ARCHIVE))
+    assert listed_attributes(c, d)["Entry1.txt"] & HIDDEN, \
+        "a local setfattr of the DOS record is not seen in an SMB listing"
+
+
+def check_host_descriptor_change_seen_by_smb(smb, nfs) -> None:
+    d = fresh_dir(smb)
+    rc = RawClient(smb)
+    try:
+        name = rf"{d}\Acl.txt"
+        op = rc.open(name, FILE_ALL_ACCESS, CreateDisposition.FILE_CREATE)
+        user = owner_sid(rc.query_sd(op, OWNER))
+        rc.set_sd(op, DACL, descriptor_with_dacl([
+            ace(1, FILE_WRITE_DATA | FILE_APPEND_DATA, user), ace(0, FILE_ALL_ACCESS, user)]))
+        op.close()
+        time.sleep(SETTLE)
+        for _ in range(2):
+            with pytest.raises(SMBResponseException):
+                rc.open(name, FILE_WRITE_DATA)
+        # The ACL is removed on the host: the default (owner may write) governs.
+        os.removexattr(smb.share_dir / d / "Acl.txt", "user.braid.sd")
+        rc.open(name, FILE_WRITE_DATA).close()
+    finally:
+        rc.close()
+
+
+def check_host_chmod_touch_truncate_seen(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    p = settled(smb, d, "Mode.txt")
+    for _ in range(2):
+        assert smb_attributes(c, rf"{d}\mode.TXT") & READONLY == 0
+    os.chmod(p, 0o444)
+    assert smb_attributes(c, rf"{d}\MODE.txt") & READONLY, "a local chmod is not seen over SMB"
+    assert nfs.stat(f"{d}/Mode.txt").mode & 0o777 == 0o444
+    os.utime(p, (1_600_000_000, 1_600_000_000))
+    assert int(smbclient.stat(c.unc(rf"{d}\mode.txt"), **c.kw).st_mtime) == 1_600_000_000
+    assert nfs.stat(f"{d}/Mode.txt").mtime // 1_000_000_000 == 1_600_000_000
+    os.truncate(p, 2)
+    assert c.size(rf"{d}\MODE.TXT") == 2
+    assert nfs.stat(f"{d}/Mode.txt").size == 2
+
+
+def check_nfs_chmod_seen_by_smb(smb, nfs) -> None:
+    c, d = Smb(smb), fresh_dir(smb)
+    settled(smb, d, "Nfs.txt")
+    for _ in range(2):
+        assert smb_attributes(c, rf"{d}\nfs.txt") & READONLY == 0
+    nfs.chmod(f"{d}/Nfs.txt", 0o444)
+    assert smb_attributes(c, rf"{d}\NFS.TXT") & READONLY, "an NFS chmod is not seen over SMB"
+    nfs.chmod(f"{d}/Nfs.txt", 0o644)
+    assert smb_attributes(c, rf"{d}\nfs.TXT") & READONLY == 0
+    nfs.truncate(f"{d}/Nfs.txt", 1)
+    assert c.size(rf"{d}\Nfs.Txt") == 1
+
+
 CHECKS = [check_local_create, check_local_rename, check_local_delete, check_case_only_rename,
           check_directory_moved, check_nfs_changes_seen_by_smb, check_smb_changes_seen_by_nfs,
-          check_chmod_and_truncate]
+          check_chmod_and_truncate, check_host_setfattr_seen_by_smb,
+          check_host_setfattr_seen_in_a_listing,
+          check_host_descriptor_change_seen_by_smb, check_host_chmod_touch_truncate_seen,
+          check_nfs_chmod_seen_by_smb]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda f: f.__name__[len("check_"):])
@@ -264,7 +387,8 @@ def test_counters_in_the_admin_api_and_metrics(both):
     before = cache_view(smb)
     assert before["enabled"] is True
     assert set(before) == {"enabled", "hits", "misses", "negative_hits", "entries", "bytes",
-                           "invalidations"}
+                           "invalidations", "attr_hits", "attr_misses", "attr_invalidations",
+                           "attr_files", "attr_bytes"}
     index(c, d)
     for i in range(5):
         c.create_new(rf"{d}\New{i}")
@@ -278,8 +402,28 @@ def test_counters_in_the_admin_api_and_metrics(both):
     with urllib.request.urlopen(f"http://{smb.admin}/metrics", timeout=10) as r:
         text = r.read().decode()
     for family in ("hits_total", "negative_hits_total", "misses_total", "invalidations_total",
-                   "entries", "bytes"):
+                   "entries", "bytes", "attr_hits_total", "attr_misses_total",
+                   "attr_invalidations_total", "attr_files", "attr_bytes"):
         assert f'braid_metadata_cache_{family}{{share="cached"}}' in text, family
+
+
+def test_attribute_counters(both):
+    smb, _ = both
+    c, d = Smb(smb), fresh_dir(smb)
+    p = settled(smb, d, "Counted.txt")
+    smb_attributes(c, rf"{d}\Counted.txt")
+    before = cache_view(smb)
+    assert before["attr_files"] >= 1 and before["attr_bytes"] > 0, before
+    for _ in range(3):
+        smb_attributes(c, rf"{d}\Counted.txt")
+    after = cache_view(smb)
+    # Each stat is a CREATE, a QUERY_INFO and a CLOSE: every read of the
+    # DOS record and the birth time of the settled file is a hit.
+    assert after["attr_hits"] >= before["attr_hits"] + 6, after
+    assert after["attr_misses"] == before["attr_misses"], after
+    os.setxattr(p, "user.braid.dos", dos_record(ARCHIVE))
+    smb_attributes(c, rf"{d}\Counted.txt")
+    assert cache_view(smb)["attr_invalidations"] >= after["attr_invalidations"] + 1
 
 
 def test_concurrent_clients_leave_a_listing_equal_to_the_disk(both):
@@ -369,14 +513,15 @@ def test_the_checks_fail_with_a_broken_cache(tmp_path):
     smb, nfs = start(tmp_path, broken=True)
     try:
         caught = []
-        for check in (check_local_create, check_local_rename, check_local_delete,
-                      check_nfs_changes_seen_by_smb):
+        stale = (check_local_create, check_local_rename, check_local_delete,
+                 check_nfs_changes_seen_by_smb, check_host_setfattr_seen_by_smb,
+                 check_host_setfattr_seen_in_a_listing, check_host_descriptor_change_seen_by_smb)
+        for check in stale:
             try:
                 check(smb, nfs)
-            except (AssertionError, SMBOSError, OSError):
+            except (AssertionError, SMBOSError, SMBResponseException, OSError):
                 caught.append(check.__name__)
-        assert caught == ["check_local_create", "check_local_rename", "check_local_delete",
-                          "check_nfs_changes_seen_by_smb"], caught
+        assert caught == [c.__name__ for c in stale], caught
     finally:
         stop(smb, nfs)
 

@@ -479,7 +479,7 @@ impl OpenHandle {
     /// one the delayed write-time updates show (`OpenWriteTime`).
     pub fn info(&self) -> FsResult<FileInfo> {
         self.live()?;
-        let mut info = info::fd_info(self.fd(), false)?;
+        let mut info = info::fd_info_cached(self.0.share.0.attrs(), self.fd(), false)?;
         self.stream_adjust_info(&mut info)?;
         if self.0.hidden_by_name() {
             info::show_hidden(&mut info);
@@ -654,7 +654,7 @@ impl OpenHandle {
                 return Err(FsError::CannotDelete);
             }
             let st = sys::fstat(self.fd())?;
-            let meta = info::read_dos(self.fd());
+            let meta = info::read_dos_cached(self.0.share.0.attrs(), self.fd(), &st);
             if info::attributes(&st, meta.as_ref()) & attr::READONLY != 0 {
                 return Err(FsError::CannotDelete);
             }
@@ -680,7 +680,7 @@ impl OpenHandle {
             return Err(FsError::FileClosed);
         }
         self.0.release();
-        let mut info = info::fd_info(self.fd(), false)?;
+        let mut info = info::fd_info_cached(self.0.share.0.attrs(), self.fd(), false)?;
         self.stream_adjust_info(&mut info)?;
         // Other opens keep the file's LastWriteTime as they show it.
         let s = self.0.node.lock();

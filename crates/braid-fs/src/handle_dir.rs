@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use crate::error::{FsError, FsResult};
 use crate::handle::OpenHandle;
 use crate::info;
+use crate::meta::FileStamp;
 use crate::open_table::FileKey;
 use crate::path;
 use crate::sys;
@@ -72,8 +73,15 @@ impl OpenHandle {
             st = sys::fstat(fd.as_raw_fd()).ok()?;
             btime = sys::btime(fd.as_raw_fd());
         } else {
-            meta = info::read_dos_at(dfd, os);
-            btime = sys::btime_at(dfd, &cname);
+            // Through the attribute layer (`meta/attr_cache.rs`) when the
+            // share has one: a listing of settled files then costs one
+            // `lstat` an entry instead of three calls.
+            let attrs = self.0.share.0.attrs();
+            meta = info::read_dos_at_cached(attrs, dfd, os, &st);
+            btime = match attrs {
+                Some(a) => a.btime(&FileStamp::of(&st), || sys::btime_at(dfd, &cname)),
+                None => sys::btime_at(dfd, &cname),
+            };
         }
         let fmt = st.st_mode & libc::S_IFMT;
         if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {

@@ -7,6 +7,7 @@ use std::os::fd::RawFd;
 use std::time::SystemTime;
 
 use crate::error::{FsError, FsResult};
+use crate::meta::{AttrCache, FileStamp, KeptXattr};
 use crate::sys;
 use crate::types::{attr, FileInfo};
 
@@ -135,6 +136,54 @@ impl DosMeta {
 /// Read the stored DOS metadata of an open fd (None: absent/unsupported).
 pub(crate) fn read_dos(fd: RawFd) -> Option<DosMeta> {
     sys::fgetxattr(fd, DOS_XATTR).and_then(|b| DosMeta::decode(&b))
+}
+
+/// [`read_dos`] of the file whose `stat` is `st`, through the share's
+/// attribute layer when it has one (`meta/attr_cache.rs`).
+pub(crate) fn read_dos_cached(
+    attrs: Option<&AttrCache>,
+    fd: RawFd,
+    st: &libc::stat,
+) -> Option<DosMeta> {
+    let Some(attrs) = attrs else {
+        return read_dos(fd);
+    };
+    let value = attrs.xattr(
+        &FileStamp::of(st),
+        KeptXattr::Dos,
+        || match sys::fgetxattr_small(fd, DOS_XATTR) {
+            Ok(v) => Ok(Some(v)),
+            Err(libc::ENODATA) => Ok(None),
+            Err(e) => Err(e),
+        },
+    );
+    value.ok().flatten().and_then(|b| DosMeta::decode(&b))
+}
+
+/// [`read_dos_at`] of the entry whose `lstat` is `st`, through the share's
+/// attribute layer when it has one. The value is read by name after the
+/// `lstat`: had the name been moved to another inode meanwhile, the inode
+/// `st` describes was renamed or unlinked, which moved its change time, so
+/// what is kept under the old one is never served.
+pub(crate) fn read_dos_at_cached(
+    attrs: Option<&AttrCache>,
+    dirfd: RawFd,
+    name: &OsStr,
+    st: &libc::stat,
+) -> Option<DosMeta> {
+    let Some(attrs) = attrs else {
+        return read_dos_at(dirfd, name);
+    };
+    let value = attrs.xattr(
+        &FileStamp::of(st),
+        KeptXattr::Dos,
+        || match sys::getxattr_at_small(dirfd, name, DOS_XATTR) {
+            Ok(v) => Ok(Some(v)),
+            Err(libc::ENODATA) => Ok(None),
+            Err(e) => Err(e),
+        },
+    );
+    value.ok().flatten().and_then(|b| DosMeta::decode(&b))
 }
 
 pub(crate) fn read_dos_at(dirfd: RawFd, name: &OsStr) -> Option<DosMeta> {
@@ -284,14 +333,24 @@ pub(crate) fn file_info(
 
 /// Info of an open fd.
 pub(crate) fn fd_info(fd: RawFd, delete_pending: bool) -> FsResult<FileInfo> {
+    fd_info_cached(None, fd, delete_pending)
+}
+
+/// [`fd_info`] through the share's attribute layer when it has one: the
+/// DOS record and the birth time come from it while the file's change
+/// time stands (the `fstat` is always made: POSIX attributes are not kept).
+pub(crate) fn fd_info_cached(
+    attrs: Option<&AttrCache>,
+    fd: RawFd,
+    delete_pending: bool,
+) -> FsResult<FileInfo> {
     let st = sys::fstat(fd)?;
-    let meta = read_dos(fd);
-    Ok(file_info(
-        &st,
-        sys::btime(fd),
-        meta.as_ref(),
-        delete_pending,
-    ))
+    let meta = read_dos_cached(attrs, fd, &st);
+    let btime = match attrs {
+        Some(a) => a.btime(&FileStamp::of(&st), || sys::btime(fd)),
+        None => sys::btime(fd),
+    };
+    Ok(file_info(&st, btime, meta.as_ref(), delete_pending))
 }
 
 /// AllocationSize of a file: its blocks, less the xattr block its stored

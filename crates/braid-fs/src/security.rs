@@ -28,6 +28,7 @@ use std::os::fd::RawFd;
 use crate::error::{FsError, FsResult};
 use crate::handle::OpenHandle;
 use crate::info;
+use crate::meta::{AttrCache, FileStamp, KeptXattr};
 use crate::sys;
 
 /// The xattr holding a file's descriptor.
@@ -94,6 +95,32 @@ pub(crate) fn put_descriptor(fd: RawFd, sd: &[u8]) -> FsResult<()> {
 pub(crate) fn object(fd: RawFd, is_directory: bool) -> FsResult<ObjectSecurity> {
     Ok(ObjectSecurity {
         descriptor: read_descriptor(fd)?,
+        is_directory,
+    })
+}
+
+/// [`object`] of the file whose `stat` is `st`, through the share's
+/// attribute layer when it has one (`meta/attr_cache.rs`).
+pub(crate) fn object_cached(
+    attrs: Option<&AttrCache>,
+    fd: RawFd,
+    st: &libc::stat,
+    is_directory: bool,
+) -> FsResult<ObjectSecurity> {
+    let Some(attrs) = attrs else {
+        return object(fd, is_directory);
+    };
+    let value = attrs.xattr(
+        &FileStamp::of(st),
+        KeptXattr::Descriptor,
+        || match sys::xattr_read(fd, SD_XATTR) {
+            Ok(v) => Ok(Some(v)),
+            Err(libc::ENODATA | libc::ENOTSUP) => Ok(None),
+            Err(e) => Err(FsError::from_errno(e)),
+        },
+    )?;
+    Ok(ObjectSecurity {
+        descriptor: value.map(|v| v.to_vec()),
         is_directory,
     })
 }

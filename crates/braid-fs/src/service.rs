@@ -385,12 +385,12 @@ impl FileService {
         }
         let mut maximal_access = acc::FILE_ALL_ACCESS;
         if let Some(pol) = pol {
-            let object = security::object(fd.as_raw_fd(), is_dir)?;
+            let object = security::object_cached(share.0.attrs(), fd.as_raw_fd(), &st, is_dir)?;
             let (granted, maximal) = check_existing(pol, &object, parent, p, overwrite)?;
             access = granted;
             maximal_access = maximal;
         }
-        let meta = info::read_dos(fd.as_raw_fd());
+        let meta = info::read_dos_cached(share.0.attrs(), fd.as_raw_fd(), &st);
         let attrs = info::attributes(&st, meta.as_ref());
         let readonly = attrs & attr::READONLY != 0;
         // MS-FSA 2.1.5.1.2.1: read-only files refuse write access and deletion.

@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use crate::clock::Clock;
 use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
-use crate::meta::{CacheBudget, CacheStats, MetadataCache, PosixStore, ShareStore, PLAIN_POSIX};
+use crate::meta::{
+    AttrCache, AttrStats, CacheBudget, CacheStats, MetadataCache, PosixStore, ShareStore,
+    PLAIN_POSIX,
+};
 use crate::resource_fork_file::AppleDoubleOptions;
 use crate::snapshot::{SnapshotConfig, Snapshots};
 use crate::sparse::FreeSpaceHint;
@@ -65,6 +68,9 @@ pub(crate) struct Share {
     /// What names are resolved through (`meta/`); unset: the POSIX
     /// backend with no layer.
     names: OnceLock<Box<ShareStore>>,
+    /// Braid's xattr metadata and birth times per file (`meta/attr_cache.rs`);
+    /// set with the metadata cache.
+    attrs: OnceLock<AttrCache>,
 }
 
 /// Unix permission bits for what clients create (Samba's `create mask`
@@ -152,6 +158,7 @@ impl Share {
             free_space: FreeSpaceHint::default(),
             trims: OnceLock::new(),
             names: OnceLock::new(),
+            attrs: OnceLock::new(),
         }
     }
 
@@ -310,6 +317,11 @@ impl Share {
         }
     }
 
+    /// The attribute layer, when the share caches metadata.
+    pub(crate) fn attrs(&self) -> Option<&AttrCache> {
+        self.attrs.get()
+    }
+
     pub(crate) fn root_fd(&self) -> RawFd {
         self.root.as_raw_fd()
     }
@@ -357,21 +369,29 @@ impl ShareRef {
     /// with every other share's, by `budget`. Set once, before the share
     /// is served; unset, names go straight to the POSIX backend.
     pub fn set_metadata_cache(&self, budget: Arc<CacheBudget>, clock: Arc<dyn Clock>) {
-        let cache = MetadataCache::new(PosixStore::watching(), clock, budget);
+        let cache = MetadataCache::new(PosixStore::watching(), clock.clone(), budget.clone());
         let _ = self.0.names.set(Box::new(cache));
+        let _ = self.0.attrs.set(AttrCache::new(clock, budget));
     }
 
     /// A metadata cache that skips invalidation: only for the tests that
     /// prove the coherence suite catches a stale cache.
     #[doc(hidden)]
     pub fn set_broken_metadata_cache(&self, budget: Arc<CacheBudget>, clock: Arc<dyn Clock>) {
-        let cache = MetadataCache::new(PosixStore::watching(), clock, budget);
+        let cache = MetadataCache::new(PosixStore::watching(), clock.clone(), budget.clone());
         let _ = self.0.names.set(Box::new(cache.skipping_invalidation()));
+        let attrs = AttrCache::new(clock, budget).skipping_validation();
+        let _ = self.0.attrs.set(attrs);
     }
 
     /// The metadata cache's counters; `None` when the share has none.
     pub fn metadata_cache_stats(&self) -> Option<CacheStats> {
         self.0.names().cache_stats()
+    }
+
+    /// The attribute layer's counters; `None` when the share has none.
+    pub fn attr_cache_stats(&self) -> Option<AttrStats> {
+        self.0.attrs().map(AttrCache::stats)
     }
     /// Let large aligned writes bypass the page cache (off by default).
     pub fn set_direct_writes(&self, on: bool) {

@@ -68,7 +68,7 @@ impl FileService {
                     .map_err(FsError::from_errno)?;
             let st = sys::fstat(fd.as_raw_fd())?;
             if let Some(pol) = pol {
-                let object = security::object(fd.as_raw_fd(), true)?;
+                let object = security::object_cached(share.0.attrs(), fd.as_raw_fd(), &st, true)?;
                 (access, maximal_access) = check_existing(pol, &object, None, p, overwrite)?;
             }
             Base {
@@ -86,7 +86,8 @@ impl FileService {
                 let st = sys::fstat(fd.as_raw_fd())?;
                 if let Some(pol) = pol {
                     let is_dir = st.st_mode & libc::S_IFMT == libc::S_IFDIR;
-                    let object = security::object(fd.as_raw_fd(), is_dir)?;
+                    let object =
+                        security::object_cached(share.0.attrs(), fd.as_raw_fd(), &st, is_dir)?;
                     let parent = Some(r.parent_fd.as_raw_fd());
                     (access, maximal_access) = check_existing(pol, &object, parent, p, overwrite)?;
                 }
@@ -157,7 +158,7 @@ impl FileService {
         }
         let base_is_dir = fmt == libc::S_IFDIR;
         // MS-FSA 2.1.5.1.2.1: a read-only file's streams are read-only too.
-        let meta = info::read_dos(fd);
+        let meta = info::read_dos_cached(share.0.attrs(), fd, &base.st);
         if info::attributes(&base.st, meta.as_ref()) & attr::READONLY != 0 && !base_is_dir {
             let overwrite = matches!(
                 p.disposition,

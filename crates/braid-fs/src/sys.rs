@@ -186,23 +186,35 @@ pub(crate) fn futimens(
 
 /// Read an xattr of an open fd. `Ok(None)` when absent or unsupported.
 pub(crate) fn fgetxattr(fd: RawFd, name: &CStr) -> Option<Vec<u8>> {
+    fgetxattr_small(fd, name).ok()
+}
+
+/// An xattr of up to 64 bytes of an open fd; the raw errno on failure
+/// (ENODATA: absent; ERANGE: larger).
+pub(crate) fn fgetxattr_small(fd: RawFd, name: &CStr) -> Result<Vec<u8>, i32> {
     let mut buf = vec![0u8; 64];
     // SAFETY: buffer pointer and length are valid.
     let r = unsafe { libc::fgetxattr(fd, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
     if r < 0 {
-        return None;
+        return Err(last_errno());
     }
     buf.truncate(r as usize);
-    Some(buf)
+    Ok(buf)
 }
 
 /// Read an xattr of `name` inside the directory `dirfd` without following a
 /// final symlink. `name` is a single component from readdir (no `/`), so the
 /// `/proc/self/fd/N/name` path cannot leave the directory.
 pub(crate) fn getxattr_at(dirfd: RawFd, name: &OsStr, attr: &CStr) -> Option<Vec<u8>> {
+    getxattr_at_small(dirfd, name, attr).ok()
+}
+
+/// [`getxattr_at`] with the raw errno on failure (ENODATA: absent;
+/// ERANGE: more than 64 bytes; EINVAL: a name with a NUL).
+pub(crate) fn getxattr_at_small(dirfd: RawFd, name: &OsStr, attr: &CStr) -> Result<Vec<u8>, i32> {
     let mut p = format!("/proc/self/fd/{dirfd}/").into_bytes();
     p.extend_from_slice(name.as_bytes());
-    let p = CString::new(p).ok()?;
+    let p = CString::new(p).map_err(|_| libc::EINVAL)?;
     let mut buf = vec![0u8; 64];
     // SAFETY: valid pointers.
     let r = unsafe {
@@ -214,10 +226,10 @@ pub(crate) fn getxattr_at(dirfd: RawFd, name: &OsStr, attr: &CStr) -> Option<Vec
         )
     };
     if r < 0 {
-        return None;
+        return Err(last_errno());
     }
     buf.truncate(r as usize);
-    Some(buf)
+    Ok(buf)
 }
 
 /// Set an xattr; returns the raw errno on failure.

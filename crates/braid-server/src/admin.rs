@@ -779,7 +779,8 @@ mod tests {
         assert_eq!(
             sh["metadata_cache"],
             serde_json::json!({"enabled": false, "hits": 0, "misses": 0, "negative_hits": 0,
-                "entries": 0, "bytes": 0, "invalidations": 0})
+                "entries": 0, "bytes": 0, "invalidations": 0, "attr_hits": 0, "attr_misses": 0,
+                "attr_invalidations": 0, "attr_files": 0, "attr_bytes": 0})
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -2,8 +2,10 @@
 //! file service stack"): [`store::MetadataStore`] is what the file
 //! service resolves names through; [`posix_store::PosixStore`] and
 //! [`memory::MemoryStore`] are backends; [`cache::MetadataCache`] is a
-//! layer over either.
+//! layer over either, and [`attr_cache::AttrCache`] keeps Braid's xattr
+//! metadata per file beside it.
 
+pub mod attr_cache;
 pub mod cache;
 pub mod memory;
 pub mod posix_store;
@@ -11,10 +13,13 @@ pub mod stats;
 pub mod store;
 
 #[cfg(test)]
+mod attr_cache_tests;
+#[cfg(test)]
 mod cache_tests;
 
 use std::os::fd::{OwnedFd, RawFd};
 
+pub use attr_cache::{AttrCache, AttrStats, FileStamp, KeptXattr};
 pub use cache::MetadataCache;
 pub use memory::MemoryStore;
 pub use posix_store::PosixStore;

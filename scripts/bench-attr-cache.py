@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""The metadata cache's attribute layer on vs off: SMB stats and listings of
+settled files, interleaved (docs/BENCHMARKS.md section 9).
+
+    scripts/bench-attr-cache.py [--braid BIN] [--reps N] [--count N]
+        [--list] [--strace]
+
+Two servers of one build (BIN, default target/release/braid), one share
+each, `metadata_cache` off and on, each share holding 100 files (1,000
+with --list) made before the servers start. After a warm-up pass, each
+repetition runs --count `smbclient.stat`s (CREATE, QUERY_INFO, CLOSE),
+or with --list --count listings of the share's root (`smbclient.scandir`),
+against each server in turn, the order reversed every other repetition.
+Server CPU per operation is utime+stime of the server (/proc/PID/stat)
+around the run; with --strace, the server's system calls per operation
+(`strace -c -f`; its own overhead makes the CPU figure meaningless then).
+Prints one JSON line per run.
+"""
+import argparse
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+import servers  # noqa: E402
+import smbclient  # noqa: E402
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start(base: Path, cache: bool, files: int):
+    share, work = base / "share", base / "server"
+    share.mkdir()
+    work.mkdir()
+    for i in range(files):
+        (share / f"f{i:04d}.txt").write_bytes(b"x")
+    servers.give_to_share_owner(share, *share.iterdir())
+    port, password = servers.free_port(), "Pw-" + secrets.token_hex(6)
+    (work / "braid.toml").write_text(
+        f'[[share]]\nname = "s"\npath = {json.dumps(str(share))}\n'
+        f'metadata_cache = {"true" if cache else "false"}\n')
+    argv = [str(servers.BRAID_BIN), "serve", "--config", str(work / "braid.toml"),
+            "--listen", f"127.0.0.1:{port}", "--user", f"{servers.DEFAULT_USER}:{password}"]
+    proc = servers._spawn(argv, work / "braid.log", work)
+    servers.wait_until_accepting("127.0.0.1", port, proc, work / "braid.log")
+    return proc, dict(port=port, username=servers.DEFAULT_USER, password=password)
+
+
+def one(kw: dict, i: int, listing: bool, files: int) -> None:
+    if listing:
+        list(smbclient.scandir(r"\\127.0.0.1\s", **kw))
+    else:
+        smbclient.stat(rf"\\127.0.0.1\s\f{i % files:04d}.txt", **kw)
+
+
+def run(proc, kw, a, files) -> dict:
+    for i in range(files if not a.list else 2):
+        one(kw, i, a.list, files)
+    tracer, out = None, None
+    if a.strace:
+        out = Path(tempfile.mktemp(prefix="attr-strace."))
+        tracer = subprocess.Popen(["strace", "-c", "-f", "-o", str(out), "-p", str(proc.pid)],
+                                  stderr=subprocess.DEVNULL)
+        time.sleep(1.0)
+    c0, t0 = cpu_seconds(proc.pid), time.monotonic()
+    for i in range(a.count):
+        one(kw, i, a.list, files)
+    c1, t1 = cpu_seconds(proc.pid), time.monotonic()
+    calls = {}
+    if tracer:
+        time.sleep(0.5)
+        tracer.send_signal(signal.SIGINT)
+        tracer.wait()
+        for line in out.read_text().splitlines():
+            p = line.split()
+            if len(p) >= 5 and p[0][0].isdigit() and p[-1] != "total":
+                try:
+                    calls[p[-1]] = round(int(p[3]) / a.count, 2)
+                except ValueError:
+                    pass
+        out.unlink()
+    return dict(cpu_us_per_op=round((c1 - c0) / a.count * 1e6, 1),
+                ops_per_s=round(a.count / (t1 - t0), 1), syscalls_per_op=calls)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--braid", type=Path, default=REPO / "target/release/braid")
+    ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--count", type=int, default=2000)
+    ap.add_argument("--list", action="store_true", help="listings instead of stats")
+    ap.add_argument("--strace", action="store_true")
+    a = ap.parse_args()
+    servers.BRAID_BIN = a.braid.resolve()
+    files = 1000 if a.list else 100
+    with tempfile.TemporaryDirectory(prefix="braid-attr.", dir="/var/tmp") as d:
+        procs = {}
+        try:
+            for cache in (False, True):
+                base = Path(d) / ("on" if cache else "off")
+                base.mkdir()
+                procs[cache] = start(base, cache, files)
+            time.sleep(0.3)  # every file older than the layer's 50 ms margin
+            for rep in range(a.reps):
+                for cache in ((False, True) if rep % 2 == 0 else (True, False)):
+                    r = run(*procs[cache], a, files)
+                    print(json.dumps(dict(cache=cache, rep=rep, load1=os.getloadavg()[0], **r)),
+                          flush=True)
+        finally:
+            for proc, _ in procs.values():
+                proc.kill()
+                proc.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
