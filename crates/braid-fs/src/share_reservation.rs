@@ -134,6 +134,22 @@ impl FileService {
     }
 }
 
+impl FileService {
+    /// Whether any SMB open of the file (dev, ino) exists: a POSIX-face
+    /// client is then not given write caching (an NFS write delegation),
+    /// which no other open may share.
+    pub fn has_opens(&self, dev: u64, ino: u64) -> bool {
+        let key = FileKey {
+            dev,
+            ino,
+            stream: 0,
+        };
+        self.nodes
+            .get(&key)
+            .is_some_and(|node| !node.lock().opens.is_empty())
+    }
+}
+
 impl ShareReservation {
     /// Change what the reservation holds (an upgrade or a downgrade),
     /// checked against every other open of the file.
