@@ -5,6 +5,7 @@ the NFS client's backchannel) and waits until the client returned it
 writes. An NFS write delegation is recalled by any SMB open, even one
 that only reads, which sees what the NFS client wrote back before
 returning it; and none is granted while an SMB open of the file exists.
+Another NFS client's GETATTR of the size recalls a write delegation too.
 
 The NFS client is pynfs's client library (nfs_deleg_client.py, run in the
 copy of pynfs tests/conformance/run_pynfs.py builds); SMB is smbprotocol.
@@ -91,6 +92,30 @@ def test_smb_reader_recalls_an_nfs_write_delegation_and_reads_what_it_flushed(
     finally:
         proc.stdin.close()
         proc.wait(10)
+
+
+def test_another_nfs_clients_getattr_of_size_recalls_a_write_delegation(both, pynfs_tree):
+    """RFC 8881 10.4.3: the holder may have grown the file in its cache;
+    another client asking for the size waits (NFS4ERR_DELAY) until the
+    delegation is recalled and returned, and sees the size written back."""
+    smb, nfs = both
+    name = f"ga-{uuid.uuid4().hex[:12]}"
+    holder = deleg_client(nfs, pynfs_tree, name, 1.0, "write")
+    try:
+        expect_line(holder, "DELEGATED")
+        components = [p for p in nfs.export.split("/") if p]
+        out = subprocess.run(
+            [run_pynfs.PYTHON, str(HERE / "nfs_open_read.py"), nfs.host, str(nfs.port),
+             *components, "--", name, "30", "getattr"],
+            cwd=pynfs_tree / "nfs4.1", capture_output=True, text=True, timeout=60)
+        expect_line(holder, "RECALLED")
+        expect_line(holder, "RETURNED")
+        waited = [ln.split() for ln in out.stdout.splitlines() if ln.startswith("WAITED ")]
+        assert waited and int(waited[0][2]) > 0, f"GETATTR was not held off: {out.stdout}"
+        assert f"SIZE {len(b'nfs-cached')}" in out.stdout.splitlines(), out.stdout
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
 
 
 def test_no_nfs_write_delegation_while_smb_has_the_file_open(both, pynfs_tree):

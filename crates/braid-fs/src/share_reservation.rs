@@ -256,4 +256,34 @@ mod tests {
         let _r = fs.reserve(1, 2, RW).unwrap();
         fs.check_delete(1, 2).unwrap();
     }
+
+    #[test]
+    fn any_smb_open_counts_for_has_opens_writers_for_has_writers() {
+        let fs = FileService::new(Arc::new(crate::SystemClock));
+        assert!(!fs.has_opens(1, 2) && !fs.has_writers(1, 2));
+        // A reservation (an NFS open) is not an SMB open.
+        let r = fs.reserve(1, 2, RW).unwrap();
+        assert!(!fs.has_opens(1, 2) && !fs.has_writers(1, 2));
+        let key = FileKey {
+            dev: 1,
+            ino: 2,
+            stream: 0,
+        };
+        let node = fs.nodes.get(&key).unwrap();
+        let open = |access| OpenEntry {
+            id: 8,
+            access,
+            share_access: sh::ALL,
+            delete_on_close: false,
+            write_time: Default::default(),
+            user_set_change_time: false,
+        };
+        node.lock().opens.push(open(acc::FILE_READ_DATA));
+        assert!(fs.has_opens(1, 2) && !fs.has_writers(1, 2));
+        node.lock().opens[0] = open(acc::FILE_APPEND_DATA);
+        assert!(fs.has_opens(1, 2) && fs.has_writers(1, 2));
+        assert!(!fs.has_opens(1, 3));
+        node.lock().opens.clear();
+        drop(r);
+    }
 }
