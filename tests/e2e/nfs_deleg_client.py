@@ -1,16 +1,21 @@
-"""An NFSv4.1 client that holds a read delegation and answers its recall,
+"""An NFSv4.1 client that holds a read or write delegation and answers its
+recall,
 on pynfs's client library (run with cwd = a built pynfs's nfs4.1, as
 test_nfs_smb_delegations.py does): what nfs-rs and the kernel client in
 a VM cannot be driven to do from a test.
 
-    python3 nfs_deleg_client.py HOST PORT EXPORT_COMPONENT... -- FILE DELAY
+    python3 nfs_deleg_client.py HOST PORT EXPORT_COMPONENT... -- FILE DELAY [write]
 
 Opens FILE of the export for reading (creating it if need be) asking for
 a read delegation (over a session whose connection is bound to the
-backchannel). Without one it prints `NO DELEGATION` and exits; with one
+backchannel); with `write`, for reading and writing asking for a write
+delegation. Without one it prints `NO DELEGATION` and exits; with one
 it prints `DELEGATED`; on
-CB_RECALL prints `RECALLED`, waits DELAY seconds and returns the
-delegation (DELEGRETURN), then prints `RETURNED`. Exits when stdin closes.
+CB_RECALL prints `RECALLED`, waits DELAY seconds (a write delegation's
+holder then writes what it "cached", the bytes `nfs-cached`, at offset 0
+with the delegation's stateid, as a client flushes before returning) and
+returns the delegation (DELEGRETURN), then prints `RETURNED`. Exits when
+stdin closes.
 """
 
 import os
@@ -26,7 +31,8 @@ import nfs_ops
 from xdrdef.nfs4_const import (
     CREATE_SESSION4_FLAG_CONN_BACK_CHAN, UNCHECKED4, NFS4_OK, OPEN4_CREATE,
     OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_ACCESS_WANT_READ_DELEG, OPEN4_SHARE_DENY_NONE,
-    OP_CB_RECALL, OPEN_DELEGATE_READ, CLAIM_NULL, FATTR4_MODE,
+    OP_CB_RECALL, OPEN_DELEGATE_READ, CLAIM_NULL, FATTR4_MODE, OPEN4_SHARE_ACCESS_BOTH,
+    OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, OPEN_DELEGATE_WRITE, FILE_SYNC4,
 )
 from xdrdef.nfs4_type import createhow4, open_claim4, open_owner4, openflag4
 
@@ -37,6 +43,11 @@ def main():
     sep = sys.argv.index("--")
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
     name, delay = sys.argv[sep + 1].encode(), float(sys.argv[sep + 2])
+    write = sys.argv[sep + 3:] == ["write"]
+    if write:
+        access, kind = OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, OPEN_DELEGATE_WRITE
+    else:
+        access, kind = OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG, OPEN_DELEGATE_READ
     c = nfs4client.NFS4Client(host, port, 1)
     # AUTH_SYS as root, as pynfs's tests run (the export squashes no root).
     c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
@@ -53,13 +64,12 @@ def main():
     lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
     how = openflag4(OPEN4_CREATE, createhow4(UNCHECKED4, {FATTR4_MODE: 0o666}))
     res = sess.compound(lookup + [
-        op.open(0, OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG,
-                OPEN4_SHARE_DENY_NONE, open_owner4(0, b"deleg-owner"), how,
+        op.open(0, access, OPEN4_SHARE_DENY_NONE, open_owner4(0, b"deleg-owner"), how,
                 open_claim4(CLAIM_NULL, name)),
         op.getfh()])
     assert res.status == NFS4_OK, res
     opened, fh = res.resarray[-2], res.resarray[-1].object
-    if opened.delegation.delegation_type != OPEN_DELEGATE_READ:
+    if opened.delegation.delegation_type != kind:
         print("NO DELEGATION", flush=True)
         return 0
     print("DELEGATED", flush=True)
@@ -69,6 +79,10 @@ def main():
         return 1
     print("RECALLED", flush=True)
     time.sleep(delay)
+    if write:
+        res = sess.compound([op.putfh(fh),
+                             op.write(recalled.stateid, 0, FILE_SYNC4, b"nfs-cached")])
+        assert res.status == NFS4_OK, res
     res = sess.compound([op.putfh(fh), op.delegreturn(recalled.stateid)])
     assert res.status == NFS4_OK, res
     print("RETURNED", flush=True)

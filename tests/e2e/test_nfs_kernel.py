@@ -28,17 +28,24 @@ ONE boot (boots are slow) mounts the export with
   host sees the attribute as user.NAME); a small static C tool does the
   system calls busybox has no command for. nfs-ganesha's private config
   serves 4.1 only, so against it the 4.2 mount must fail cleanly;
+- a write delegation (against Braid): while the guest holds a file open
+  for writing with bytes it has not sent, its client holds a delegation
+  (admin API); a second NFS client's OPEN (pynfs's client library,
+  nfs_open_read.py) gets NFS4ERR_DELAY until the kernel, recalled, has
+  written back and returned it, then reads the kernel's bytes;
 - a vers=4.0 mount fails cleanly (mount exits non-zero within a minute,
   nothing is mounted) and a 4.1 mount works again after it.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
 import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -46,6 +53,10 @@ import pytest
 
 import kernel_vm
 import servers
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "conformance"))
+import run_pynfs  # noqa: E402
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 
@@ -329,6 +340,18 @@ else
     fail fcntl-shared "the holder never got its lock"; kill $holder
 fi
 
+# --- a write delegation (Braid): the kernel holds one while it has a file
+# open for writing, and caches what it writes; at the pause another client
+# opens the file, which recalls it: the kernel writes back, returns it, and
+# the other client reads what the kernel had cached ---
+if [ {braid} = yes ]; then
+    exec 3<>$M/wdeleg && printf kernel-cached >&3 && ok wdeleg-write || fail wdeleg-write "exit $?"
+    pause wdeleg
+    exec 3>&-
+    [ "$(cat $M/wdeleg)" = kernel-cached ] && ok wdeleg-after || fail wdeleg-after "'$(cat $M/wdeleg)'"
+    rm -f $M/wdeleg
+fi
+
 # --- delete ---
 rm $M/d/h $M/d/s && [ ! -e $M/d/h ] && [ "$(stat -c %h $M/d/g)" = 1 ] && ok unlink || fail unlink "$(ls $M/d)"
 # (after-refusals: the host made it at pause host-view, for the remount)
@@ -380,13 +403,16 @@ CHECKS = ["mount", "mounted-4.1", "write", "read-back", "size", "mkdir", "create
           "fcntl-read-conflict", "fcntl-other-range", "fcntl-getlk", "fcntl-holder",
           "fcntl-free", "fcntl-shared", "unlink", "delete", "umount",
           "refuse-4.0", "remount", "cut-copy"] + (
-    ["mount-4.2", "mounted-4.2", "v42-open", "v42-write", "v42-seek", "v42-allocate",
+    ["wdeleg-write", "wdeleg-after",
+     "mount-4.2", "mounted-4.2", "v42-open", "v42-write", "v42-seek", "v42-allocate",
      "v42-deallocate", "v42-copy", "v42-setxattr", "v42-xattr-exclusive", "v42-listxattr",
      "v42-removexattr", "v42-ops-sent", "umount-4.2"] if TARGET == "braid" else ["refuse-4.2"])
 # What the host checks at the guest's `pause host-view`; against Braid
-# also its admin API: one NFS session with the mount's 4 connections.
+# also its admin API: one NFS session with the mount's 4 connections; and
+# at `pause wdeleg` the kernel's write delegation and its recall.
 HOST_CHECKS = ["host-bytes", "host-listing", "host-connections", "host-cut"] + (
-    ["host-admin-session", "host-xattr", "host-copy"] if TARGET == "braid" else [])
+    ["host-admin-session", "host-xattr", "host-copy", "host-wdeleg-granted",
+     "host-wdeleg-recalled"] if TARGET == "braid" else [])
 
 
 def admin_view(ns: kernel_vm.NetNs, log: Path) -> dict:
@@ -400,6 +426,38 @@ def admin_view(ns: kernel_vm.NetNs, log: Path) -> dict:
                   "print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())",
                   f"http://{found[-1]}/api/v1/sessions"], timeout=30)
     return json.loads(out.stdout)
+
+
+def write_delegation_recall(ns: kernel_vm.NetNs, server) -> dict[str, tuple[bool, str]]:
+    """At the guest's `pause wdeleg` (it holds wdeleg open for writing,
+    with bytes it has not sent): its client holds a delegation (an open
+    for writing can only have a write one); a second NFS client's OPEN is
+    held off (NFS4ERR_DELAY) until the kernel, recalled, wrote back and
+    returned it, and then reads the kernel's bytes; the kernel holds one
+    delegation fewer."""
+    source = run_pynfs.find_pynfs()
+    if source is None:
+        return {"host-wdeleg-granted": (False, "pynfs not found (BRAID_PYNFS)")}
+    tree = run_pynfs.build_pynfs(source, io.StringIO())
+    # (It may hold read delegations of files it read before, too.)
+    before = [c.get("delegations") for c in admin_view(ns, server.log_path)["nfs_clients"]]
+    granted = (len(before) == 1 and before[0] >= 1,
+               f"delegations per NFS client before the recall: {before}")
+    try:
+        out = ns.run([run_pynfs.PYTHON, str(HERE / "nfs_open_read.py"), SERVER, str(PORT),
+                      EXPORT, "--", "wdeleg", "60"], cwd=tree / "nfs4.1", timeout=120)
+    except subprocess.CalledProcessError as e:
+        out = e
+    waited = re.search(r"^WAITED (\S+) (\d+)$", out.stdout, re.M)
+    read = re.search(r"^READ (\S*)$", out.stdout, re.M)
+    after = [c.get("delegations") for c in admin_view(ns, server.log_path)["nfs_clients"]
+             if not c.get("owner", "").startswith("braid-reader")]
+    good = (waited is not None and int(waited.group(2)) > 0 and read is not None
+            and bytes.fromhex(read.group(1)) == b"kernel-cached"
+            and len(after) == 1 and len(before) == 1 and after[0] < before[0])
+    detail = (f"second client: {out.stdout.strip()[-500:]} {out.stderr.strip()[-500:]}; "
+              f"the kernel's delegations before: {before}, after: {after}")
+    return {"host-wdeleg-granted": granted, "host-wdeleg-recalled": (good, detail)}
 
 
 def _static_tool(workdir: Path, name: str, source: str) -> Path:
@@ -466,7 +524,8 @@ def nfs_vm(tmp_path_factory):
     other = kernel_vm.nfs_mount_command(SERVER, PORT, "/" + EXPORT, "/mnt2", vers="$v",
                                         options="")
     script = GUEST.format(mount=mount, mount_other=other, mib=MIB, entries=DIR_ENTRIES,
-                          serves_42="yes" if TARGET == "braid" else "no")
+                          serves_42="yes" if TARGET == "braid" else "no",
+                          braid="yes" if TARGET == "braid" else "no")
 
     host: dict[str, tuple[bool, str]] = {}
     ns = kernel_vm.NetNs([SERVER])
@@ -478,6 +537,9 @@ def nfs_vm(tmp_path_factory):
         def at_pause(name):
             if name == "cut":
                 host["host-cut"] = cut_one(ns, server)
+                return
+            if name == "wdeleg":
+                host.update(write_delegation_recall(ns, server))
                 return
             if name == "host-v42":
                 sparse, copy = export_dir / "v42" / "sparse", export_dir / "v42" / "copy"

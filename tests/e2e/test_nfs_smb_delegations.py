@@ -2,7 +2,10 @@
 42, RFC 8881 10.4.1): the SMB open recalls the delegation (CB_RECALL on
 the NFS client's backchannel) and waits until the client returned it
 (DELEGRETURN), so the NFS client stops reading from its cache before SMB
-writes.
+writes. An NFS write delegation is recalled by any SMB open, even one
+that only reads, which sees what the NFS client wrote back before
+returning it; and none is granted while an SMB open of the file exists.
+Another NFS client's GETATTR of the size recalls a write delegation too.
 
 The NFS client is pynfs's client library (nfs_deleg_client.py, run in the
 copy of pynfs tests/conformance/run_pynfs.py builds); SMB is smbprotocol.
@@ -34,6 +37,7 @@ sys.path.insert(0, str(HERE.parent / "conformance"))
 import run_pynfs  # noqa: E402
 
 WRITE = FilePipePrinterAccessMask.FILE_WRITE_DATA | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
+READ = FilePipePrinterAccessMask.FILE_READ_DATA | FilePipePrinterAccessMask.FILE_READ_ATTRIBUTES
 
 
 def expect_line(proc, want: str, timeout: float = 30) -> float:
@@ -48,6 +52,86 @@ def expect_line(proc, want: str, timeout: float = 30) -> float:
         if line.strip() in ("NOT RECALLED", "NO DELEGATION", "DELEGATED"):
             pytest.fail(f"{line.strip()} (waiting for {want})")
     pytest.fail(f"the NFS client never printed {want}: {proc.stderr.read()[-3000:]}")
+
+
+def deleg_client(nfs, pynfs_tree, name: str, delay: float, *mode: str,
+                 stdin=subprocess.PIPE) -> subprocess.Popen:
+    components = [p for p in nfs.export.split("/") if p]
+    return subprocess.Popen(
+        [run_pynfs.PYTHON, str(HERE / "nfs_deleg_client.py"), nfs.host, str(nfs.port),
+         *components, "--", name, str(delay), *mode],
+        cwd=pynfs_tree / "nfs4.1", stdin=stdin, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+
+def test_smb_reader_recalls_an_nfs_write_delegation_and_reads_what_it_flushed(
+        both, pynfs_tree):
+    smb, nfs = both
+    name = f"wd-{uuid.uuid4().hex[:12]}"
+    delay = 1.5
+    proc = deleg_client(nfs, pynfs_tree, name, delay, "write")
+    try:
+        expect_line(proc, "DELEGATED")
+        servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+        raw = RawClient(smb)
+        try:
+            t0 = time.monotonic()
+            # Only reading: a write delegation conflicts with any open.
+            op = raw.open(name, READ)
+            opened = time.monotonic()
+            expect_line(proc, "RECALLED")
+            expect_line(proc, "RETURNED")
+            data = op.read(0, 64)
+            op.close()
+        finally:
+            raw.close()
+        assert opened - t0 >= delay * 0.8, (
+            f"the SMB open went on after {opened - t0:.2f}s, before the write "
+            f"delegation was returned ({delay}s after the recall)")
+        assert data == b"nfs-cached"
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
+
+
+def test_another_nfs_clients_getattr_of_size_recalls_a_write_delegation(both, pynfs_tree):
+    """RFC 8881 10.4.3: the holder may have grown the file in its cache;
+    another client asking for the size waits (NFS4ERR_DELAY) until the
+    delegation is recalled and returned, and sees the size written back."""
+    smb, nfs = both
+    name = f"ga-{uuid.uuid4().hex[:12]}"
+    holder = deleg_client(nfs, pynfs_tree, name, 1.0, "write")
+    try:
+        expect_line(holder, "DELEGATED")
+        components = [p for p in nfs.export.split("/") if p]
+        out = subprocess.run(
+            [run_pynfs.PYTHON, str(HERE / "nfs_open_read.py"), nfs.host, str(nfs.port),
+             *components, "--", name, "30", "getattr"],
+            cwd=pynfs_tree / "nfs4.1", capture_output=True, text=True, timeout=60)
+        expect_line(holder, "RECALLED")
+        expect_line(holder, "RETURNED")
+        waited = [ln.split() for ln in out.stdout.splitlines() if ln.startswith("WAITED ")]
+        assert waited and int(waited[0][2]) > 0, f"GETATTR was not held off: {out.stdout}"
+        assert f"SIZE {len(b'nfs-cached')}" in out.stdout.splitlines(), out.stdout
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+
+
+def test_no_nfs_write_delegation_while_smb_has_the_file_open(both, pynfs_tree):
+    smb, nfs = both
+    name = f"r-{uuid.uuid4().hex[:12]}"
+    (smb.share_dir / name).write_bytes(b"x")
+    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+    raw = RawClient(smb)
+    try:
+        op = raw.open(name, READ)
+        proc = deleg_client(nfs, pynfs_tree, name, 0, "write", stdin=subprocess.DEVNULL)
+        expect_line(proc, "NO DELEGATION")
+        proc.wait(10)
+        op.close()
+    finally:
+        raw.close()
 
 
 def test_smb_writer_recalls_an_nfs_read_delegation_and_waits(both, pynfs_tree):

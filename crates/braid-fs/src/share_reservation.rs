@@ -134,6 +134,22 @@ impl FileService {
     }
 }
 
+impl FileService {
+    /// Whether any SMB open of the file (dev, ino) exists: a POSIX-face
+    /// client is then not given write caching (an NFS write delegation),
+    /// which no other open may share.
+    pub fn has_opens(&self, dev: u64, ino: u64) -> bool {
+        let key = FileKey {
+            dev,
+            ino,
+            stream: 0,
+        };
+        self.nodes
+            .get(&key)
+            .is_some_and(|node| !node.lock().opens.is_empty())
+    }
+}
+
 impl ShareReservation {
     /// Change what the reservation holds (an upgrade or a downgrade),
     /// checked against every other open of the file.
@@ -239,5 +255,35 @@ mod tests {
         node.lock().opens.clear();
         let _r = fs.reserve(1, 2, RW).unwrap();
         fs.check_delete(1, 2).unwrap();
+    }
+
+    #[test]
+    fn any_smb_open_counts_for_has_opens_writers_for_has_writers() {
+        let fs = FileService::new(Arc::new(crate::SystemClock));
+        assert!(!fs.has_opens(1, 2) && !fs.has_writers(1, 2));
+        // A reservation (an NFS open) is not an SMB open.
+        let r = fs.reserve(1, 2, RW).unwrap();
+        assert!(!fs.has_opens(1, 2) && !fs.has_writers(1, 2));
+        let key = FileKey {
+            dev: 1,
+            ino: 2,
+            stream: 0,
+        };
+        let node = fs.nodes.get(&key).unwrap();
+        let open = |access| OpenEntry {
+            id: 8,
+            access,
+            share_access: sh::ALL,
+            delete_on_close: false,
+            write_time: Default::default(),
+            user_set_change_time: false,
+        };
+        node.lock().opens.push(open(acc::FILE_READ_DATA));
+        assert!(fs.has_opens(1, 2) && !fs.has_writers(1, 2));
+        node.lock().opens[0] = open(acc::FILE_APPEND_DATA);
+        assert!(fs.has_opens(1, 2) && fs.has_writers(1, 2));
+        assert!(!fs.has_opens(1, 3));
+        node.lock().opens.clear();
+        drop(r);
     }
 }

@@ -66,12 +66,36 @@ impl Fh {
     }
 }
 
+/// RFC 8881 14.1, 14.4: names and tags are UTF-8, and a server may refuse
+/// what is not (NFS4ERR_INVAL). Braid serves the same directories over
+/// SMB, whose names are UTF-16: a name that is not well-formed UTF-8
+/// (overlong forms, surrogates, truncated sequences) could never be shown
+/// to an SMB client, so it is refused rather than stored. Unicode's
+/// noncharacters (U+FDD0..U+FDEF and the last two code points of every
+/// plane, U+FFFE the byte-swapped BOM among them) are refused too: they
+/// are reserved for a program's internal use, never for interchange
+/// (Unicode 15, 23.7), and a U+FFFE at the start of a UTF-16 name reads as
+/// a byte-order mark.
+pub fn is_valid_utf8(s: &[u8]) -> bool {
+    match std::str::from_utf8(s) {
+        Ok(s) => !s.chars().any(is_noncharacter),
+        Err(_) => false,
+    }
+}
+
+/// Unicode 15, 23.7: the 66 noncharacters.
+fn is_noncharacter(ch: char) -> bool {
+    let c = ch as u32;
+    (0xFDD0..=0xFDEF).contains(&c) || c & 0xFFFE == 0xFFFE
+}
+
 /// RFC 8881 18.13.3 (LOOKUP), 18.4.3, 18.25.3, 18.26.3 (CREATE, REMOVE,
-/// RENAME) and 14.5: a component name from a client. Empty or not UTF-8:
-/// NFS4ERR_INVAL; longer than a name may be: NFS4ERR_NAMETOOLONG; "." or
-/// "..", or holding '/' or NUL: NFS4ERR_BADNAME.
+/// RENAME) and 14.5: a component name from a client. Empty or not valid
+/// UTF-8 ([`is_valid_utf8`]): NFS4ERR_INVAL; longer than a name may be:
+/// NFS4ERR_NAMETOOLONG; "." or "..", or holding '/' or NUL:
+/// NFS4ERR_BADNAME.
 pub fn check_component(name: &[u8]) -> Result<(), nfsstat4> {
-    if name.is_empty() || std::str::from_utf8(name).is_err() {
+    if name.is_empty() || !is_valid_utf8(name) {
         return Err(NFS4ERR_INVAL);
     }
     if name.len() > braid_fs::posix::MAX_NAME {
@@ -230,5 +254,50 @@ impl Compound {
         self.current = Some(fh);
         self.current_stateid = None;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn names_that_are_not_valid_utf8_are_inval() {
+        // pynfs's list (server41tests/environment.py) and a few more.
+        let bad: &[&[u8]] = &[
+            b"\xc0\xc1",
+            b"\xe0\x8a",
+            b"\xc0\xaf",
+            b"\xfc\x80\x80\x80\x80\xaf",
+            b"\xed\xa0\x80",
+            b"\xed\xbf\xbf",
+            b"\xef\xbf\xbe",
+            b"\xef\xbf\xbf",
+            b"\xef\xb7\x90",
+            b"\xf4\x8f\xbf\xbe",
+            b"\x80",
+            b"\xff",
+            b"\xc0 ",
+            b"a\xe3\xc0\xc0",
+        ];
+        for name in bad {
+            assert_eq!(check_component(name), Err(NFS4ERR_INVAL), "{name:?}");
+            assert!(!is_valid_utf8(name), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn valid_utf8_names_pass() {
+        for name in [
+            "a",
+            "caf\u{e9}",
+            "\u{65e5}\u{672c}",
+            "\u{1f600}",
+            "\u{fffd}",
+            "\u{fdcf}",
+        ] {
+            assert_eq!(check_component(name.as_bytes()), Ok(()), "{name}");
+        }
+        assert!(is_valid_utf8(b""));
     }
 }

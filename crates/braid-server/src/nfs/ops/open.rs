@@ -1,11 +1,11 @@
 //! OP_OPEN (RFC 8881 18.16): find or create the file, check the caller may
 //! read/write it, take a share reservation and an open stateid (one per
 //! open owner and file: a second OPEN upgrades it, 9.11), open the fd the
-//! I/O will use, and maybe hand out a read delegation (10.4).
+//! I/O will use, and maybe hand out a read or write delegation (10.4).
 
 use std::sync::Arc;
 
-use braid_fs::posix::{CreateMode, ObjectKind, SetAttrs};
+use braid_fs::posix::{CreateMode, Object, ObjectKind, SetAttrs};
 use braid_nfs_proto::nfs4::attr::Bitmap;
 use braid_nfs_proto::nfs4::*;
 
@@ -13,6 +13,7 @@ use crate::nfs::attrs::{cinfo, decode_settable};
 use crate::nfs::callback;
 use crate::nfs::compound::Compound;
 use crate::nfs::errors::nfs_status;
+use crate::nfs::exports::Export;
 use crate::nfs::fh::{check_component, Fh};
 use crate::nfs::state::delegations;
 use crate::nfs::state::opens::{self, OpenArgs, Refused};
@@ -248,7 +249,7 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
         access,
         want,
         reclaim,
-        (key, &granted.stateid.other),
+        (&export, &obj, &granted.stateid.other),
     );
     c.set_current(Fh::Object {
         export: export.clone(),
@@ -314,16 +315,18 @@ fn check_delegation(
 }
 
 /// RFC 8881 10.4 and 18.16.3: a read delegation for an open for reading
-/// only, when the client did not refuse one and can be called back; with a
-/// "want" in the request, a refusal says why (OPEN_DELEGATE_NONE_EXT).
+/// only, a write delegation for an open that writes, when the client did
+/// not refuse one (or ask for the other kind) and can be called back; with
+/// a "want" in the request, a refusal says why (OPEN_DELEGATE_NONE_EXT).
 fn delegation(
     c: &Compound,
     client: &Arc<crate::nfs::state::clients::Client>,
     access: u32,
     want: u32,
     reclaim: bool,
-    (key, open): ((u64, u64), &crate::nfs::state::stateids::Other),
+    (export, obj, open): (&Export, &Object, &crate::nfs::state::stateids::Other),
 ) -> open_delegation4 {
+    let key = obj.key();
     let none = |why| {
         if want == OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE {
             open_delegation4::OPEN_DELEGATE_NONE
@@ -334,30 +337,68 @@ fn delegation(
     if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
         return none(open_none_delegation4::Default(WND4_NOT_WANTED));
     }
-    if reclaim || access != OPEN4_SHARE_ACCESS_READ || want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG {
+    // The kind an open of this access may have: a write delegation only
+    // with write access (as knfsd), a read one only without (10.4: a
+    // read delegation holder does not write).
+    let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
+    let kind_refused = if write {
+        want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG
+    } else {
+        want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG
+    };
+    if reclaim || kind_refused {
         return none(open_none_delegation4::WND4_CONTENTION(false));
     }
     if !callback::reachable(&c.state, client.clientid) {
         return none(open_none_delegation4::WND4_RESOURCE(false));
     }
-    // Issue 42: nor while an SMB client may write the file.
+    // Issue 42: no read delegation while an SMB client may write the
+    // file, no write delegation while one has it open at all.
     if let Some(files) = c.state.files.get() {
-        if files.has_writers(key.0, key.1) {
+        let smb_in_the_way = if write {
+            files.has_opens(key.0, key.1)
+        } else {
+            files.has_writers(key.0, key.1)
+        };
+        if smb_in_the_way {
             return none(open_none_delegation4::WND4_CONTENTION(false));
         }
     }
-    match delegations::grant_read(&c.state.stateids, client, open) {
-        Some(stateid) => open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 {
+    let Some(stateid) = delegations::grant(&c.state.stateids, client, open, write) else {
+        return none(open_none_delegation4::WND4_CONTENTION(false));
+    };
+    // RFC 8881 10.4.1: an empty ACE: the client asks ACCESS.
+    let permissions = nfsace4 {
+        r#type: ACE4_ACCESS_ALLOWED_ACE_TYPE,
+        flag: 0,
+        access_mask: 0,
+        who: Vec::new(),
+    };
+    if !write {
+        return open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 {
             stateid,
             recall: false,
-            // RFC 8881 10.4.1: an empty ACE: the client asks ACCESS.
-            permissions: nfsace4 {
-                r#type: ACE4_ACCESS_ALLOWED_ACE_TYPE,
-                flag: 0,
-                access_mask: 0,
-                who: Vec::new(),
-            },
-        }),
-        None => none(open_none_delegation4::WND4_CONTENTION(false)),
+            permissions,
+        });
     }
+    open_delegation4::OPEN_DELEGATE_WRITE(open_write_delegation4 {
+        stateid,
+        recall: false,
+        space_limit: space_limit(export, obj),
+        permissions,
+    })
+}
+
+/// RFC 8881 10.4.1 (nfs_space_limit4): how far the client may grow the
+/// file from its cache before it must flush: the file's size now plus the
+/// space free on its file system (the server cannot promise more; knfsd
+/// sends no limit at all, u64::MAX).
+fn space_limit(export: &Export, obj: &Object) -> nfs_space_limit4 {
+    let size = export.share.getattr(obj).map(|a| a.size);
+    let free = export.share.statfs(obj).map(|s| s.bytes_avail);
+    let limit = match (size, free) {
+        (Ok(size), Ok(free)) => size.saturating_add(free),
+        _ => u64::MAX,
+    };
+    nfs_space_limit4::NFS_LIMIT_SIZE(limit)
 }

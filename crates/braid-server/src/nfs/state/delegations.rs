@@ -1,5 +1,6 @@
 //! Delegations (RFC 8881 10.4): read delegations granted on OPEN when no
-//! one else writes the file and the client can be called back; recalled
+//! one else writes the file, write delegations when no one else has it
+//! open, and only to a client that can be called back; recalled
 //! (CB_RECALL) when another client's OPEN or I/O conflicts, which waits
 //! with NFS4ERR_DELAY until DELEGRETURN, or until a lease period after the
 //! recall, when the delegation is revoked.
@@ -116,12 +117,39 @@ pub fn evict_expired(
 /// (or revoked a lease period after the recall). For other engineers'
 /// operations: `delegations::break_for_change(c, obj.key())?`.
 pub fn break_for_change(c: &Compound, key: FileKey) -> Result<(), nfsstat4> {
+    break_for_access(c, key, true)
+}
+
+/// RFC 8881 10.4.3: another client reading what a write delegation may
+/// hold back (the size or change attribute of GETATTR) recalls it (in
+/// place of CB_GETATTR, which 10.4.3 leaves to the server):
+/// Err(NFS4ERR_DELAY) until it is returned or revoked. Read delegations
+/// are left alone.
+pub fn break_for_read(c: &Compound, key: FileKey) -> Result<(), nfsstat4> {
+    // GETATTR is the commonest operation: the table's write lock only
+    // for a file someone holds a delegation of.
+    let delegated = c
+        .state
+        .stateids
+        .read()
+        .files
+        .get(&key)
+        .is_some_and(|f| !f.delegs.is_empty());
+    if !delegated {
+        return Ok(());
+    }
+    break_for_access(c, key, false)
+}
+
+/// Recall the delegations of other clients that an access (`write`: a
+/// change; else a read) conflicts with; NFS4ERR_DELAY while any stands.
+fn break_for_access(c: &Compound, key: FileKey, write: bool) -> Result<(), nfsstat4> {
     let client = session_client(c)?;
     let expire = courtesy(c);
     let recalls = {
         let mut inner = c.state.stateids.lock();
-        evict_expired(&mut inner, key, client.clientid, true, &expire);
-        conflicting(&mut inner, key, client.clientid, true, c.state.lease_time)
+        evict_expired(&mut inner, key, client.clientid, write, &expire);
+        conflicting(&mut inner, key, client.clientid, write, c.state.lease_time)
     };
     match recalls {
         None => Ok(()),
@@ -184,33 +212,55 @@ pub fn recall(c: &Compound, recalls: Vec<Recall>) {
     }
 }
 
-/// RFC 8881 10.4: after an OPEN for reading by `open_other`, a read
-/// delegation if nobody writes the file (no open for writing by anyone, no
-/// write delegation), no delegation of it is being recalled, and this
-/// client holds none on it yet.
-pub fn grant_read(
+/// RFC 8881 10.4: after an OPEN by `open_other`, a delegation of the file
+/// to its client, if nothing stands in the way. A read delegation: nobody
+/// writes the file (no open for writing by anyone, no write delegation),
+/// no delegation of it is being recalled, and this client holds none on it
+/// yet. A write delegation (`write`, for an open that writes): besides,
+/// no other client has the file open or locked and nobody holds any
+/// delegation of it (10.4: a write delegation excludes every other
+/// client's access). The caller has checked the other protocol's opens.
+pub fn grant(
     table: &StateTable,
     client: &Arc<Client>,
     open_other: &Other,
+    write: bool,
 ) -> Option<stateid4> {
     let mut inner = table.lock();
     let open = inner.states.get(open_other)?;
     let Kind::Open(o) = &open.kind else {
         return None;
     };
+    // The holder may serve reads from its cache too: only where its fd
+    // may read (a write-only open by a caller who may read has one).
+    if write && !(o.access & OPEN4_SHARE_ACCESS_WRITE != 0 && o.io.write && o.io.read) {
+        return None;
+    }
     let key = open.key;
     let io = o.io.clone();
     let (export, obj) = (open.export.clone(), open.obj.clone());
     let f = inner.files.get(&key)?;
-    let writers = f.opens.iter().any(|x| {
-        matches!(inner.states.get(x), Some(State { kind: Kind::Open(o), .. })
-            if o.access & OPEN4_SHARE_ACCESS_WRITE != 0)
-    });
-    let delegated = f.delegs.iter().any(|x| {
-        matches!(inner.states.get(x), Some(st @ State { kind: Kind::Deleg(d), .. })
-            if d.write || d.recalled.is_some() || st.clientid == client.clientid)
-    });
-    if writers || delegated || !f.locks.is_empty() {
+    let in_the_way = if write {
+        let others_open = f.opens.iter().any(|x| {
+            inner
+                .states
+                .get(x)
+                .is_none_or(|st| st.clientid != client.clientid)
+        });
+        let others_lock = f.locks.iter().any(|l| l.clientid != client.clientid);
+        others_open || others_lock || !f.delegs.is_empty()
+    } else {
+        let writers = f.opens.iter().any(|x| {
+            matches!(inner.states.get(x), Some(State { kind: Kind::Open(o), .. })
+                if o.access & OPEN4_SHARE_ACCESS_WRITE != 0)
+        });
+        let delegated = f.delegs.iter().any(|x| {
+            matches!(inner.states.get(x), Some(st @ State { kind: Kind::Deleg(d), .. })
+                if d.write || d.recalled.is_some() || st.clientid == client.clientid)
+        });
+        writers || delegated || !f.locks.is_empty()
+    };
+    if in_the_way {
         return None;
     }
     let other = table.new_other();
@@ -224,7 +274,7 @@ pub fn grant_read(
             export,
             obj,
             kind: Kind::Deleg(DelegState {
-                write: false,
+                write,
                 recalled: None,
                 revoked: false,
                 io,

@@ -1,0 +1,87 @@
+"""A second NFSv4.1 client that opens a file for reading and reads it, on
+pynfs's client library (run with cwd = a built pynfs's nfs4.1, as
+test_nfs_kernel.py does): the conflicting open that recalls another
+client's write delegation.
+
+    python3 nfs_open_read.py HOST PORT EXPORT_COMPONENT... -- FILE TIMEOUT [getattr]
+
+OPENs FILE for reading (no delegation wanted), answering NFS4ERR_DELAY by
+trying again every 0.2 s for up to TIMEOUT seconds (its own loop: pynfs's
+`compound` retries leak a slot each time they give up), then READs up to
+4096 bytes from offset 0 and CLOSEs. Prints `WAITED SECONDS DELAYS` and
+`READ HEX`, or `FAILED STATUS` and exits 1. With `getattr`, it only asks
+for FILE's size (GETATTR, retried the same way) and prints `SIZE N`
+instead of opening and reading.
+"""
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.getcwd())
+import use_local  # noqa: F401 - pynfs's path setup
+import nfs4client
+from rpc.security import AuthSys
+import nfs_ops
+from xdrdef.nfs4_const import (
+    NFS4_OK, NFS4ERR_DELAY, OPEN4_NOCREATE, FATTR4_SIZE, OPEN4_SHARE_ACCESS_READ,
+    OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE, CLAIM_NULL,
+)
+from xdrdef.nfs4_type import open_claim4, open_owner4, openflag4
+
+op = nfs_ops.NFS4ops()
+
+
+def main():
+    sep = sys.argv.index("--")
+    host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
+    name, timeout = sys.argv[sep + 1].encode(), float(sys.argv[sep + 2])
+    c = nfs4client.NFS4Client(host, port, 1)
+    c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
+    client = c.new_client(b"braid-reader-%d" % time.time_ns())
+    sess = client.create_session()
+    sess.compound([op.reclaim_complete(False)])
+    lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
+    if sys.argv[sep + 3:] == ["getattr"]:
+        asking = lookup + [op.lookup(name), op.getattr(1 << FATTR4_SIZE)]
+        started, delays = time.monotonic(), 0
+        while True:
+            res = sess.compound(asking, handle_state_errors=False)
+            if res.status != NFS4ERR_DELAY or time.monotonic() - started > timeout:
+                break
+            delays += 1
+            time.sleep(0.2)
+        if res.status != NFS4_OK:
+            print(f"FAILED {res.status}", flush=True)
+            return 1
+        print(f"WAITED {time.monotonic() - started:.2f} {delays}", flush=True)
+        print(f"SIZE {res.resarray[-1].obj_attributes[FATTR4_SIZE]}", flush=True)
+        return 0
+    opening = lookup + [
+        op.open(0, OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+                OPEN4_SHARE_DENY_NONE, open_owner4(0, b"reader"),
+                openflag4(OPEN4_NOCREATE), open_claim4(CLAIM_NULL, name)),
+        op.getfh()]
+    started, delays = time.monotonic(), 0
+    while True:
+        res = sess.compound(opening, handle_state_errors=False)
+        if res.status != NFS4ERR_DELAY or time.monotonic() - started > timeout:
+            break
+        delays += 1
+        time.sleep(0.2)
+    if res.status != NFS4_OK:
+        print(f"FAILED {res.status}", flush=True)
+        return 1
+    print(f"WAITED {time.monotonic() - started:.2f} {delays}", flush=True)
+    stateid, fh = res.resarray[-2].stateid, res.resarray[-1].object
+    res = sess.compound([op.putfh(fh), op.read(stateid, 0, 4096)])
+    if res.status != NFS4_OK:
+        print(f"FAILED {res.status}", flush=True)
+        return 1
+    print(f"READ {res.resarray[-1].switch.switch.data.hex()}", flush=True)
+    sess.compound([op.putfh(fh), op.close(0, stateid)])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
