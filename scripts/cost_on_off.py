@@ -23,8 +23,15 @@ process's utime + stime from /proc/PID/stat over the whole bench run
 divided by the operations the report counts (no warm-up: the data files
 are written by one untimed run first and reused after).
 
+With `--concurrent` the variants' runs of one repetition go at the same
+time, so that every variant meets the same load at the same moment (on a
+machine others load, one run after another can meet very different
+loads); add `twin` (ops-on in a process of its own) to the variants to
+see how far two identical servers land apart.
+
 Usage: python3 scripts/cost_on_off.py [--reps 4] [--duration 8]
-       [--protocols smb,nfs] [--json out.json]
+       [--protocols smb,nfs] [--variants ops-on,ops-off,qos-on,twin]
+       [--concurrent] [--json out.json]
 """
 
 from __future__ import annotations
@@ -37,7 +44,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "e2e"))
@@ -86,7 +92,8 @@ class Server:
         return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def bench(server: Server, proto: str, share: str, duration: float, password: str) -> dict:
+def start_bench(server: Server, proto: str, share: str, duration: float,
+                password: str) -> tuple:
     argv = [BIN, "bench", "--target", server.target(proto, share), "--profile",
             "fio-randread-4k", "--duration", str(duration), "--warmup", "0",
             "--json", "--quiet"]
@@ -94,11 +101,18 @@ def bench(server: Server, proto: str, share: str, duration: float, password: str
         argv += ["--user", USER]
     env = dict(os.environ, BRAID_PASSWORD=password)
     before = server.cpu_seconds()
-    p = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=duration + 300)
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
+    return server, argv, p, before
+
+
+def finish_bench(started: tuple, duration: float) -> dict:
+    server, argv, p, before = started
+    out, err = p.communicate(timeout=duration + 300)
     cpu = server.cpu_seconds() - before
     if p.returncode != 0:
-        raise SystemExit(f"{' '.join(argv)} failed:\n{p.stderr}\n{p.stdout[-2000:]}")
-    total = json.loads(p.stdout)["total"]
+        raise SystemExit(f"{' '.join(argv)} failed:\n{err}\n{out[-2000:]}")
+    total = json.loads(out)["total"]
     if total["errors"]:
         raise SystemExit(f"{total['errors']} errors in {' '.join(argv)}")
     return {"iops": total["iops"], "ops": total["count"], "cpu_s": cpu,
@@ -106,10 +120,17 @@ def bench(server: Server, proto: str, share: str, duration: float, password: str
             "load": os.getloadavg()[0]}
 
 
+def bench(server: Server, proto: str, share: str, duration: float, password: str) -> dict:
+    return finish_bench(start_bench(server, proto, share, duration, password), duration)
+
+
 VARIANTS = {
     "ops-on": (True, "plain"),
     "ops-off": (False, "plain"),
     "qos-on": (True, "limited"),
+    # ops-on again, in a process of its own: how far two identical servers
+    # land apart is the noise floor of the comparison.
+    "twin": (True, "plain"),
 }
 
 
@@ -118,7 +139,11 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=4)
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--protocols", default="smb,nfs")
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--variants", default="ops-on,ops-off,qos-on")
+    ap.add_argument("--concurrent", action="store_true",
+                    help="run every variant's bench at the same time in each repetition "
+                    "(they share the machine's load moment by moment; CPU/op is each "
+                    "server's own) instead of one after the other")
     ap.add_argument("--json", help="write every run here")
     ap.add_argument("--creator", help="the variant whose untimed run writes the data files "
                     "(default: a fourth server that is not measured): the server that wrote "
@@ -147,8 +172,15 @@ def main() -> None:
                 for rep in range(args.reps):
                     # A rotating order, so that no variant always runs first.
                     order = names[rep % len(names):] + names[:rep % len(names)]
-                    for name in order:
-                        r = bench(srv[name], proto, VARIANTS[name][1], args.duration, password)
+                    if args.concurrent:
+                        started = [(name, start_bench(srv[name], proto, VARIANTS[name][1],
+                                                      args.duration, password))
+                                   for name in order]
+                        done = [(name, finish_bench(st, args.duration)) for name, st in started]
+                    else:
+                        done = [(name, bench(srv[name], proto, VARIANTS[name][1], args.duration,
+                                             password)) for name in order]
+                    for name, r in done:
                         r.update(proto=proto, variant=name, rep=rep)
                         runs.append(r)
                         print(f"{proto} rep {rep} {name:8} {r['iops']:9.0f} IOPS "
@@ -163,7 +195,7 @@ def main() -> None:
     # `ops-off`, QoS against `ops-on` (metrics on in both). Ratios are the
     # medians of the per-repetition ratios (runs of one repetition are
     # minutes apart at most, so they share the machine's load).
-    baseline = {"ops-on": "ops-off", "qos-on": "ops-on"}
+    baseline = {"ops-on": "ops-off", "qos-on": "ops-on", "twin": "ops-on"}
     # Also the least CPU/op of each variant: on a machine others load, the
     # least disturbed run of each is the steadiest figure.
     print("\n| protocol | variant | runs | IOPS (median) | CPU/op µs (median) | CPU/op µs (least) |"

@@ -135,11 +135,14 @@ pub async fn run(
     // valid UTF-8 is refused before any operation runs, as nfs-ganesha
     // refuses it.
     if !crate::nfs::fh::is_valid_utf8(&args.tag) {
-        return CompoundReply::Body(encode_res(&COMPOUND4res {
-            status: NFS4ERR_INVAL,
-            tag: args.tag,
-            resarray: Vec::new(),
-        }));
+        return CompoundReply::Body(
+            encode_res(&COMPOUND4res {
+                status: NFS4ERR_INVAL,
+                tag: args.tag,
+                resarray: Vec::new(),
+            }),
+            None,
+        );
     }
     // RFC 8881 16.2.3: a compound of no operations succeeds and does
     // nothing; it needs no thread.
