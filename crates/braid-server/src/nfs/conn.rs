@@ -279,7 +279,7 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
             break "bad record";
         }
         if !placed && !decoder.in_record() {
-            match place_write(&buf) {
+            match place_write(&buf, limits.max_request() as usize) {
                 Placement::Placed(own) => {
                     buf = own;
                     placed = true;
@@ -348,12 +348,14 @@ enum Placement {
 /// lands on a page boundary: braid-fs can then write it with `O_DIRECT`
 /// straight from where it was received (`ops/write.rs`). Costs one copy of
 /// the bytes already in, which the reader keeps to a head (`PEEK`).
-fn place_write(buf: &BytesMut) -> Placement {
+/// `max_record` bounds what is allocated (the decoder has refused a larger
+/// record already; this does not rely on it).
+fn place_write(buf: &BytesMut, max_record: usize) -> Placement {
     if buf.len() < RECORD_MARK {
         return Placement::NeedMore;
     }
     let (len, last) = mark(buf);
-    if !last || len < PLACE_MIN || buf.len() >= RECORD_MARK + len {
+    if !last || len < PLACE_MIN || len > max_record || buf.len() >= RECORD_MARK + len {
         return Placement::No;
     }
     let head = &buf[RECORD_MARK..];
@@ -448,6 +450,8 @@ mod tests {
     use braid_nfs_proto::rpc::{encode_call, CallHeader, OpaqueAuth, AUTH_NONE};
     use braid_nfs_proto::xdr::{Xdr, XdrWriter};
 
+    const MAX: usize = 4 << 20;
+
     /// A record (mark included) of a SEQUENCE, PUTFH, WRITE call carrying
     /// `data`, or a READ when `data` is None.
     fn record(data: Option<&[u8]>) -> Vec<u8> {
@@ -517,11 +521,11 @@ mod tests {
         let mut decoder = RecordDecoder::new(4 << 20);
         // Only the mark and part of the head: cannot tell yet.
         let mut buf = BytesMut::from(&rec[..40]);
-        assert!(matches!(place_write(&buf), Placement::NeedMore));
+        assert!(matches!(place_write(&buf, MAX), Placement::NeedMore));
         assert_eq!(large_rest(&decoder, &buf), Some(rec.len() - 40));
         // A head and a little of the data, as the reader's peek takes it.
         buf = BytesMut::from(&rec[..RECORD_MARK + PEEK]);
-        let Placement::Placed(mut own) = place_write(&buf) else {
+        let Placement::Placed(mut own) = place_write(&buf, MAX) else {
             panic!("a large WRITE is placed");
         };
         assert!(own.capacity() - own.len() >= rec.len() - own.len());
@@ -538,7 +542,7 @@ mod tests {
         // A small WRITE.
         let small = record(Some(&[7; 512]));
         assert!(matches!(
-            place_write(&BytesMut::from(&small[..100])),
+            place_write(&BytesMut::from(&small[..100]), MAX),
             Placement::No
         ));
         // A READ, with a (lying) large mark: not a write.
@@ -546,13 +550,17 @@ mod tests {
         read[..4].copy_from_slice(&record_mark(PLACE_MIN * 4, true));
         read.resize(RECORD_MARK + PEEK, 0);
         assert!(matches!(
-            place_write(&BytesMut::from(&read[..])),
+            place_write(&BytesMut::from(&read[..]), MAX),
             Placement::No
         ));
+        // A record over the limit is never allocated for.
+        let big = record(Some(&vec![1; PLACE_MIN]));
+        let head = BytesMut::from(&big[..RECORD_MARK + PEEK]);
+        assert!(matches!(place_write(&head, PLACE_MIN / 2), Placement::No));
         // A large WRITE already whole needs no placing.
         let whole = record(Some(&vec![1; PLACE_MIN]));
         let buf = BytesMut::from(&whole[..]);
-        assert!(matches!(place_write(&buf), Placement::No));
+        assert!(matches!(place_write(&buf, MAX), Placement::No));
         assert_eq!(large_rest(&RecordDecoder::new(4 << 20), &buf), None);
     }
 }
