@@ -21,28 +21,6 @@ pub fn read_into_vec(
         .map_err(std::io::Error::from_raw_os_error)
 }
 
-/// As [`read_into_vec`], but only from the page cache (preadv2 with
-/// RWF_NOWAIT, which never waits for the disk): `Ok(None)` when some of the
-/// range is not cached (or the file system cannot say), `buf` unchanged.
-/// Cheap enough to run on an async task; the caller falls back to
-/// [`read_into_vec`] on a blocking thread.
-pub fn read_cached_into_vec(
-    file: &File,
-    buf: &mut Vec<u8>,
-    len: usize,
-    offset: u64,
-) -> std::io::Result<Option<usize>> {
-    let before = buf.len();
-    match crate::sys::pread_spare(file.as_raw_fd(), buf, len, offset, libc::RWF_NOWAIT) {
-        Ok(n) => Ok(Some(n)),
-        Err(libc::EAGAIN | libc::EOPNOTSUPP | libc::ENOSYS) => {
-            buf.truncate(before);
-            Ok(None)
-        }
-        Err(e) => Err(std::io::Error::from_raw_os_error(e)),
-    }
-}
-
 impl PosixShare {
     /// A real fd (not O_PATH) for I/O on a regular file, reopened through
     /// `/proc/self/fd/N` of the object's O_PATH fd (an O_PATH fd cannot be
