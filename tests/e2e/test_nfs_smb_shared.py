@@ -21,6 +21,7 @@ Braid only: Samba and nfs-ganesha each serve one of the two protocols.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 import smbclient
@@ -164,3 +165,51 @@ def test_nfs_rename_and_delete_are_seen_by_smb(smb, nfs, d):
         smbclient.stat(smb.path("new.txt"), **smb.kw)
     assert e.value.ntstatus == NtStatus.STATUS_OBJECT_NAME_NOT_FOUND
     assert smbclient.listdir(smb.path(), **smb.kw) == []
+
+
+# ---- large aligned NFS WRITEs (O_DIRECT) ---------------------------------------
+
+
+def cached_bytes(path) -> int:
+    """Bytes of the file in the host's page cache (util-linux fincore)."""
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+                         check=True, capture_output=True, text=True).stdout
+    return int(out.split()[0])
+
+
+def test_large_aligned_nfs_writes_skip_the_page_cache_and_read_back(both, smb, nfs, raw, d):
+    """1 MiB WRITEs at 1 MiB offsets go to the disk with O_DIRECT (the
+    reader places their data on a page; ops/write.rs): none of the file is
+    in the page cache after them (but what the client sends unaligned). Both protocols read back what was
+    written, also after small (buffered) overwrites and a direct rewrite
+    of a range the reads had cached."""
+    mib = 2**20
+    data = bytearray(os.urandom(4 * mib))
+    host = both[0].share_dir / d / "direct.bin"
+    with nfs.open(f"{d}/direct.bin", "wb") as f:
+        for i in range(4):
+            f.write_at(bytes(data[i * mib:(i + 1) * mib]), i * mib)
+    # nfs-rs leaves a page or so of each write to the buffered path
+    # (16 KiB of the 4 MiB here); buffered writes would leave all of it.
+    assert cached_bytes(host) < mib // 4
+    assert smb.read("direct.bin") == data
+    assert nfs_read(nfs, f"{d}/direct.bin") == data
+    assert cached_bytes(host) == len(data)
+
+    # A small overwrite goes through the page cache; a 1 MiB rewrite of the
+    # cached range after it must replace it there too.
+    # (A raw SMB open sharing all: its reads go to the server as they are.)
+    reader = smb_open(raw, f"{d}\\direct.bin", READ, SHARE_ALL)
+    try:
+        with nfs.open(f"{d}/direct.bin", "r+b") as f:
+            f.write_at(b"small", mib + 3)
+            data[mib + 3:mib + 8] = b"small"
+            assert reader.read(mib, 20) == data[mib:mib + 20]
+            fresh = os.urandom(mib)
+            f.write_at(fresh, 2 * mib)
+            data[2 * mib:3 * mib] = fresh
+            assert reader.read(2 * mib - 10, 20) == data[2 * mib - 10:2 * mib + 10]
+    finally:
+        reader.close()
+    assert smb.read("direct.bin") == data
+    assert nfs_read(nfs, f"{d}/direct.bin") == data

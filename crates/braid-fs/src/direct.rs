@@ -24,7 +24,7 @@ use crate::uring::WriteBuf;
 
 /// Writes smaller than this stay buffered: they are cheap to copy, and a
 /// small direct write would wait for the device.
-pub(crate) const DIRECT_WRITE_MIN: usize = 128 * 1024;
+pub const DIRECT_WRITE_MIN: usize = 128 * 1024;
 
 /// A second descriptor of an open file, opened with `O_DIRECT`, and the
 /// alignment the file system requires of it.
@@ -35,9 +35,10 @@ struct DirectFd {
 }
 
 /// Per open: the direct descriptor, opened on the first large write that
-/// could use it (most opens never write that much).
+/// could use it (most opens never write that much). SMB opens keep one in
+/// their [`OpenHandle`]; the NFS server keeps one beside each open's fd.
 #[derive(Default)]
-pub(crate) struct DirectWriter {
+pub struct DirectWriter {
     direct: OnceLock<Option<DirectFd>>,
 }
 
@@ -60,8 +61,10 @@ impl DirectWriter {
     }
 
     /// Write `data` at `offset` through the direct descriptor when it
-    /// qualifies; `None` means the caller writes it buffered.
-    pub(crate) fn try_write(
+    /// qualifies; `None` means the caller writes it buffered (on
+    /// `buffered_fd`, the open's own descriptor, whose access mode and
+    /// sync flags the direct one copies).
+    pub fn try_write(
         &self,
         buffered_fd: RawFd,
         offset: u64,

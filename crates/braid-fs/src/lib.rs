@@ -63,6 +63,7 @@ mod uring;
 mod veto_delete;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use direct::{DirectWriter, DIRECT_WRITE_MIN};
 pub use error::{FsError, FsResult};
 pub use handle::OpenHandle;
 pub use mac_listing::MacEntryInfo;

@@ -310,7 +310,7 @@ pub(crate) fn pread_into_vec_nowait(
 
 /// Read into `buf`'s spare capacity; its length grows only on success.
 /// Errors are errnos.
-fn pread_spare(
+pub(crate) fn pread_spare(
     fd: RawFd,
     buf: &mut Vec<u8>,
     len: usize,

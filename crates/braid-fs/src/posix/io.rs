@@ -8,6 +8,19 @@ use super::cred::{self, MAY_READ, MAY_WRITE};
 use super::types::*;
 use super::{sys, Object, PosixShare};
 
+/// Positioned read of up to `len` bytes at `offset`, appended to `buf`
+/// without zero-filling it first (a 1 MiB READ would otherwise memset
+/// 1 MiB the kernel then overwrites). Stops early only at end of file.
+pub fn read_into_vec(
+    file: &File,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: u64,
+) -> std::io::Result<usize> {
+    crate::sys::pread_spare(file.as_raw_fd(), buf, len, offset, 0)
+        .map_err(std::io::Error::from_raw_os_error)
+}
+
 impl PosixShare {
     /// A real fd (not O_PATH) for I/O on a regular file, reopened through
     /// `/proc/self/fd/N` of the object's O_PATH fd (an O_PATH fd cannot be

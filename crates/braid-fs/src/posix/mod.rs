@@ -35,6 +35,7 @@ use std::sync::Arc;
 
 pub use cred::{current_fsgid, current_fsuid};
 pub use handle::MAX_HANDLE;
+pub use io::read_into_vec;
 pub use object::Object;
 pub use types::*;
 pub use xattr::{XattrSet, XATTR_NAME_MAX, XATTR_SIZE_MAX};

@@ -199,6 +199,10 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
     let request_budget = Arc::new(Semaphore::new(REQUEST_BUDGET_KIB as usize));
     let mut decoder = RecordDecoder::new(limits.max_request() as usize);
     let mut buf = BytesMut::with_capacity(256 * 1024);
+    // `buf` is a large WRITE's own buffer (`place_write`), and whether the
+    // next read should take only a record's head.
+    let mut placed = false;
+    let mut peek_next = false;
     // When the record now arriving began: it must be whole within
     // record_timeout (a trickle of one byte a minute does not keep a
     // connection for ever).
@@ -219,7 +223,17 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
             // An idle connection may stay as long as a lease is kept.
             state.lease_time * 4
         };
-        match tokio::time::timeout(wait, rd.read_buf(&mut buf)).await {
+        // A large record is read exactly to its end, and after one the
+        // next read takes only a head: if that is a large WRITE too, its
+        // rest is read straight into a buffer of its own (`place_write`)
+        // without first passing through this one.
+        let limit = match large_rest(&decoder, &buf) {
+            Some(rest) => rest,
+            None if peek_next => (RECORD_MARK + PEEK).saturating_sub(buf.len()).max(1),
+            None => usize::MAX,
+        };
+        let mut limited = (&mut rd).take(limit as u64);
+        match tokio::time::timeout(wait, limited.read_buf(&mut buf)).await {
             // The connection a client keeps for callbacks may be idle for
             // as long as it likes.
             Err(_) if !in_record && state.sessions.is_back_bound(conn.id) => continue,
@@ -235,6 +249,8 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
             match decoder.decode(&mut buf) {
                 Ok(Some(record)) => {
                     record_began = None;
+                    placed = false;
+                    peek_next = record.len() >= PLACE_MIN;
                     if record.len() >= 8 && (&record[4..8]).get_u32() == 1 {
                         // msg_type REPLY: an answer to one of our callbacks.
                         conn.deliver_reply((&record[..4]).get_u32(), record);
@@ -275,7 +291,20 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
             info!(%peer, "NFS connection closed: {e}");
             break "bad record";
         }
-        if buf.capacity() - buf.len() < 64 * 1024 {
+        if !placed && !decoder.in_record() {
+            match place_write(&buf, limits.max_request() as usize) {
+                Placement::Placed(own) => {
+                    buf = own;
+                    placed = true;
+                }
+                Placement::NeedMore => {}
+                Placement::No => peek_next = false,
+            }
+        }
+        // A placed record's buffer has room for exactly the record: growing
+        // it could move it off its alignment.
+        let spare = buf.capacity() - buf.len();
+        if !placed && spare < 64 * 1024 {
             buf.reserve(decoder.wanted(&buf).max(256 * 1024));
         }
     };
@@ -286,6 +315,77 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
     drop(conn);
     // The writer ends when the last sender (tasks still running) is gone.
     let _ = writer.await;
+}
+
+/// RFC 5531 11: the record mark before each fragment.
+const RECORD_MARK: usize = 4;
+/// Records at least this large are read to their end exactly, and WRITEs
+/// among them get a buffer of their own with the data on a page: the size
+/// from which braid-fs writes directly (`write.rs`).
+const PLACE_MIN: usize = braid_fs::DIRECT_WRITE_MIN;
+/// What is read of a record's head to find where its WRITE data begins: a
+/// WRITE compound's head is a few hundred bytes (an AUTH_SYS credential is
+/// at most 400, a file handle 128).
+const PEEK: usize = 1024;
+const PAGE: usize = 4096;
+
+/// The bytes of the large single-fragment record `buf` begins with that
+/// are still to come; None if it holds no such record, or all of it.
+fn large_rest(decoder: &RecordDecoder, buf: &BytesMut) -> Option<usize> {
+    if decoder.in_record() || buf.len() < RECORD_MARK {
+        return None;
+    }
+    let (len, last) = mark(buf);
+    let rest = (RECORD_MARK + len).checked_sub(buf.len())?;
+    (last && len >= PLACE_MIN && rest > 0).then_some(rest)
+}
+
+fn mark(buf: &[u8]) -> (usize, bool) {
+    let m = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+    ((m & 0x7fff_ffff) as usize, m & 0x8000_0000 != 0)
+}
+
+enum Placement {
+    /// The same bytes in a buffer with room for the whole record, placed so
+    /// that the WRITE's data will begin on a page.
+    Placed(BytesMut),
+    /// Too little of the record's head is in to tell.
+    NeedMore,
+    /// Not the start of a large WRITE record (or already whole).
+    No,
+}
+
+/// If `buf` holds the start of a large single-fragment record that is a
+/// WRITE compound (braid-nfs-proto `write_peek`), a new buffer for the
+/// whole record holding what arrived of it, placed so that the WRITE's data
+/// lands on a page boundary: braid-fs can then write it with `O_DIRECT`
+/// straight from where it was received (`ops/write.rs`). Costs one copy of
+/// the bytes already in, which the reader keeps to a head (`PEEK`).
+/// `max_record` bounds what is allocated (the decoder has refused a larger
+/// record already; this does not rely on it).
+fn place_write(buf: &BytesMut, max_record: usize) -> Placement {
+    if buf.len() < RECORD_MARK {
+        return Placement::NeedMore;
+    }
+    let (len, last) = mark(buf);
+    if !last || len < PLACE_MIN || len > max_record || buf.len() >= RECORD_MARK + len {
+        return Placement::No;
+    }
+    let head = &buf[RECORD_MARK..];
+    let at = match braid_nfs_proto::write_peek::write_data_offset(head) {
+        Some((at, data_len)) if at.saturating_add(data_len) <= len => at,
+        Some(_) => return Placement::No,
+        None if head.len() < PEEK => return Placement::NeedMore,
+        None => return Placement::No,
+    };
+    let mut own = BytesMut::with_capacity(PAGE + RECORD_MARK + len);
+    let data_at = own.as_ptr() as usize + RECORD_MARK + at;
+    let pad = (PAGE - data_at % PAGE) % PAGE;
+    own.resize(pad, 0);
+    // The padding goes; the buffer keeps its place in the allocation.
+    drop(own.split_to(pad));
+    own.extend_from_slice(buf);
+    Placement::Placed(own)
 }
 
 /// Up to this many replies go out in one vectored write.
@@ -355,4 +455,126 @@ async fn write_all_vectored(
     }
     segments.clear();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_nfs_proto::nfs4::*;
+    use braid_nfs_proto::rpc::{encode_call, CallHeader, OpaqueAuth, AUTH_NONE};
+    use braid_nfs_proto::xdr::{Xdr, XdrWriter};
+
+    const MAX: usize = 4 << 20;
+
+    /// A record (mark included) of a SEQUENCE, PUTFH, WRITE call carrying
+    /// `data`, or a READ when `data` is None.
+    fn record(data: Option<&[u8]>) -> Vec<u8> {
+        let io = match data {
+            Some(d) => nfs_argop4::OP_WRITE(WRITE4args {
+                stateid: stateid4 {
+                    seqid: 1,
+                    other: [3; 12],
+                },
+                offset: 0,
+                stable: UNSTABLE4,
+                data: Bytes::copy_from_slice(d),
+            }),
+            None => nfs_argop4::OP_READ(READ4args {
+                stateid: stateid4 {
+                    seqid: 1,
+                    other: [3; 12],
+                },
+                offset: 0,
+                count: 1 << 20,
+            }),
+        };
+        let mut w = XdrWriter::with_capacity(256);
+        let none = OpaqueAuth {
+            flavor: AUTH_NONE,
+            body: Vec::new(),
+        };
+        encode_call(
+            &mut w,
+            &CallHeader {
+                xid: 1,
+                prog: braid_nfs_proto::rpc::NFS4_PROGRAM,
+                vers: braid_nfs_proto::rpc::NFS_V4,
+                proc_: 1,
+                cred: none.clone(),
+                verf: none,
+            },
+        );
+        COMPOUND4args {
+            tag: b"t".to_vec(),
+            minorversion: 1,
+            argarray: vec![
+                nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+                    sa_sessionid: [1; 16],
+                    sa_sequenceid: 1,
+                    sa_slotid: 0,
+                    sa_highest_slotid: 0,
+                    sa_cachethis: false,
+                }),
+                nfs_argop4::OP_PUTFH(PUTFH4args {
+                    object: vec![2; 40],
+                }),
+                io,
+            ],
+        }
+        .encode(&mut w);
+        let body: Vec<u8> = w.into_segments().iter().flat_map(|s| s.to_vec()).collect();
+        let mut rec = record_mark(body.len(), true).to_vec();
+        rec.extend_from_slice(&body);
+        rec
+    }
+
+    #[test]
+    fn a_large_write_is_placed_with_its_data_on_a_page_and_decodes_whole() {
+        let data: Vec<u8> = (0..PLACE_MIN * 2).map(|i| (i % 253) as u8).collect();
+        let rec = record(Some(&data));
+        let mut decoder = RecordDecoder::new(4 << 20);
+        // Only the mark and part of the head: cannot tell yet.
+        let mut buf = BytesMut::from(&rec[..40]);
+        assert!(matches!(place_write(&buf, MAX), Placement::NeedMore));
+        assert_eq!(large_rest(&decoder, &buf), Some(rec.len() - 40));
+        // A head and a little of the data, as the reader's peek takes it.
+        buf = BytesMut::from(&rec[..RECORD_MARK + PEEK]);
+        let Placement::Placed(mut own) = place_write(&buf, MAX) else {
+            panic!("a large WRITE is placed");
+        };
+        assert!(own.capacity() - own.len() >= rec.len() - own.len());
+        own.extend_from_slice(&rec[RECORD_MARK + PEEK..]);
+        let whole = decoder.decode(&mut own).unwrap().expect("the whole record");
+        assert_eq!(whole.len(), rec.len() - RECORD_MARK);
+        let (at, len) = braid_nfs_proto::write_peek::write_data_offset(&whole).unwrap();
+        assert_eq!(&whole[at..at + len], &data[..]);
+        assert_eq!(whole[at..].as_ptr() as usize % PAGE, 0);
+    }
+
+    #[test]
+    fn small_whole_and_other_records_are_left_where_they_are() {
+        // A small WRITE.
+        let small = record(Some(&[7; 512]));
+        assert!(matches!(
+            place_write(&BytesMut::from(&small[..100]), MAX),
+            Placement::No
+        ));
+        // A READ, with a (lying) large mark: not a write.
+        let mut read = record(None);
+        read[..4].copy_from_slice(&record_mark(PLACE_MIN * 4, true));
+        read.resize(RECORD_MARK + PEEK, 0);
+        assert!(matches!(
+            place_write(&BytesMut::from(&read[..]), MAX),
+            Placement::No
+        ));
+        // A record over the limit is never allocated for.
+        let big = record(Some(&vec![1; PLACE_MIN]));
+        let head = BytesMut::from(&big[..RECORD_MARK + PEEK]);
+        assert!(matches!(place_write(&head, PLACE_MIN / 2), Placement::No));
+        // A large WRITE already whole needs no placing.
+        let whole = record(Some(&vec![1; PLACE_MIN]));
+        let buf = BytesMut::from(&whole[..]);
+        assert!(matches!(place_write(&buf, MAX), Placement::No));
+        assert_eq!(large_rest(&RecordDecoder::new(4 << 20), &buf), None);
+    }
 }

@@ -19,6 +19,9 @@ pub struct Export {
     pub path: PathBuf,
     pub share: PosixShare,
     pub options: NfsExportOptions,
+    /// The share's `direct_writes`: large aligned WRITEs bypass the page
+    /// cache (braid-fs `direct.rs`), as SMB's do.
+    pub direct_writes: bool,
 }
 
 #[derive(Default)]
@@ -102,7 +105,13 @@ impl Exports {
                 ));
             }
             let export = match old.by_name.get(&share.name) {
-                Some(e) if e.path == share.path && e.options == share.nfs => e.clone(),
+                Some(e)
+                    if e.path == share.path
+                        && e.options == share.nfs
+                        && e.direct_writes == share.direct_writes =>
+                {
+                    e.clone()
+                }
                 _ => {
                     let posix = PosixShare::new(&share.path, id, self.key).map_err(|e| {
                         format!(
@@ -117,6 +126,7 @@ impl Exports {
                         path: share.path.clone(),
                         share: posix,
                         options: share.nfs.clone(),
+                        direct_writes: share.direct_writes,
                     })
                 }
             };

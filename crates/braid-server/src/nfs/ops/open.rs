@@ -201,19 +201,15 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
             None
         };
         let io = match rw {
-            Some(file) => IoFile {
-                file,
-                read: true,
-                write: true,
-            },
-            None => IoFile {
-                file: export
+            Some(file) => IoFile::new(file, true, true),
+            None => IoFile::new(
+                export
                     .share
                     .open_file(&cred, &obj, want_read, want_write, created)
                     .map_err(|e| nfs_status(&e))?,
-                read: want_read,
-                write: want_write,
-            },
+                want_read,
+                want_write,
+            ),
         };
         Some(io)
     };

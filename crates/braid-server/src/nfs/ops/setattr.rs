@@ -38,7 +38,7 @@ fn setattr(c: &mut Compound, a: &SETATTR4args) -> Result<bitmap4, nfsstat4> {
         if let IoTarget::File(file) = check_io_stateid(c, &obj, &a.stateid, true)? {
             // The open allows writing: truncate through it, as knfsd does,
             // so a file created read-only by its opener can still be sized.
-            file.set_len(size).map_err(|e| io_status(&e))?;
+            file.file.set_len(size).map_err(|e| io_status(&e))?;
             want.set.size = None;
         }
     }

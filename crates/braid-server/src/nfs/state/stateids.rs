@@ -114,6 +114,20 @@ pub struct IoFile {
     pub file: Arc<File>,
     pub read: bool,
     pub write: bool,
+    /// The `O_DIRECT` descriptor large aligned WRITEs go through, opened
+    /// on the first one (braid-fs `direct.rs`).
+    pub direct: Arc<braid_fs::DirectWriter>,
+}
+
+impl IoFile {
+    pub fn new(file: Arc<File>, read: bool, write: bool) -> IoFile {
+        IoFile {
+            file,
+            read,
+            write,
+            direct: Arc::default(),
+        }
+    }
 }
 
 /// One byte-range lock (RFC 8881 9.5): [start, end] inclusive.
@@ -428,7 +442,7 @@ impl Inner {
 pub enum IoTarget {
     /// The fd of the open (or the open behind a lock or delegation
     /// stateid), which allows the access asked for.
-    File(Arc<File>),
+    File(IoFile),
     /// A special stateid, or a state whose fd does not allow the access
     /// asked for though the state does (a write-only open read from): the
     /// caller opens the file as the client for this one request.
@@ -485,7 +499,7 @@ pub fn check_io_stateid(
         };
         let fits = if write { io.write } else { io.read };
         return Ok(if fits {
-            IoTarget::File(io.file.clone())
+            IoTarget::File(io.clone())
         } else {
             IoTarget::OpenAsCaller
         });
@@ -544,7 +558,7 @@ pub fn io_file(
     write: bool,
 ) -> Result<Arc<File>, nfsstat4> {
     match check_io_stateid(c, obj, stateid, write)? {
-        IoTarget::File(f) => Ok(f),
+        IoTarget::File(f) => Ok(f.file),
         IoTarget::OpenAsCaller => {
             let cred = c.credentials(export);
             export
