@@ -32,6 +32,24 @@ from xdrdef.nfs4_type import open_claim4, open_owner4, openflag4
 op = nfs_ops.NFS4ops()
 
 
+def until_not_delayed(sess, ops, timeout: float):
+    """The compound's result once it is not NFS4ERR_DELAY (tried every
+    0.2 s for up to `timeout` s), after printing `WAITED SECONDS DELAYS`;
+    None, after printing `FAILED STATUS`, if it did not succeed."""
+    started, delays = time.monotonic(), 0
+    while True:
+        res = sess.compound(ops, handle_state_errors=False)
+        if res.status != NFS4ERR_DELAY or time.monotonic() - started > timeout:
+            break
+        delays += 1
+        time.sleep(0.2)
+    if res.status != NFS4_OK:
+        print(f"FAILED {res.status}", flush=True)
+        return None
+    print(f"WAITED {time.monotonic() - started:.2f} {delays}", flush=True)
+    return res
+
+
 def main():
     sep = sys.argv.index("--")
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
@@ -43,18 +61,10 @@ def main():
     sess.compound([op.reclaim_complete(False)])
     lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
     if sys.argv[sep + 3:] == ["getattr"]:
-        asking = lookup + [op.lookup(name), op.getattr(1 << FATTR4_SIZE)]
-        started, delays = time.monotonic(), 0
-        while True:
-            res = sess.compound(asking, handle_state_errors=False)
-            if res.status != NFS4ERR_DELAY or time.monotonic() - started > timeout:
-                break
-            delays += 1
-            time.sleep(0.2)
-        if res.status != NFS4_OK:
-            print(f"FAILED {res.status}", flush=True)
+        res = until_not_delayed(sess, lookup + [op.lookup(name), op.getattr(1 << FATTR4_SIZE)],
+                                timeout)
+        if res is None:
             return 1
-        print(f"WAITED {time.monotonic() - started:.2f} {delays}", flush=True)
         print(f"SIZE {res.resarray[-1].obj_attributes[FATTR4_SIZE]}", flush=True)
         return 0
     opening = lookup + [
@@ -62,17 +72,9 @@ def main():
                 OPEN4_SHARE_DENY_NONE, open_owner4(0, b"reader"),
                 openflag4(OPEN4_NOCREATE), open_claim4(CLAIM_NULL, name)),
         op.getfh()]
-    started, delays = time.monotonic(), 0
-    while True:
-        res = sess.compound(opening, handle_state_errors=False)
-        if res.status != NFS4ERR_DELAY or time.monotonic() - started > timeout:
-            break
-        delays += 1
-        time.sleep(0.2)
-    if res.status != NFS4_OK:
-        print(f"FAILED {res.status}", flush=True)
+    res = until_not_delayed(sess, opening, timeout)
+    if res is None:
         return 1
-    print(f"WAITED {time.monotonic() - started:.2f} {delays}", flush=True)
     stateid, fh = res.resarray[-2].stateid, res.resarray[-1].object
     res = sess.compound([op.putfh(fh), op.read(stateid, 0, 4096)])
     if res.status != NFS4_OK:

@@ -138,12 +138,7 @@ def test_smb_writer_recalls_an_nfs_read_delegation_and_waits(both, pynfs_tree):
     smb, nfs = both
     name = f"d-{uuid.uuid4().hex[:12]}"
     delay = 1.5
-    components = [p for p in nfs.export.split("/") if p]
-    proc = subprocess.Popen(
-        [run_pynfs.PYTHON, str(HERE / "nfs_deleg_client.py"), nfs.host, str(nfs.port),
-         *components, "--", name, str(delay)],
-        cwd=pynfs_tree / "nfs4.1", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+    proc = deleg_client(nfs, pynfs_tree, name, delay)
     try:
         expect_line(proc, "DELEGATED")
         servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
@@ -176,12 +171,7 @@ def test_no_nfs_read_delegation_while_smb_may_write(both, pynfs_tree):
     raw = RawClient(smb)
     try:
         op = raw.open(name, WRITE)
-        components = [p for p in nfs.export.split("/") if p]
-        proc = subprocess.Popen(
-            [run_pynfs.PYTHON, str(HERE / "nfs_deleg_client.py"), nfs.host, str(nfs.port),
-             *components, "--", name, "0"],
-            cwd=pynfs_tree / "nfs4.1", stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+        proc = deleg_client(nfs, pynfs_tree, name, 0, stdin=subprocess.DEVNULL)
         expect_line(proc, "NO DELEGATION")
         proc.wait(10)
         op.close()
