@@ -118,22 +118,6 @@ def test_another_nfs_clients_getattr_of_size_recalls_a_write_delegation(both, py
         holder.wait(10)
 
 
-def test_no_nfs_write_delegation_while_smb_has_the_file_open(both, pynfs_tree):
-    smb, nfs = both
-    name = f"r-{uuid.uuid4().hex[:12]}"
-    (smb.share_dir / name).write_bytes(b"x")
-    servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
-    raw = RawClient(smb)
-    try:
-        op = raw.open(name, READ)
-        proc = deleg_client(nfs, pynfs_tree, name, 0, "write", stdin=subprocess.DEVNULL)
-        expect_line(proc, "NO DELEGATION")
-        proc.wait(10)
-        op.close()
-    finally:
-        raw.close()
-
-
 def test_smb_writer_recalls_an_nfs_read_delegation_and_waits(both, pynfs_tree):
     smb, nfs = both
     name = f"d-{uuid.uuid4().hex[:12]}"
@@ -163,15 +147,19 @@ def test_smb_writer_recalls_an_nfs_read_delegation_and_waits(both, pynfs_tree):
         proc.wait(10)
 
 
-def test_no_nfs_read_delegation_while_smb_may_write(both, pynfs_tree):
+@pytest.mark.parametrize("smb_access,nfs_mode", [("write", "read"), ("read", "write")])
+def test_no_nfs_delegation_while_an_smb_open_conflicts(both, pynfs_tree, smb_access, nfs_mode):
+    """No read delegation while SMB may write the file, and no write
+    delegation while SMB has it open at all."""
     smb, nfs = both
-    name = f"w-{uuid.uuid4().hex[:12]}"
+    name = f"{smb_access[0]}-{uuid.uuid4().hex[:12]}"
     (smb.share_dir / name).write_bytes(b"x")
     servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
     raw = RawClient(smb)
     try:
-        op = raw.open(name, WRITE)
-        proc = deleg_client(nfs, pynfs_tree, name, 0, stdin=subprocess.DEVNULL)
+        op = raw.open(name, WRITE if smb_access == "write" else READ)
+        mode = ["write"] if nfs_mode == "write" else []
+        proc = deleg_client(nfs, pynfs_tree, name, 0, *mode, stdin=subprocess.DEVNULL)
         expect_line(proc, "NO DELEGATION")
         proc.wait(10)
         op.close()
