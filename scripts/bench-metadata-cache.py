@@ -5,7 +5,8 @@
         [--threads 8,64] [--big 100000] [--only smb|nfs] [--no-peers]
 
 One build (BIN, default target/release/braid) serves four fresh shares in
-four processes: SMB with the cache off and on (`--metadata-cache`), NFS
+four processes: SMB with the cache off and on (`--no-metadata-cache`,
+`--metadata-cache`), NFS
 with it off and on; Samba and nfs-ganesha serve two more (tests/e2e/
 servers.py, loopback, private configs). Every share is a directory of the
 same file system (under --base, default /var/tmp).
@@ -88,7 +89,9 @@ def main() -> int:
                 # that nothing it caches or watches sees the population.
                 populate(share / "big" / "md0", a.big, (os.stat(base).st_uid, os.stat(base).st_gid))
                 (share / "small" / "md0").mkdir(parents=True)
-            os.environ["BRAID_EXTRA_ARGS"] = (saved + " --metadata-cache") if name.endswith("-on") else saved
+            # Both ways explicitly: the cache is on by default.
+            flag = " --metadata-cache" if name.endswith("-on") else " --no-metadata-cache"
+            os.environ["BRAID_EXTRA_ARGS"] = saved + flag
             proto, target = name.split("-")[0], name.split("-")[1]
             if proto == "smb":
                 srv[name] = servers.start(target, share, d / "w")

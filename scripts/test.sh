@@ -17,7 +17,9 @@
 #   3. the end-to-end suites (tests/e2e, pytest) against target/release/braid,
 #      failing on any skip tests/e2e/allowed-skips.txt does not list for the target,
 #      NFS ones (test_nfs_*.py: the kernel's NFSv4.1 client in the VM) included
-#   4. the smbtorture conformance list (tests/conformance) against it
+#   4. the smbtorture conformance list (tests/conformance) against it, and
+#      its smb2.create and smb2.rename suites again with the metadata cache
+#      off (--no-metadata-cache; it is on by default)
 #   5. the pynfs NFSv4.1 conformance list (tests/conformance/pynfs.txt) and the
 #      NFSv4.2 list (pynfs-42.txt, Braid only) against
 #      it (about 7 minutes for the full list); pynfs is not packaged: it is
@@ -319,6 +321,27 @@ EOF
             echo "smbtorture: runner exited $rc (see $LOGS/smbtorture-results.txt)"
         fi
         record smbtorture "$sp" "$sf" $((SECONDS - t0)) "$ss"
+        if [ "$TARGET" = braid ]; then
+            # The lists run with the metadata cache on (the default); the
+            # suites that exercise name lookups most run with it off too.
+            say "smbtorture-cache-off: smb2.create and smb2.rename, --no-metadata-cache"
+            t0=$SECONDS
+            cp=0 cf=0
+            for f in smb2.create smb2.rename; do
+                BRAID_EXTRA_ARGS="${BRAID_EXTRA_ARGS:-} --no-metadata-cache" \
+                    timeout --kill-after=30 600 python3 tests/conformance/run_smbtorture.py \
+                    --start braid --no-one-run --filter "$f" \
+                    --log "$LOGS/smbtorture-cache-off-$f.log" >"$LOGS/smbtorture-cache-off-$f.txt" 2>&1
+                rc=$?
+                grep -v '^PASS ' "$LOGS/smbtorture-cache-off-$f.txt"
+                read -r sp sf < <(sed -nE 's/^smbtorture: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' \
+                    "$LOGS/smbtorture-cache-off-$f.txt" | tail -n 1)
+                sp=${sp:-0} sf=${sf:-0}
+                [ $rc -ne 0 ] && [ "$sf" -eq 0 ] && sf=1
+                cp=$((cp + sp)) cf=$((cf + sf))
+            done
+            record smbtorture-cache-off "$cp" "$cf" $((SECONDS - t0))
+        fi
     fi
 
     # pynfs: the NFSv4.1 conformance list (tests/conformance/pynfs.txt),

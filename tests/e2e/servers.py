@@ -334,6 +334,7 @@ def start_braid_with_config(workdir: Path, config: str,
     argv = [str(BRAID_BIN), "serve", "--config", str(path)]
     for user, password in users.items():
         argv += ["--user", f"{user}:{password}"]
+    argv += os.environ.get("BRAID_EXTRA_ARGS", "").split()
     log = workdir / "braid.log"
     proc = _spawn(argv, log, workdir)
     wait_until_accepting("127.0.0.1", port, proc, log)
@@ -758,6 +759,7 @@ def start_braid_smb_nfs(share_dir: Path, workdir: Path,
     argv = [str(BRAID_BIN), "serve", "--config", str(config),
             "--listen", f"127.0.0.1:{port}", "--nfs-listen", f"127.0.0.1:{nfs_port}",
             "--user", f"{DEFAULT_USER}:{password}", "--admin-listen", admin]
+    argv += os.environ.get("BRAID_EXTRA_ARGS", "").split()
     proc = _spawn(argv, log_path, workdir)
     wait_until_accepting("127.0.0.1", port, proc, log_path)
     _wait_for_nfs("127.0.0.1", nfs_port, proc, log_path)

@@ -54,8 +54,10 @@ FILE_READ_ATTRIBUTES, DELETE = 0x80, 0x10000
 READ_WRITE = 0x1 | 0x2 | FILE_READ_ATTRIBUTES
 
 
-def start(base: Path, broken: bool):
-    """Braid serving base/share over SMB and NFS with the cache on."""
+def start(base: Path, broken: bool, cache: bool = True):
+    """Braid serving base/share over SMB and NFS, with the cache on (off
+    when not `cache`: the same checks then show the uncached path is
+    coherent too, so that a failure with the cache on is the cache's)."""
     share_dir, workdir = base / "share", base / "server"
     share_dir.mkdir()
     workdir.mkdir()
@@ -64,7 +66,7 @@ def start(base: Path, broken: bool):
     config = workdir / "braid.toml"
     config.write_text(f'[[share]]\nname = "cached"\npath = {json.dumps(str(share_dir))}\n'
                       'protocols = ["smb", "nfs"]\nroot_squash = false\n'
-                      'metadata_cache = true\n')
+                      f'metadata_cache = {"true" if cache else "false"}\n')
     admin = f"127.0.0.1:{servers.free_port()}"
     argv = [str(servers.BRAID_BIN), "serve", "--config", str(config),
             "--listen", f"127.0.0.1:{port}", "--nfs-listen", f"127.0.0.1:{nfs_port}",
@@ -98,6 +100,15 @@ def stop(smb, nfs):
 @pytest.fixture(scope="module")
 def both(tmp_path_factory):
     smb, nfs = start(tmp_path_factory.mktemp("mdcache-"), broken=False)
+    yield smb, nfs
+    stop(smb, nfs)
+
+
+@pytest.fixture(scope="module")
+def uncached(tmp_path_factory):
+    """The same server with `metadata_cache = false` (the cache is on by
+    default)."""
+    smb, nfs = start(tmp_path_factory.mktemp("mdcache-off-"), broken=False, cache=False)
     yield smb, nfs
     stop(smb, nfs)
 
@@ -375,6 +386,12 @@ def test_coherent(both, check):
     check(*both)
 
 
+@pytest.mark.parametrize("check", CHECKS, ids=lambda f: f.__name__[len("check_"):])
+def test_coherent_with_the_cache_off(uncached, check):
+    assert cache_view(uncached[0])["enabled"] is False
+    check(*uncached)
+
+
 def cache_view(smb) -> dict:
     with urllib.request.urlopen(f"http://{smb.admin}/api/v1/shares", timeout=10) as r:
         shares = json.load(r)["shares"]
@@ -537,12 +554,14 @@ def test_bad_bounds_are_refused_naming_the_key(tmp_path):
     assert "line 4" in line and "expected a boolean" in line, line
 
 
-def test_the_flag_turns_it_on_for_flag_shares(tmp_path):
+def test_shares_given_by_flag_have_it_by_default(tmp_path):
+    """`--share NAME=PATH` (no [[share]] table): the cache is on, with no
+    flag (BRAID_EXTRA_ARGS cleared for this server)."""
     share_dir, workdir = tmp_path / "share", tmp_path / "server"
     share_dir.mkdir()
     workdir.mkdir()
     saved = os.environ.get("BRAID_EXTRA_ARGS")
-    os.environ["BRAID_EXTRA_ARGS"] = "--metadata-cache"
+    os.environ["BRAID_EXTRA_ARGS"] = ""
     try:
         server = servers.start_braid(share_dir, workdir)
     finally:
@@ -560,3 +579,40 @@ def test_the_flag_turns_it_on_for_flag_shares(tmp_path):
         assert view["enabled"] is True and view["misses"] == 1 and view["hits"] >= 1, view
     finally:
         server.stop()
+
+
+def enabled_per_share(tmp_path: Path, shares: dict, flags: list[str]) -> dict:
+    """`braid serve` with one [[share]] per entry of `shares` (name:
+    `metadata_cache` as written, None for a share that does not say) and
+    `flags`: whether the admin API reports each share's cache on."""
+    text = ""
+    for name, setting in shares.items():
+        (tmp_path / name).mkdir(parents=True)
+        text += f'[[share]]\nname = "{name}"\npath = {json.dumps(str(tmp_path / name))}\n'
+        if setting is not None:
+            text += f"metadata_cache = {json.dumps(setting)}\n"
+    config = tmp_path / "braid.toml"
+    config.write_text(text)
+    port, admin = servers.free_port(), f"127.0.0.1:{servers.free_port()}"
+    argv = [str(servers.BRAID_BIN), "serve", "--config", str(config),
+            "--listen", f"127.0.0.1:{port}", "--admin-listen", admin,
+            "--user", f"{servers.DEFAULT_USER}:Pw-{secrets.token_hex(8)}", *flags]
+    proc = servers._spawn(argv, tmp_path / "braid.log", tmp_path)
+    try:
+        servers.wait_until_accepting("127.0.0.1", port, proc, tmp_path / "braid.log")
+        with urllib.request.urlopen(f"http://{admin}/api/v1/shares", timeout=10) as r:
+            return {s["name"]: s["metadata_cache"]["enabled"] for s in json.load(r)["shares"]}
+    finally:
+        servers.stop_pid(proc.pid)
+        proc.wait(10)
+
+
+def test_on_by_default_off_where_a_share_or_the_flag_says(tmp_path):
+    shares = {"silent": None, "off": False, "on": True}
+    assert enabled_per_share(tmp_path / "a", shares, []) == \
+        {"silent": True, "off": False, "on": True}
+    # The flags decide for every share, whatever it says.
+    assert enabled_per_share(tmp_path / "b", shares, ["--no-metadata-cache"]) == \
+        {"silent": False, "off": False, "on": False}
+    assert enabled_per_share(tmp_path / "c", shares, ["--metadata-cache"]) == \
+        {"silent": True, "off": True, "on": True}

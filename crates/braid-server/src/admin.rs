@@ -663,6 +663,9 @@ mod tests {
             shares: vec![ShareConfig {
                 encrypt: true,
                 direct_writes: false,
+                // Off (it is on by default): the view of a share without
+                // it is all zero (the e2e metadata cache tests read it on).
+                metadata_cache: false,
                 ..ShareConfig::with_defaults("Data", dir)
             }],
             ..ServerConfig::default()

@@ -104,7 +104,7 @@ impl ShareConfig {
             hide_files: Vec::new(),
             veto_files: Vec::new(),
             delete_veto_files: false,
-            metadata_cache: false,
+            metadata_cache: true,
             create_modes: None,
             canonicalize_acl_flags: true,
             access: Default::default(),

@@ -127,9 +127,8 @@ pub struct ShareEntry {
     /// A directory holding only vetoed names can be deleted (default false).
     #[serde(default)]
     pub delete_veto_files: bool,
-    /// Resolve names through the metadata cache (default false).
-    #[serde(default)]
-    pub metadata_cache: bool,
+    /// Resolve names through the metadata cache (default true).
+    pub metadata_cache: Option<bool>,
     /// Shown in share lists (default none).
     #[serde(default)]
     pub comment: String,
@@ -278,7 +277,7 @@ impl ShareEntry {
             hide_files: Vec::new(),
             veto_files: Vec::new(),
             delete_veto_files: false,
-            metadata_cache: false,
+            metadata_cache: None,
             comment: String::new(),
             browseable: None,
             create_mask: None,

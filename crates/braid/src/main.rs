@@ -107,10 +107,15 @@ struct ServeArgs {
     /// Require SMB3 encryption on every session.
     #[arg(long)]
     encrypt: bool,
-    /// Resolve every share's names through the metadata cache (as
-    /// `metadata_cache = true` in each [[share]]).
-    #[arg(long)]
+    /// Resolve every share's names through the metadata cache, whatever
+    /// its [[share]] says (the default: `metadata_cache = true`).
+    #[arg(long, conflicts_with = "no_metadata_cache")]
     metadata_cache: bool,
+    /// Turn the metadata cache off on every share, whatever its [[share]]
+    /// says (`metadata_cache = false` in each), e.g. to measure it on
+    /// against off.
+    #[arg(long)]
+    no_metadata_cache: bool,
     /// Admin HTTP API address (default 127.0.0.1:9445), or "off".
     #[arg(long)]
     admin_listen: Option<String>,
@@ -314,7 +319,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
             return Err(format!("share '{}' is defined twice", s.name));
         }
         let (mut served, is_homes) = served_share(s)?;
-        served.metadata_cache |= args.metadata_cache;
+        served.metadata_cache = metadata_cache(args, s.metadata_cache);
         if is_homes {
             cfg.homes = Some(served);
         } else {
@@ -749,6 +754,25 @@ fn serve(args: ServeArgs) -> Result<(), String> {
 
 /// One `[[share]]` table (or `--share` flag) checked and turned into what
 /// the server serves; true for the `homes` template.
+/// Whether a share with `metadata_cache = share` (None: not said) gets
+/// the cache: on unless the share says false; `--metadata-cache` and
+/// `--no-metadata-cache` decide for every share, whatever it says.
+fn metadata_cache(args: &ServeArgs, share: Option<bool>) -> bool {
+    if args.metadata_cache {
+        true
+    } else if args.no_metadata_cache {
+        false
+    } else {
+        metadata_cache_by_default(share)
+    }
+}
+
+/// On by default: it earned it by passing every list with it on
+/// (docs/BENCHMARKS.md section 9, "Default").
+fn metadata_cache_by_default(share: Option<bool>) -> bool {
+    share.unwrap_or(true)
+}
+
 fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
     // Samba's [homes]: a share "homes" whose path holds %U is each
     // user's own share; the directory above the user's must exist.
@@ -845,7 +869,7 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
         hide_files: s.hide_files.clone(),
         veto_files: s.veto_files.clone(),
         delete_veto_files: s.delete_veto_files,
-        metadata_cache: s.metadata_cache,
+        metadata_cache: metadata_cache_by_default(s.metadata_cache),
         create_modes,
         comment: s.comment.clone(),
         browseable: s.browseable.unwrap_or(true),
@@ -984,6 +1008,22 @@ mod tests {
             "braid: NFSv4.1/4.2 on [::1]:2049: mount -t nfs4 -o vers=4.1,port=2049 [::1]:/d /mnt"
         );
         assert!(nfs_mount_line("0.0.0.0:2049".parse().unwrap(), "d").contains(" SERVER:/d "));
+    }
+
+    #[test]
+    fn the_metadata_cache_is_on_unless_a_share_or_a_flag_says_off() {
+        let decide = |flags: &[&str], share| super::metadata_cache(&serve_args(flags), share);
+        assert!(decide(&[], None), "on by default");
+        assert!(decide(&[], Some(true)));
+        assert!(!decide(&[], Some(false)), "a share can turn it off");
+        assert!(!decide(&["--no-metadata-cache"], None));
+        assert!(
+            !decide(&["--no-metadata-cache"], Some(true)),
+            "the flag wins"
+        );
+        assert!(decide(&["--metadata-cache"], Some(false)), "the flag wins");
+        let both = ["braid", "serve", "--metadata-cache", "--no-metadata-cache"];
+        assert!(Cli::try_parse_from(both).is_err(), "one or the other");
     }
 
     #[test]
