@@ -209,11 +209,10 @@ fn metadata_heavy(w: &Workload) -> Option<Advice> {
                 c.misses
             )
         }
-        Some(_) => {
-            "the metadata cache is off for this share: set metadata_cache = true in its [[share]] \
-                    (create/open/close latency -30% or better)"
-                .into()
-        }
+        Some(_) => "the metadata cache is off for this share (it is on by default): remove \
+                    metadata_cache = false from its [[share]] and --no-metadata-cache from the \
+                    command line (create/open/close latency -30% or better)"
+            .into(),
         None => "no metadata cache statistics for this share".into(),
     };
     evidence.push(cache_line);
@@ -413,7 +412,7 @@ mod tests {
             advise(&w)[0].evidence[1].starts_with("the metadata cache served 80% of 100 lookups")
         );
         w.cache = Some(crate::CacheStats::default());
-        assert!(advise(&w)[0].evidence[1].contains("metadata_cache = true"));
+        assert!(advise(&w)[0].evidence[1].contains("remove metadata_cache = false"));
         // Mostly data: not metadata-heavy.
         w.ops.insert(OpClass::Write, 5000);
         assert!(!ids(&w).contains(&"metadata_heavy".into()));
