@@ -396,7 +396,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .smb
             .dir_leases
             .register(&share.name, info.file_id, &open);
-        crate::host_watch::watch_open(&req.conn.server, &share, &open, Some(info.file_id));
+        crate::smb::host_watch::watch_open(&req.conn.server, &share, &open, Some(info.file_id));
     }
     if !is_stream && opened.action != CreateAction::Opened {
         req.conn.server.smb.dir_leases.break_parent(
