@@ -43,7 +43,7 @@ def deleg_client(nfs, pynfs_tree, name: str, *mode: str) -> subprocess.Popen:
         stderr=subprocess.PIPE, text=True)
 
 
-SAID = ("DELEGATED", "NO DELEGATION", "RECALLED", "NOT RECALLED", "RETURNED", "READ ")
+SAID = ("DELEGATED", "NO DELEGATION", "RECALLED", "NOT RECALLED", "RETURNED", "CB_GETATTR")
 
 
 def next_line(proc, timeout: float = 30) -> str:
@@ -55,7 +55,7 @@ def next_line(proc, timeout: float = 30) -> str:
         if not line:
             return ""
         line = line.strip()
-        if line in SAID or line.startswith("READ "):
+        if line in SAID or line.startswith(("READ ", "BASE ")):
             return line
     return ""
 

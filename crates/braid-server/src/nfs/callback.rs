@@ -324,3 +324,59 @@ async fn call_once(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(mask: Vec<u32>, vals: &[u64]) -> fattr4 {
+        fattr4 {
+            attrmask: mask,
+            attr_vals: vals.iter().flat_map(|v| v.to_be_bytes()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_cb_getattr_answer_gives_change_then_size() {
+        let a = answer(vec![CB_GETATTR_MASK], &[41, 5]);
+        assert_eq!(
+            holder_attrs(&a),
+            Some(HolderAttrs {
+                change: 41,
+                size: 5
+            })
+        );
+        // Trailing zero words of the bitmap are no attributes.
+        let a = answer(vec![CB_GETATTR_MASK, 0], &[41, 5]);
+        assert!(holder_attrs(&a).is_some());
+    }
+
+    #[test]
+    fn a_cb_getattr_answer_without_both_or_with_more_is_refused() {
+        assert_eq!(holder_attrs(&answer(vec![1 << FATTR4_SIZE], &[5])), None);
+        assert_eq!(holder_attrs(&answer(vec![CB_GETATTR_MASK], &[41])), None);
+        assert_eq!(
+            holder_attrs(&answer(vec![CB_GETATTR_MASK], &[1, 2, 3])),
+            None
+        );
+        assert_eq!(
+            holder_attrs(&answer(vec![CB_GETATTR_MASK, 1], &[1, 2])),
+            None
+        );
+        assert_eq!(holder_attrs(&answer(vec![], &[])), None);
+    }
+
+    #[test]
+    fn the_reported_change_moves_once_per_new_modification() {
+        use super::super::state::stateids::CbGetattr;
+        let mut cb = CbGetattr {
+            change_at_grant: 10,
+            ..CbGetattr::default()
+        };
+        assert_eq!(cb.answered(10), None, "unmodified");
+        assert_eq!(cb.answered(11), Some(1));
+        assert_eq!(cb.answered(11), Some(1), "the same modification");
+        assert_eq!(cb.answered(12), Some(2));
+        assert_eq!(cb.answered(10), None);
+    }
+}
