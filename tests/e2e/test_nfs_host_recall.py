@@ -112,13 +112,44 @@ def test_a_host_truncate_recalls_a_read_delegation(both, pynfs_tree):
         finish(proc)
 
 
-def test_a_host_unlink_recalls_a_read_delegation(both, pynfs_tree):
+def fanotify_marked_inodes(pid: int) -> set[int]:
+    """The inodes the process's fanotify groups mark (/proc/PID/fdinfo)."""
+    marked = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        for line in info.splitlines():
+            if line.startswith("fanotify ino:"):
+                marked.add(int(line.split()[1].split(":")[1], 16))
+    return marked
+
+
+def until(check, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def test_a_host_unlink_recalls_a_read_delegation_and_its_mark_goes_with_it(both, pynfs_tree):
     smb, nfs = both
     path, proc = delegated_file(smb, nfs, pynfs_tree, b"doomed")
     try:
+        ino = path.stat().st_ino
+        # Marked at the grant, not at a read (the client has read nothing).
+        assert ino in fanotify_marked_inodes(smb.pid), "the delegated file is not marked"
         path.unlink()
         expect(proc, "RECALLED")
         expect(proc, "RETURNED")
+        # Its last delegation returned, the removed file's mark is let go
+        # at once (kept idle, it would keep the file's blocks in use),
+        # though the client still has the file open.
+        assert until(lambda: ino not in fanotify_marked_inodes(smb.pid)), \
+            "the mark outlived the file's last delegation"
     finally:
         finish(proc)
 
