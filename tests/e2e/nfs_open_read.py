@@ -10,8 +10,8 @@ trying again every 0.2 s for up to TIMEOUT seconds (its own loop: pynfs's
 `compound` retries leak a slot each time they give up), then READs up to
 4096 bytes from offset 0 and CLOSEs. Prints `WAITED SECONDS DELAYS` and
 `READ HEX`, or `FAILED STATUS` and exits 1. With `getattr`, it only asks
-for FILE's size (GETATTR, retried the same way) and prints `SIZE N`
-instead of opening and reading.
+for FILE's size and change attribute (GETATTR, retried the same way) and
+prints `SIZE N` and `CHANGE N` instead of opening and reading.
 """
 
 import os
@@ -24,7 +24,7 @@ import nfs4client
 from rpc.security import AuthSys
 import nfs_ops
 from xdrdef.nfs4_const import (
-    NFS4_OK, NFS4ERR_DELAY, OPEN4_NOCREATE, FATTR4_SIZE, OPEN4_SHARE_ACCESS_READ,
+    NFS4_OK, NFS4ERR_DELAY, OPEN4_NOCREATE, FATTR4_SIZE, FATTR4_CHANGE, OPEN4_SHARE_ACCESS_READ,
     OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE, CLAIM_NULL,
 )
 from xdrdef.nfs4_type import open_claim4, open_owner4, openflag4
@@ -61,11 +61,13 @@ def main():
     sess.compound([op.reclaim_complete(False)])
     lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
     if sys.argv[sep + 3:] == ["getattr"]:
-        res = until_not_delayed(sess, lookup + [op.lookup(name), op.getattr(1 << FATTR4_SIZE)],
-                                timeout)
+        asked = op.getattr(1 << FATTR4_SIZE | 1 << FATTR4_CHANGE)
+        res = until_not_delayed(sess, lookup + [op.lookup(name), asked], timeout)
         if res is None:
             return 1
-        print(f"SIZE {res.resarray[-1].obj_attributes[FATTR4_SIZE]}", flush=True)
+        attrs = res.resarray[-1].obj_attributes
+        print(f"SIZE {attrs[FATTR4_SIZE]}", flush=True)
+        print(f"CHANGE {attrs[FATTR4_CHANGE]}", flush=True)
         return 0
     opening = lookup + [
         op.open(0, OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,

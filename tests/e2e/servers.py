@@ -742,10 +742,12 @@ def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
 
 
 def start_braid_smb_nfs(share_dir: Path, workdir: Path,
-                        share: str = DEFAULT_SHARE) -> tuple[Server, NfsServer]:
+                        share: str = DEFAULT_SHARE,
+                        share_options: str = "") -> tuple[Server, NfsServer]:
     """One Braid serving share_dir as share `share` over SMB and over
     NFSv4.1 (pseudo path /share, no root squash), each on a free loopback
-    port: (the SMB side, the NFS side), one process; stop either."""
+    port: (the SMB side, the NFS side), one process; stop either.
+    `share_options`: more TOML lines for the share's table."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port, nfs_port = free_port(), free_port()
@@ -754,7 +756,8 @@ def start_braid_smb_nfs(share_dir: Path, workdir: Path,
     config = workdir / "braid-smb-nfs.toml"
     config.write_text(f'[[share]]\nname = {json.dumps(share)}\n'
                       f'path = {json.dumps(str(share_dir))}\n'
-                      'protocols = ["smb", "nfs"]\nroot_squash = false\n')
+                      'protocols = ["smb", "nfs"]\nroot_squash = false\n'
+                      + share_options)
     admin = f"127.0.0.1:{free_port()}"
     argv = [str(BRAID_BIN), "serve", "--config", str(config),
             "--listen", f"127.0.0.1:{port}", "--nfs-listen", f"127.0.0.1:{nfs_port}",

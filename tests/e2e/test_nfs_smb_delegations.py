@@ -5,7 +5,9 @@ the NFS client's backchannel) and waits until the client returned it
 writes. An NFS write delegation is recalled by any SMB open, even one
 that only reads, which sees what the NFS client wrote back before
 returning it; and none is granted while an SMB open of the file exists.
-Another NFS client's GETATTR of the size recalls a write delegation too.
+Another NFS client's GETATTR of the size recalls a write delegation too
+when its holder does not answer CB_GETATTR with its size and change
+(test_nfs_cb_getattr.py has holders that do).
 
 The NFS client is pynfs's client library (nfs_deleg_client.py, run in the
 copy of pynfs tests/conformance/run_pynfs.py builds); SMB is smbprotocol.
@@ -96,8 +98,10 @@ def test_smb_reader_recalls_an_nfs_write_delegation_and_reads_what_it_flushed(
 
 def test_another_nfs_clients_getattr_of_size_recalls_a_write_delegation(both, pynfs_tree):
     """RFC 8881 10.4.3: the holder may have grown the file in its cache;
-    another client asking for the size waits (NFS4ERR_DELAY) until the
-    delegation is recalled and returned, and sees the size written back."""
+    pynfs's client gives no usable CB_GETATTR answer unless told to (its
+    default result holds no attributes), so another client asking for the
+    size waits (NFS4ERR_DELAY) until the delegation is recalled and
+    returned, and sees the size written back."""
     smb, nfs = both
     name = f"ga-{uuid.uuid4().hex[:12]}"
     holder = deleg_client(nfs, pynfs_tree, name, 1.0, "write")

@@ -8,7 +8,10 @@
 //! through one protocol (a new open, a write) asks the registry, which
 //! finds the other protocols holding caching that the change conflicts
 //! with, has each start its breaks at once, and lets the caller wait for
-//! their acknowledgement up to a bound. Nothing here knows an SMB or NFS
+//! their acknowledgement up to a bound. A change made outside the server
+//! (a host process's write, seen through fanotify) comes with an origin no
+//! protocol is registered as, so every protocol's conflicting holders are
+//! asked. Nothing here knows an SMB or NFS
 //! type: protocols are names, files are (share, file id), caching is three
 //! bits.
 //!
@@ -68,6 +71,9 @@ pub enum Change {
     Open { writes: bool },
     /// The file's data or size changed.
     Write,
+    /// The file lost its last name (removed, or replaced by a rename): its
+    /// data is stale and a cached handle of it must not be reopened.
+    Removed,
 }
 
 impl Change {
@@ -86,6 +92,9 @@ impl Change {
             // MS-FSA 2.1.4.12: a write breaks read caching; RFC 8881
             // 10.4: delegations cache data the write made stale.
             Change::Write => Caching::READ | Caching::WRITE,
+            // MS-FSA 2.1.5.1.2: handle caching goes too, so no client
+            // reopens a handle of a file that is gone.
+            Change::Removed => Caching::READ | Caching::WRITE | Caching::HANDLE,
         }
     }
 }

@@ -128,7 +128,19 @@ impl HostWriteFeed {
     /// many opens of it are watched, kept from an earlier watch if the
     /// file has been watched lately.
     pub fn watch(&self, file: &OpenHandle) -> io::Result<FileWatch> {
-        let key = identity(file.fd())?;
+        self.watch_fd(file.fd(), false)
+    }
+
+    /// As `watch`, for an object of the POSIX face (an NFS file), whose
+    /// descriptor is `O_PATH`.
+    pub fn watch_object(&self, file: &crate::posix::Object) -> io::Result<FileWatch> {
+        self.watch_fd(file.0.fd.as_raw_fd(), true)
+    }
+
+    /// `o_path`: `fd` is an `O_PATH` descriptor, which fanotify_mark(2)
+    /// takes only through its /proc link.
+    fn watch_fd(&self, fd: RawFd, o_path: bool) -> io::Result<FileWatch> {
+        let key = identity(fd)?;
         // Mark syscalls happen under the lock: a removal racing with a new
         // watch of the same file would take the new watch's mark away.
         let mut marks = self.marks.lock().unwrap();
@@ -140,8 +152,13 @@ impl HostWriteFeed {
             }
             return Ok(FileWatch { id });
         }
-        let inode = open_path(self.proc_fds.as_raw_fd(), &fd_name(file.fd()), 0)?;
-        self.mark(libc::FAN_MARK_ADD, file.fd(), None)?;
+        let inode = open_path(self.proc_fds.as_raw_fd(), &fd_name(fd), 0)?;
+        if o_path {
+            let link = fd_name(fd);
+            self.mark(libc::FAN_MARK_ADD, self.proc_fds.as_raw_fd(), Some(&link))?;
+        } else {
+            self.mark(libc::FAN_MARK_ADD, fd, None)?;
+        }
         let id = marks.table.insert(key, |id| Mark {
             id: FileMarkId(id),
             inode,

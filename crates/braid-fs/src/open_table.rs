@@ -168,6 +168,12 @@ pub(crate) struct Node {
 }
 
 impl Node {
+    /// Whether someone holds the file's lock now (tests).
+    #[cfg(test)]
+    pub fn is_locked(&self) -> bool {
+        self.state.try_lock().is_err()
+    }
+
     pub fn lock(&self) -> MutexGuard<'_, NodeState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

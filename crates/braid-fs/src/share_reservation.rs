@@ -116,37 +116,51 @@ impl FileService {
 }
 
 impl FileService {
-    /// Whether an SMB open of the file (dev, ino) may write it: a POSIX-face
-    /// client is then not given read caching (an NFS read delegation).
-    pub fn has_writers(&self, dev: u64, ino: u64) -> bool {
+    /// Issue 42: give a POSIX-face client caching of the file (dev, ino)
+    /// (an NFS delegation; `write`: a write delegation) only if no SMB open
+    /// is in the way (for `write`, any SMB open, as `has_opens`; else one
+    /// that may write, as `has_writers`), and record it (`grant`, which
+    /// returns None if it refuses) under the file's lock in the open
+    /// table, the lock an SMB open registers under. So an SMB open either
+    /// registered before the check, which sees it and grants nothing, or
+    /// registers after the grant was recorded, and then finds it when it
+    /// asks the caching registry (`caching.rs`), which SMB does after
+    /// registering. None: an SMB open was in the way, or `grant` refused.
+    pub fn grant_unless_smb_open<T>(
+        &self,
+        dev: u64,
+        ino: u64,
+        write: bool,
+        grant: impl FnOnce() -> Option<T>,
+    ) -> Option<T> {
         let key = FileKey {
             dev,
             ino,
             stream: 0,
         };
-        let Some(node) = self.nodes.get(&key) else {
-            return false;
-        };
-        let s = node.lock();
-        s.opens
-            .iter()
-            .any(|o| o.access & (acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA) != 0)
-    }
-}
-
-impl FileService {
-    /// Whether any SMB open of the file (dev, ino) exists: a POSIX-face
-    /// client is then not given write caching (an NFS write delegation),
-    /// which no other open may share.
-    pub fn has_opens(&self, dev: u64, ino: u64) -> bool {
-        let key = FileKey {
-            dev,
-            ino,
-            stream: 0,
-        };
-        self.nodes
-            .get(&key)
-            .is_some_and(|node| !node.lock().opens.is_empty())
+        loop {
+            let node = self.nodes.get_or_insert(key);
+            let s = node.lock();
+            if s.dead {
+                continue;
+            }
+            let in_the_way = if write {
+                !s.opens.is_empty()
+            } else {
+                s.opens
+                    .iter()
+                    .any(|o| o.access & (acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA) != 0)
+            };
+            let granted = if in_the_way { None } else { grant() };
+            let mut s = s;
+            if s.idle() && s.reservations.is_empty() && s.locks.is_empty() {
+                // Made for this call (the grant's client holds no
+                // reservation here): not kept.
+                s.dead = true;
+                self.nodes.remove(&node);
+            }
+            return granted;
+        }
     }
 }
 
@@ -257,33 +271,60 @@ mod tests {
         fs.check_delete(1, 2).unwrap();
     }
 
+    /// The race of issue 42: an SMB open that registers between a
+    /// POSIX-face client's check for SMB opens and the record of its
+    /// caching grant would be seen by neither. The grant runs under the
+    /// lock the SMB open registers under, so the open comes either before
+    /// the check (no grant) or after the grant (and then sees it).
     #[test]
-    fn any_smb_open_counts_for_has_opens_writers_for_has_writers() {
+    fn a_caching_grant_and_an_smb_open_registration_do_not_interleave() {
         let fs = FileService::new(Arc::new(crate::SystemClock));
-        assert!(!fs.has_opens(1, 2) && !fs.has_writers(1, 2));
-        // A reservation (an NFS open) is not an SMB open.
-        let r = fs.reserve(1, 2, RW).unwrap();
-        assert!(!fs.has_opens(1, 2) && !fs.has_writers(1, 2));
         let key = FileKey {
             dev: 1,
             ino: 2,
             stream: 0,
         };
+        let r = fs.reserve(1, 2, RW).unwrap();
         let node = fs.nodes.get(&key).unwrap();
-        let open = |access| OpenEntry {
-            id: 8,
+        let smb_open = |access| OpenEntry {
+            id: 9,
             access,
             share_access: sh::ALL,
             delete_on_close: false,
             write_time: Default::default(),
             user_set_change_time: false,
         };
-        node.lock().opens.push(open(acc::FILE_READ_DATA));
-        assert!(fs.has_opens(1, 2) && !fs.has_writers(1, 2));
-        node.lock().opens[0] = open(acc::FILE_APPEND_DATA);
-        assert!(fs.has_opens(1, 2) && fs.has_writers(1, 2));
-        assert!(!fs.has_opens(1, 3));
+        // The grant is recorded while the file's lock is held (the
+        // client's own reservation, an NFS open, is no SMB open): an SMB open
+        // cannot register in between (it would block on this lock), and
+        // registers only once the grant is there for it to see.
+        let mut recorded = false;
+        let granted = fs.grant_unless_smb_open(1, 2, true, || {
+            assert!(
+                node.is_locked(),
+                "the grant ran outside the lock SMB opens register under"
+            );
+            recorded = true;
+            Some("write delegation")
+        });
+        assert_eq!(granted, Some("write delegation"));
+        assert!(recorded);
+        // An SMB open registered before the check: no grant is recorded.
+        node.lock().opens.push(smb_open(acc::FILE_READ_DATA));
+        let refused = fs.grant_unless_smb_open(1, 2, true, || -> Option<()> {
+            panic!("granted write caching beside an SMB open")
+        });
+        assert!(refused.is_none());
+        // A reader leaves read caching possible, a writer does not.
+        assert_eq!(fs.grant_unless_smb_open(1, 2, false, || Some(1)), Some(1));
+        node.lock().opens[0] = smb_open(acc::FILE_WRITE_DATA);
+        assert_eq!(fs.grant_unless_smb_open(1, 2, false, || Some(1)), None);
+        node.lock().opens[0] = smb_open(acc::FILE_APPEND_DATA);
+        assert_eq!(fs.grant_unless_smb_open(1, 2, false, || Some(1)), None);
         node.lock().opens.clear();
         drop(r);
+        // A file nobody has open: the node made for the check goes.
+        assert_eq!(fs.grant_unless_smb_open(1, 2, true, || Some(2)), Some(2));
+        assert!(fs.nodes.get(&key).is_none());
     }
 }

@@ -224,3 +224,38 @@ fn idle_marks_beyond_the_limit_go_in_a_batch() {
     feed.unwatch(w3, now);
     feed.unwatch(w0, now);
 }
+
+/// A POSIX-face object (an NFS file, held by an `O_PATH` descriptor) is
+/// watched as an open file is, through the same one mark per file.
+#[test]
+fn an_object_of_the_posix_face_is_watched_as_an_open_file_is() {
+    let feed = match HostWriteFeed::new() {
+        Ok(f) => f,
+        Err(e) => {
+            skip_without(&format!("fanotify ({e})"));
+            return;
+        }
+    };
+    let e = env();
+    e.create_file("d.txt", b"data");
+    let posix = braid_fs::posix::PosixShare::new(&e.share_dir, 1, [7; 32]).unwrap();
+    let cred = braid_fs::posix::Credentials::root();
+    let obj = posix.lookup(&cred, &posix.root(), b"d.txt").unwrap();
+    let w = feed.watch_object(&obj).unwrap();
+    let id = w.id;
+    let d = open_rw(&e, "d.txt");
+    let w2 = feed.watch(&d.handle).unwrap();
+    assert_eq!(w2.id, id, "one mark per file, however it is held");
+    let d_path = e.host("d.txt");
+    sh(&format!("echo more >> {}", d_path.display()));
+    assert_eq!(poll(&feed), vec![HostFileChange::Written(id)]);
+    sh(&format!("rm {}", d_path.display()));
+    assert_eq!(poll(&feed), vec![HostFileChange::Unlinked(id)]);
+    feed.unwatch(w2, Instant::now());
+    feed.unwatch(w, Instant::now());
+    assert_eq!(
+        feed.marked(),
+        0,
+        "a removed file's mark goes with its last watch"
+    );
+}

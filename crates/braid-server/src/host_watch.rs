@@ -1,53 +1,56 @@
-//! Changes made on the host, by processes other than Braid, to the entries
-//! of directories a client watches (CHANGE_NOTIFY) or caches (a directory
-//! lease): reported and broken as Braid's own changes are (MS-FSA 2.1.4.17,
-//! MS-SMB2 3.3.4.7), so an Explorer window refreshes and a leased listing
-//! is read again when a local job drops a file into a share. Samba does
-//! the same with inotify (`kernel change notify`, on by default).
+//! Changes made on the host, by processes other than Braid, to what
+//! clients of either protocol cache: the marks, the fanotify feeds and
+//! their dispatch, with no SMB or NFS type (issue 42: what both protocols
+//! use lives above them). Samba does the like with inotify (`kernel change
+//! notify`) and, for files, `kernel oplocks`.
 //!
-//! A directory open is marked (braid-fs `host_changes.rs`) from its first
-//! CHANGE_NOTIFY or its directory lease until it is closed. Marks are not
-//! recursive: a watch of a tree sees host changes in the directory it was
-//! made on, and in subdirectories only while they are watched too.
+//! Directories (braid-fs `host_changes.rs`): a protocol marks a directory
+//! whose entries a client watches or caches, and hears of the changes to
+//! them through its [`DirChangeListener`] (SMB's reports them to
+//! CHANGE_NOTIFY and breaks directory leases: `smb/host_watch.rs`). Marks
+//! are not recursive.
 //!
-//! A file open that caches reads (a lease with Read, any oplock) is
-//! watched too (braid-fs `host_writes.rs`), from its first READ until it
-//! is closed; the file's mark is kept idle a while longer, for its next
-//! open, and removed with others in a batch. A host write breaks the
-//! file's leases and oplocks as a write through another open would
-//! (MS-FSA 2.1.4.12), and removing or
-//! replacing the file breaks handle caching as well, so a client does not
-//! go on reading what it cached, or reopening a cached handle of a file
-//! that is gone. Windows does this for local opens; Samba only with
-//! `kernel oplocks`, off by default.
+//! Files (braid-fs `host_writes.rs`): a protocol marks a file a client
+//! caches the data of (an SMB open with read caching, from its first
+//! READ; an NFS delegation, from its grant) and drops its interest when
+//! that ends; the file's mark is kept idle a while longer, for its next
+//! interest, and removed with others in a batch. A host write, truncation,
+//! removal or replacement of a marked file is a change from origin
+//! [`HOST`] in braid-fs's caching registry (`caching.rs`), so every
+//! protocol's holders break by their own rules: SMB leases and oplocks
+//! (MS-FSA 2.1.4.12), NFS delegations recalled (RFC 8881 10.4.1). Nothing
+//! waits: the host process cannot be held back.
 
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use braid_fs::caching::{CachedFile, Change};
 use braid_fs::host_changes::{HostChange, HostChangeFeed, MarkId};
 use braid_fs::host_writes::{
     FileMarkId, FileWatch, HostFileChange, HostWriteFeed, IDLE_FOR, IDLE_MAX,
 };
+use braid_fs::OpenHandle;
 use tokio::io::unix::AsyncFd;
 
-use crate::smb::lease::{H, R, W};
-use crate::smb::notify::{self, action, filter};
-use crate::smb::oplock::FileOplocks;
-use crate::smb::session::Open;
 use crate::state::{ServerState, Share};
+
+/// The origin of host changes in the caching registry: no protocol is
+/// named so, so every protocol's holders are asked.
+pub const HOST: &str = "host";
 
 /// One watched directory of one share.
 #[derive(Clone)]
-struct WatchedDir {
-    share: String,
+pub struct WatchedDir {
+    pub share: String,
     /// What its listings leave out.
-    fs: braid_fs::ShareRef,
+    pub fs: braid_fs::ShareRef,
     /// Share-relative, `\`-separated, as `OpenHandle::path` gives it.
-    path: String,
+    pub path: String,
     /// Its file id, which keys its directory leases.
-    dir_id: u64,
+    pub dir_id: u64,
 }
 
 impl PartialEq for WatchedDir {
@@ -56,23 +59,37 @@ impl PartialEq for WatchedDir {
     }
 }
 
+/// What a protocol does when the host changes an entry of a directory
+/// it watches: `dirs` are the watched directories the change is in (all
+/// of them for an overflow), once each.
+pub trait DirChangeListener: Send + Sync {
+    fn changed(&self, dirs: &[WatchedDir], change: &HostChange);
+}
+
+/// A marked file as the caching registry names it.
+struct WatchedFile {
+    /// Which interest: one file may be watched by several.
+    interest: u64,
+    share: String,
+    file_id: u64,
+}
+
 /// The server's host change feeds and what each mark is watched for.
 pub struct HostWatch {
     /// Made at start, or by the reload that first adds a share wanting it.
-    feed: std::sync::OnceLock<HostChangeFeed>,
+    feed: OnceLock<HostChangeFeed>,
     /// Made with `feed`.
-    file_feed: std::sync::OnceLock<HostWriteFeed>,
+    file_feed: OnceLock<HostWriteFeed>,
     /// One entry per live interest (an open may be watched through two
     /// shares, and several opens watch one directory).
     dirs: Mutex<HashMap<MarkId, Vec<WatchedDir>>>,
-    files: Mutex<HashMap<FileMarkId, Vec<CachedOpen>>>,
+    files: Mutex<HashMap<FileMarkId, Vec<WatchedFile>>>,
+    next_interest: AtomicU64,
     /// A file's mark was left idle: the sweeper has one to remove later.
     idle_marks: tokio::sync::Notify,
+    /// Who hears of directory changes (set at start).
+    dir_listener: OnceLock<Arc<dyn DirChangeListener>>,
 }
-
-/// A cached open of a marked file: its oplock key and its file's caching
-/// state.
-type CachedOpen = (u64, Weak<FileOplocks>);
 
 /// An open's interest in host changes; dropping it ends it.
 pub enum HostInterest {
@@ -87,11 +104,11 @@ pub struct DirInterest {
     dir: WatchedDir,
 }
 
-/// A cached file open's interest in writes to its file.
+/// An interest in writes to a cached file; dropping it ends it.
 pub struct FileInterest {
     watch: Arc<HostWatch>,
     file: Option<FileWatch>,
-    open_key: u64,
+    interest: u64,
 }
 
 impl Drop for FileInterest {
@@ -101,7 +118,7 @@ impl Drop for FileInterest {
         };
         let mut files = self.watch.files.lock().unwrap();
         if let Some(list) = files.get_mut(&file.id) {
-            list.retain(|(k, _)| *k != self.open_key);
+            list.retain(|w| w.interest != self.interest);
             if list.is_empty() {
                 files.remove(&file.id);
             }
@@ -133,20 +150,34 @@ impl Drop for DirInterest {
     }
 }
 
+/// A file to mark: an open handle (SMB) or an object of the POSIX face
+/// (NFS).
+pub enum FileToWatch<'a> {
+    Handle(&'a OpenHandle),
+    Object(&'a braid_fs::posix::Object),
+}
+
 impl HostWatch {
     /// With `wanted` false (no share asks for host changes) no feed is made.
     pub fn new(wanted: bool) -> HostWatch {
         let watch = HostWatch {
-            feed: std::sync::OnceLock::new(),
-            file_feed: std::sync::OnceLock::new(),
+            feed: OnceLock::new(),
+            file_feed: OnceLock::new(),
             dirs: Mutex::new(HashMap::new()),
             files: Mutex::new(HashMap::new()),
+            next_interest: AtomicU64::new(1),
             idle_marks: tokio::sync::Notify::new(),
+            dir_listener: OnceLock::new(),
         };
         if wanted {
             watch.make_feed();
         }
         watch
+    }
+
+    /// Who hears of changes to watched directories' entries (once).
+    pub fn set_dir_listener(&self, listener: Arc<dyn DirChangeListener>) {
+        let _ = self.dir_listener.set(listener);
     }
 
     /// Make the feed if there is none yet; true if this call made it (and
@@ -178,50 +209,68 @@ impl HostWatch {
         }
     }
 
-    /// Watch the file `open` is an open of for host writes.
-    fn file_interest(self: &Arc<Self>, share: &Share, open: &Open) -> Option<FileInterest> {
+    /// Whether files can be watched for host writes at all.
+    pub fn watches_files(&self) -> bool {
+        self.file_feed.get().is_some()
+    }
+
+    /// Watch file `file_id` of share `share` (open as `file`) for host
+    /// writes until the interest is dropped. None: not watched (no feed,
+    /// or the file cannot be marked).
+    pub fn watch_file(
+        self: &Arc<Self>,
+        share: &str,
+        file_id: u64,
+        file: FileToWatch<'_>,
+    ) -> Option<FileInterest> {
         let feed = self.file_feed.get()?;
-        let oplock = open.oplock.as_ref()?;
-        if !share.notify_host_changes || open.is_directory || open.handle.stream_key() != 0 {
-            return None;
-        }
-        let file = match feed.watch(&open.handle) {
+        let watched = match file {
+            FileToWatch::Handle(h) => feed.watch(h),
+            FileToWatch::Object(o) => feed.watch_object(o),
+        };
+        let file = match watched {
             Ok(w) => w,
             Err(e) => {
-                tracing::debug!(share = %share.name, "host writes not watched: {e}");
+                tracing::debug!(share, "host writes not watched: {e}");
                 return None;
             }
         };
+        let interest = self.next_interest.fetch_add(1, Ordering::Relaxed);
         self.files
             .lock()
             .unwrap()
             .entry(file.id)
             .or_default()
-            .push((oplock.key, Arc::downgrade(&oplock.file)));
+            .push(WatchedFile {
+                interest,
+                share: share.to_string(),
+                file_id,
+            });
         Some(FileInterest {
             watch: self.clone(),
             file: Some(file),
-            open_key: oplock.key,
+            interest,
         })
     }
 
-    /// Watch the directory `open` is an open of on `share`, if the share
-    /// wants host changes and the directory can be marked.
-    fn interest(
+    /// Watch directory `handle` of `share` (whose file id the caller may
+    /// know already) for changes to its entries, if the share wants host
+    /// changes and the directory can be marked.
+    pub fn watch_dir(
         self: &Arc<Self>,
         share: &Share,
-        open: &Open,
+        handle: &OpenHandle,
         dir_id: Option<u64>,
     ) -> Option<DirInterest> {
         let feed = self.feed.get()?;
-        if !share.notify_host_changes || !open.is_directory {
+        if !share.notify_host_changes {
             return None;
         }
         let dir_id = match dir_id {
             Some(id) => id,
-            None => open.handle.info().ok()?.file_id,
+            None => handle.info().ok()?.file_id,
         };
-        let id = match feed.watch(&open.handle) {
+        let id = match feed.watch(handle) {
             Ok(id) => id,
             Err(e) => {
                 // A file system without file handles, or the mark limit.
@@ -232,7 +281,7 @@ impl HostWatch {
         let dir = WatchedDir {
             share: share.name.clone(),
             fs: share.fs.clone(),
-            path: open.handle.path(),
+            path: handle.path(),
             dir_id,
         };
         self.dirs
@@ -246,57 +295,6 @@ impl HostWatch {
             id,
             dir,
         })
-    }
-}
-
-/// Start watching `open` (a directory open of `share`, whose file id the
-/// caller may know already) for host changes, once: it is watched until
-/// it is closed.
-pub fn watch_open(state: &ServerState, share: &Share, open: &Open, dir_id: Option<u64>) {
-    let mut slot = open.host_interest.lock().unwrap();
-    if slot.is_none() && !open.closed.load(std::sync::atomic::Ordering::Acquire) {
-        *slot = state
-            .host_watch
-            .interest(share, open, dir_id)
-            .map(HostInterest::Dir);
-    }
-}
-
-/// An open's first READ: if the open caches what it reads (a lease with
-/// Read, any oplock), watch its file for host writes until it is closed.
-/// Not at the open: an open that never reads data (for attributes, a
-/// listing, a rename) has nothing cached to go stale, and a file's first
-/// mark costs system calls to take and, later, to remove.
-pub fn watch_read_cache(state: &ServerState, share: &Share, open: &Open) {
-    use std::sync::atomic::Ordering;
-    // A load first: every READ passes here, and only the first may write.
-    if open.host_watch_tried.load(Ordering::Relaxed)
-        || open.host_watch_tried.swap(true, Ordering::Relaxed)
-        || !caches_reads(open)
-    {
-        return;
-    }
-    let mut slot = open.host_interest.lock().unwrap();
-    if slot.is_none() && !open.closed.load(Ordering::Acquire) {
-        *slot = state
-            .host_watch
-            .file_interest(share, open)
-            .map(HostInterest::File);
-    }
-}
-
-/// Whether the client may read the file from its cache now.
-fn caches_reads(open: &Open) -> bool {
-    use braid_smb_proto::messages::create::oplock_level;
-    let Some(o) = &open.oplock else {
-        return false;
-    };
-    match o.file.lease_of(o.key) {
-        Some(lease) => lease.st.lock().unwrap().state & R != 0,
-        None => matches!(
-            o.file.level_of(o.key),
-            oplock_level::LEVEL_II | oplock_level::EXCLUSIVE | oplock_level::BATCH
-        ),
     }
 }
 
@@ -411,75 +409,53 @@ async fn read_feed<F: AsRawFd, T>(
     }
 }
 
-/// Break the caching of the files the host changed.
+/// The files the host changed are changes from [`HOST`] in the caching
+/// registry: each protocol breaks its holders' caching by its own rules.
+/// Nothing waits for the acknowledgements.
 fn dispatch_files(state: &ServerState, changes: Vec<HostFileChange>) {
     for change in changes {
-        let (caching, cached) = {
+        let (kind, mut files): (Change, Vec<(String, u64)>) = {
             let files = state.host_watch.files.lock().unwrap();
-            let of = |id| files.get(&id).into_iter().flatten();
+            let of = |id: &FileMarkId| -> Vec<(String, u64)> {
+                files
+                    .get(id)
+                    .into_iter()
+                    .flatten()
+                    .map(|w| (w.share.clone(), w.file_id))
+                    .collect()
+            };
             match change {
-                HostFileChange::Written(id) => (R | W, of(id).cloned().collect::<Vec<_>>()),
-                HostFileChange::Unlinked(id) => (R | W | H, of(id).cloned().collect()),
-                HostFileChange::Overflow => (R | W, files.values().flatten().cloned().collect()),
+                HostFileChange::Written(id) => (Change::Write, of(&id)),
+                HostFileChange::Unlinked(id) => (Change::Removed, of(&id)),
+                HostFileChange::Overflow => (
+                    Change::Write,
+                    files
+                        .values()
+                        .flatten()
+                        .map(|w| (w.share.clone(), w.file_id))
+                        .collect(),
+                ),
             }
         };
-        let mut broken: Vec<Arc<FileOplocks>> = Vec::new();
-        for file in cached.iter().filter_map(|(_, f)| f.upgrade()) {
-            if !broken.iter().any(|b| Arc::ptr_eq(b, &file)) {
-                broken.push(file);
-            }
+        // Several interests (an SMB open and an NFS delegation, two
+        // opens) may watch one file: one change each.
+        files.sort();
+        files.dedup();
+        tracing::debug!(?change, files = files.len(), "host change to cached files");
+        for (share, file_id) in &files {
+            let file = CachedFile {
+                share,
+                file_id: *file_id,
+            };
+            drop(state.caching.break_for(HOST, file, kind));
         }
-        tracing::debug!(?change, files = broken.len(), "host change to cached files");
-        for file in broken {
-            file.break_for_host_change(caching);
-        }
-    }
-}
-
-fn child(dir: &str, name: &str) -> String {
-    if dir.is_empty() {
-        name.to_string()
-    } else {
-        format!("{dir}\\{name}")
-    }
-}
-
-/// What a host change is reported as (MS-FSCC 2.4.42 actions, MS-SMB2
-/// 2.2.35 filters; as Samba's inotify mapping, but a write is a size and
-/// last-write change).
-fn reports(change: &HostChange) -> Vec<(u32, &str, u32)> {
-    const ANY_METADATA: u32 = filter::ATTRIBUTES
-        | filter::LAST_WRITE
-        | filter::LAST_ACCESS
-        | filter::EA
-        | filter::SECURITY;
-    match change {
-        HostChange::Created { name, is_dir, .. } => {
-            vec![(action::ADDED, name, notify::name_filter(*is_dir))]
-        }
-        HostChange::Removed { name, is_dir, .. } => {
-            vec![(action::REMOVED, name, notify::name_filter(*is_dir))]
-        }
-        HostChange::Renamed {
-            old, new, is_dir, ..
-        } => {
-            let f = notify::name_filter(*is_dir);
-            vec![
-                (action::RENAMED_OLD_NAME, old, f),
-                (action::RENAMED_NEW_NAME, new, f),
-            ]
-        }
-        HostChange::Written { name, .. } => {
-            vec![(action::MODIFIED, name, filter::SIZE | filter::LAST_WRITE)]
-        }
-        HostChange::AttributesChanged { name, .. } => {
-            vec![(action::MODIFIED, name, ANY_METADATA)]
-        }
-        HostChange::Overflow => Vec::new(),
     }
 }
 
 fn dispatch(state: &ServerState, changes: Vec<HostChange>) {
+    let Some(listener) = state.host_watch.dir_listener.get() else {
+        return;
+    };
     for change in changes {
         let dirs: Vec<WatchedDir> = {
             let all = state.host_watch.dirs.lock().unwrap();
@@ -493,25 +469,6 @@ fn dispatch(state: &ServerState, changes: Vec<HostChange>) {
             dirs
         };
         tracing::trace!(?change, watchers = dirs.len(), "host change");
-        for d in &dirs {
-            if change == HostChange::Overflow {
-                state.smb.notify.overflow(&d.share, &d.path);
-            }
-            // A name no listing shows (vetoed) changes nothing a client sees.
-            let seen: Vec<_> = reports(&change)
-                .into_iter()
-                .filter(|(_, name, _)| d.fs.lists_name(&d.path, name))
-                .collect();
-            if seen.is_empty() && change != HostChange::Overflow {
-                continue;
-            }
-            for (act, name, bits) in seen {
-                state
-                    .smb
-                    .notify
-                    .report(&d.share, &child(&d.path, name), act, bits);
-            }
-            state.smb.dir_leases.break_dir(&d.share, d.dir_id, None);
-        }
+        listener.changed(&dirs, &change);
     }
 }

@@ -29,6 +29,9 @@ impl Server {
         state
             .caching
             .register("smb", crate::smb::caching::holder(&state));
+        state
+            .host_watch
+            .set_dir_listener(crate::smb::host_watch::dir_listener(&state));
         let config = state.config();
         let mut listeners = Vec::new();
         for addr in &config.listen {
@@ -64,6 +67,7 @@ impl Server {
                 .caching
                 .register("nfs", crate::nfs::state::caching::holder(&nfs.state));
             let _ = nfs.state.grants.set(state.caching.clone());
+            let _ = nfs.state.host_watch.set(state.host_watch.clone());
             let _ = nfs.state.qos.set(state.qos.clone());
             let _ = nfs.state.metrics.set(crate::nfs::op_class::NfsMetrics {
                 ops: state.metrics.ops.clone(),

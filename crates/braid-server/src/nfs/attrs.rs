@@ -312,6 +312,22 @@ pub fn encode_for(
     Ok(encode_attrs(&a, &want))
 }
 
+/// As `encode_for`, with `patch` applied to the attributes first (what a
+/// write delegation's holder reports in place of the file's own: RFC 8881
+/// 10.4.3).
+pub fn encode_for_with(
+    state: &NfsState,
+    fh: &Fh,
+    requested: &Bitmap,
+    minor: u32,
+    patch: impl FnOnce(&mut FileAttrs),
+) -> Result<fattr4, nfsstat4> {
+    let want = requested.intersect(&supported_in(minor));
+    let mut a = file_attrs(state, fh, &want, minor)?;
+    patch(&mut a);
+    Ok(encode_attrs(&a, &want))
+}
+
 /// braid-fs's before/after sample of a directory as change_info4.
 pub fn cinfo(d: DirChange) -> change_info4 {
     change_info4 {

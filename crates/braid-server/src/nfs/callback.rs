@@ -1,6 +1,6 @@
 //! Calls to the client on the backchannel (RFC 8881 20): CB_NULL, the probe
 //! of a new backchannel, and CB_COMPOUND with CB_SEQUENCE first (20.9) and
-//! CB_RECALL (20.2), sent on a connection the
+//! CB_RECALL (20.2) and CB_GETATTR (20.1), sent on a connection the
 //! client bound to its session's backchannel, with the callback program and
 //! credentials it gave in CREATE_SESSION or BACKCHANNEL_CTL.
 
@@ -160,13 +160,95 @@ async fn recall_once(
     stateid: stateid4,
     fh: &[u8],
 ) -> bool {
+    let op = nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args {
+        stateid,
+        truncate: false,
+        fh: fh.to_vec(),
+    });
+    let Some(res) = call_once(state, clientid, op, "CB_RECALL").await else {
+        return false;
+    };
+    // RFC 8881 20.9.3, 15.1.1.3: a CB_SEQUENCE the client could not take
+    // (a session it no longer knows, a slot out of step) or a busy
+    // client: the recall did not get in.
+    !matches!(
+        res.status,
+        NFS4ERR_DELAY
+            | NFS4ERR_BADSESSION
+            | NFS4ERR_BADSLOT
+            | NFS4ERR_SEQ_MISORDERED
+            | NFS4ERR_SEQ_FALSE_RETRY
+            | NFS4ERR_RETRY_UNCACHED_REP
+    )
+}
+
+/// What the holder of a write delegation says of the file it caches
+/// (RFC 8881 10.4.3): its size and change attribute as the client sees
+/// them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HolderAttrs {
+    pub change: u64,
+    pub size: u64,
+}
+
+/// RFC 8881 20.1: CB_GETATTR of the change attribute and size of file
+/// `fh` from `clientid`, which holds its write delegation. None: no
+/// backchannel, no answer, an error, or an answer without both (the
+/// caller recalls the delegation instead).
+pub async fn getattr(
+    state: &Arc<NfsState>,
+    clientid: clientid4,
+    fh: Vec<u8>,
+) -> Option<HolderAttrs> {
+    let op = nfs_cb_argop4::OP_CB_GETATTR(CB_GETATTR4args {
+        fh,
+        attr_request: vec![CB_GETATTR_MASK],
+    });
+    let res = call_once(state, clientid, op, "CB_GETATTR").await?;
+    if res.status != NFS4_OK {
+        debug!(clientid, status = res.status.name(), "CB_GETATTR failed");
+        return None;
+    }
+    let attrs = res.resarray.into_iter().find_map(|r| match r {
+        nfs_cb_resop4::OP_CB_GETATTR(CB_GETATTR4res::NFS4_OK(ok)) => Some(ok.obj_attributes),
+        _ => None,
+    })?;
+    holder_attrs(&attrs)
+}
+
+/// The attributes CB_GETATTR asks for (RFC 8881 10.4.3): change and size,
+/// both in the bitmap's first word.
+const CB_GETATTR_MASK: u32 = (1 << FATTR4_CHANGE) | (1 << FATTR4_SIZE);
+
+/// The change and size of a CB_GETATTR answer: exactly those two
+/// attributes, in bit order (RFC 8881 5.4), and nothing after them.
+pub fn holder_attrs(a: &fattr4) -> Option<HolderAttrs> {
+    let (first, rest) = a.attrmask.split_first()?;
+    if *first != CB_GETATTR_MASK || rest.iter().any(|w| *w != 0) {
+        return None;
+    }
+    let mut r = XdrReader::new(Bytes::copy_from_slice(&a.attr_vals));
+    let change = r.get_u64().ok()?;
+    let size = r.get_u64().ok()?;
+    (r.remaining() == 0).then_some(HolderAttrs { change, size })
+}
+
+/// One CB_COMPOUND of CB_SEQUENCE and `op` to `clientid` on its
+/// backchannel (one callback at a time per session); the client's answer,
+/// or None if there was no backchannel, no answer or an RPC-level refusal
+/// (the client's callback service failed, GARBAGE_ARGS, SYSTEM_ERR: it
+/// did not take the call in).
+async fn call_once(
+    state: &Arc<NfsState>,
+    clientid: clientid4,
+    op: nfs_cb_argop4,
+    what: &'static str,
+) -> Option<CB_COMPOUND4res> {
     let Some((session, conn_id)) = back_channel(state, clientid) else {
-        debug!(clientid, "CB_RECALL: no backchannel");
-        return false;
+        debug!(clientid, "{what}: no backchannel");
+        return None;
     };
-    let Some(conn) = state.connections.get(conn_id) else {
-        return false;
-    };
+    let conn = state.connections.get(conn_id)?;
     let slot = {
         let mut slots = state
             .stateids
@@ -197,11 +279,7 @@ async fn recall_once(
                 csa_cachethis: false,
                 csa_referring_call_lists: Vec::new(),
             }),
-            nfs_cb_argop4::OP_CB_RECALL(CB_RECALL4args {
-                stateid,
-                truncate: false,
-                fh: fh.to_vec(),
-            }),
+            op,
         ],
     };
     let build = |xid: u32| -> Vec<Bytes> {
@@ -211,7 +289,7 @@ async fn recall_once(
         w.into_segments()
     };
     let Some(reply) = conn.call(build, CALLBACK_TIMEOUT).await else {
-        debug!(clientid, "CB_RECALL: no answer");
+        debug!(clientid, "{what}: no answer");
         let mut cb = session.callback.lock().unwrap();
         cb.path_down = true;
         // RFC 8881 20.9.3: the client may never have seen this call; the
@@ -220,12 +298,9 @@ async fn recall_once(
         if cb.seqid == seqid {
             cb.seqid = seqid.wrapping_sub(1);
         }
-        return false;
+        return None;
     };
     let mut r = XdrReader::new(reply);
-    // Only a CB_COMPOUND result counts as an answer: an RPC-level refusal
-    // (the client's callback service failed, GARBAGE_ARGS, SYSTEM_ERR)
-    // means it did not take the recall in, and it is sent again.
     match decode_reply(&mut r) {
         Ok((
             _,
@@ -235,28 +310,73 @@ async fn recall_once(
             },
         )) => match decode_cb_compound_res(&mut r) {
             Ok(res) => {
-                debug!(clientid, status = res.status.name(), "CB_RECALL answered");
-                // RFC 8881 20.9.3, 15.1.1.3: a CB_SEQUENCE the client
-                // could not take (a session it no longer knows, a slot out
-                // of step) or a busy client: the recall did not get in.
-                !matches!(
-                    res.status,
-                    NFS4ERR_DELAY
-                        | NFS4ERR_BADSESSION
-                        | NFS4ERR_BADSLOT
-                        | NFS4ERR_SEQ_MISORDERED
-                        | NFS4ERR_SEQ_FALSE_RETRY
-                        | NFS4ERR_RETRY_UNCACHED_REP
-                )
+                debug!(clientid, status = res.status.name(), "{what} answered");
+                Some(res)
             }
             Err(e) => {
-                debug!(clientid, "CB_RECALL: undecodable reply: {e}");
-                false
+                debug!(clientid, "{what}: undecodable reply: {e}");
+                None
             }
         },
         other => {
-            debug!(clientid, "CB_RECALL refused: {other:?}");
-            false
+            debug!(clientid, "{what} refused: {other:?}");
+            None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(mask: Vec<u32>, vals: &[u64]) -> fattr4 {
+        fattr4 {
+            attrmask: mask,
+            attr_vals: vals.iter().flat_map(|v| v.to_be_bytes()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_cb_getattr_answer_gives_change_then_size() {
+        let a = answer(vec![CB_GETATTR_MASK], &[41, 5]);
+        assert_eq!(
+            holder_attrs(&a),
+            Some(HolderAttrs {
+                change: 41,
+                size: 5
+            })
+        );
+        // Trailing zero words of the bitmap are no attributes.
+        let a = answer(vec![CB_GETATTR_MASK, 0], &[41, 5]);
+        assert!(holder_attrs(&a).is_some());
+    }
+
+    #[test]
+    fn a_cb_getattr_answer_without_both_or_with_more_is_refused() {
+        assert_eq!(holder_attrs(&answer(vec![1 << FATTR4_SIZE], &[5])), None);
+        assert_eq!(holder_attrs(&answer(vec![CB_GETATTR_MASK], &[41])), None);
+        assert_eq!(
+            holder_attrs(&answer(vec![CB_GETATTR_MASK], &[1, 2, 3])),
+            None
+        );
+        assert_eq!(
+            holder_attrs(&answer(vec![CB_GETATTR_MASK, 1], &[1, 2])),
+            None
+        );
+        assert_eq!(holder_attrs(&answer(vec![], &[])), None);
+    }
+
+    #[test]
+    fn the_reported_change_moves_once_per_new_modification() {
+        use super::super::state::stateids::CbGetattr;
+        let mut cb = CbGetattr {
+            change_at_grant: 10,
+            ..CbGetattr::default()
+        };
+        assert_eq!(cb.answered(10), None, "unmodified");
+        assert_eq!(cb.answered(11), Some(1));
+        assert_eq!(cb.answered(11), Some(1), "the same modification");
+        assert_eq!(cb.answered(12), Some(2));
+        assert_eq!(cb.answered(10), None);
     }
 }

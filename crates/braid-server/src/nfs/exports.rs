@@ -22,6 +22,10 @@ pub struct Export {
     /// The share's `direct_writes`: large aligned WRITEs bypass the page
     /// cache (braid-fs `direct.rs`), as SMB's do.
     pub direct_writes: bool,
+    /// The share's `notify_host_changes`: a file delegated to a client is
+    /// watched for changes made on the host, which recall it
+    /// (`crate::host_watch`).
+    pub notify_host_changes: bool,
 }
 
 #[derive(Default)]
@@ -108,7 +112,8 @@ impl Exports {
                 Some(e)
                     if e.path == share.path
                         && e.options == share.nfs
-                        && e.direct_writes == share.direct_writes =>
+                        && e.direct_writes == share.direct_writes
+                        && e.notify_host_changes == share.notify_host_changes =>
                 {
                     e.clone()
                 }
@@ -127,6 +132,7 @@ impl Exports {
                         share: posix,
                         options: share.nfs.clone(),
                         direct_writes: share.direct_writes,
+                        notify_host_changes: share.notify_host_changes,
                     })
                 }
             };

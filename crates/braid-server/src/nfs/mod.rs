@@ -121,6 +121,9 @@ pub struct NfsState {
     /// writes break other protocols' caching through it (issue 42); set by
     /// the server at start.
     pub grants: std::sync::OnceLock<Arc<braid_fs::caching::CachingGrants>>,
+    /// Marks delegated files for host changes, which recall their
+    /// delegations through `grants` (set by the server at start).
+    pub host_watch: std::sync::OnceLock<Arc<crate::host_watch::HostWatch>>,
     /// The shares' QoS gates (`crate::qos`), shared with SMB; set by the
     /// server at start (none: NFS requests are not gated).
     pub qos: std::sync::OnceLock<Arc<crate::qos::QosRegistry>>,
@@ -160,6 +163,7 @@ impl NfsState {
             stateids: state::stateids::StateTable::new(boot_epoch),
             files: std::sync::OnceLock::new(),
             grants: std::sync::OnceLock::new(),
+            host_watch: std::sync::OnceLock::new(),
             qos: std::sync::OnceLock::new(),
             metrics: std::sync::OnceLock::new(),
         }))

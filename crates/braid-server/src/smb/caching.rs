@@ -77,6 +77,12 @@ impl GrantHolder for SmbGrants {
                 oplocks.break_for_host_change(R | W);
                 Box::pin(async {})
             }
+            // Gone (removed or replaced, on the host): handle caching
+            // too, so no client reopens a cached handle of it.
+            Change::Removed => {
+                oplocks.break_for_host_change(R | W | H);
+                Box::pin(async {})
+            }
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod dispatch;
 pub mod durable;
 pub mod frame;
 pub mod homes;
+pub mod host_watch;
 pub mod interfaces;
 pub mod lease;
 pub mod logon_throttle;

@@ -20,13 +20,21 @@ fn getattr(c: &mut Compound, a: &GETATTR4args) -> Result<fattr4, nfsstat4> {
         return Err(NFS4ERR_INVAL);
     }
     // RFC 8881 10.4.3: another client's write delegation may hold back
-    // writes that change these two: recalled (no CB_GETATTR), DELAY until
-    // it is returned.
+    // writes that change these two: its holder is asked (CB_GETATTR), or,
+    // if it does not answer, the delegation is recalled (DELAY until it
+    // is returned).
+    let mut held_back = None;
     if requested.contains(FATTR4_SIZE) || requested.contains(FATTR4_CHANGE) {
         if let Ok((_, obj)) = c.current_object(NFS4ERR_NOFILEHANDLE) {
-            delegations::break_for_read(c, obj.key())?;
+            held_back = delegations::ask_holder(c, obj.key())?;
         }
     }
     let fh = c.current_fh()?;
-    attrs::encode_for(&c.state, fh, &requested, c.minorversion)
+    let Some(h) = held_back else {
+        return attrs::encode_for(&c.state, fh, &requested, c.minorversion);
+    };
+    attrs::encode_for_with(&c.state, fh, &requested, c.minorversion, |a| {
+        a.size = Some(h.size);
+        a.change = a.change.map(|v| v.wrapping_add(h.change_bump));
+    })
 }

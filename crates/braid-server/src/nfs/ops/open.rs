@@ -322,7 +322,6 @@ fn delegation(
     reclaim: bool,
     (export, obj, open): (&Export, &Object, &crate::nfs::state::stateids::Other),
 ) -> open_delegation4 {
-    let key = obj.key();
     let none = |why| {
         if want == OPEN4_SHARE_ACCESS_WANT_NO_PREFERENCE {
             open_delegation4::OPEN_DELEGATE_NONE
@@ -348,19 +347,28 @@ fn delegation(
     if !callback::reachable(&c.state, client.clientid) {
         return none(open_none_delegation4::WND4_RESOURCE(false));
     }
-    // Issue 42: no read delegation while an SMB client may write the
-    // file, no write delegation while one has it open at all.
-    if let Some(files) = c.state.files.get() {
-        let smb_in_the_way = if write {
-            files.has_opens(key.0, key.1)
-        } else {
-            files.has_writers(key.0, key.1)
-        };
-        if smb_in_the_way {
-            return none(open_none_delegation4::WND4_CONTENTION(false));
+    // Issue 42: a delegated file is watched for changes made on the
+    // host, which recall its delegations (`crate::host_watch`); one that
+    // cannot be watched is not delegated, so no client serves stale data
+    // from its cache. A share whose admin turned host changes off is not
+    // watched: nobody changes its files on the host, they say.
+    let host_mark = match c.state.host_watch.get() {
+        Some(watch) if export.notify_host_changes => {
+            let file = crate::host_watch::FileToWatch::Object(obj);
+            match watch.watch_file(&export.name, obj.fileid(), file) {
+                Some(mark) => Some(mark),
+                None => return none(open_none_delegation4::WND4_RESOURCE(false)),
+            }
         }
-    }
-    let Some(stateid) = delegations::grant(&c.state.stateids, client, open, write) else {
+        _ => None,
+    };
+    // Issue 42: no read delegation while an SMB client may write the
+    // file, no write delegation while one has it open at all (checked in
+    // one step with the grant: `delegations::grant`).
+    let files = c.state.files.get().map(|f| &**f);
+    let Some(stateid) =
+        delegations::grant(&c.state.stateids, files, client, open, write, host_mark)
+    else {
         return none(open_none_delegation4::WND4_CONTENTION(false));
     };
     // RFC 8881 10.4.1: an empty ACE: the client asks ACCESS.

@@ -54,7 +54,7 @@ impl GrantHolder for NfsDelegations {
         };
         let writes = match change {
             Change::Open { writes } => writes,
-            Change::Write => true,
+            Change::Write | Change::Removed => true,
         };
         let share = file.share.to_string();
         let file_id = file.file_id;

@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 use braid_nfs_proto::nfs4::*;
 
 use super::super::compound::Compound;
+use super::super::exports::Export;
 use super::super::NfsState;
 use super::clients::Client;
 use super::stateids::*;
+use braid_fs::posix::Object;
 
 /// A CB_RECALL to send.
 pub struct Recall {
@@ -59,6 +61,7 @@ pub fn conflicting(
                 }
                 if let Some(f) = inner.files.get_mut(&key) {
                     f.delegs.retain(|x| *x != other);
+                    f.delegation_gone();
                 }
                 continue;
             }
@@ -120,12 +123,27 @@ pub fn break_for_change(c: &Compound, key: FileKey) -> Result<(), nfsstat4> {
     break_for_access(c, key, true)
 }
 
-/// RFC 8881 10.4.3: another client reading what a write delegation may
-/// hold back (the size or change attribute of GETATTR) recalls it (in
-/// place of CB_GETATTR, which 10.4.3 leaves to the server):
-/// Err(NFS4ERR_DELAY) until it is returned or revoked. Read delegations
-/// are left alone.
-pub fn break_for_read(c: &Compound, key: FileKey) -> Result<(), nfsstat4> {
+/// How long another client's GETATTR waits for the holder's CB_GETATTR
+/// answer before the delegation is recalled instead.
+pub const CB_GETATTR_WAIT: Duration = Duration::from_secs(2);
+
+/// What another client's GETATTR reports of a file whose write delegation
+/// holder modified it in its cache (RFC 8881 10.4.3): the holder's size,
+/// and the file's change attribute plus `change_bump`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeldBack {
+    pub size: u64,
+    pub change_bump: u64,
+}
+
+/// RFC 8881 10.4.3: another client asking for the size or change
+/// attribute of a file a client holds a write delegation of. The holder
+/// is asked with CB_GETATTR (at most [`CB_GETATTR_WAIT`]): Ok(None) if it
+/// has not modified the file (the file's own attributes are right),
+/// Ok(Some) with what to report if it has. A holder that does not answer
+/// (or a delegation being recalled) falls back to the recall:
+/// Err(NFS4ERR_DELAY) until it is returned or revoked.
+pub fn ask_holder(c: &Compound, key: FileKey) -> Result<Option<HeldBack>, nfsstat4> {
     // GETATTR is the commonest operation: the table's write lock only
     // for a file someone holds a delegation of.
     let delegated = c
@@ -136,9 +154,64 @@ pub fn break_for_read(c: &Compound, key: FileKey) -> Result<(), nfsstat4> {
         .get(&key)
         .is_some_and(|f| !f.delegs.is_empty());
     if !delegated {
-        return Ok(());
+        return Ok(None);
     }
-    break_for_access(c, key, false)
+    let client = session_client(c)?;
+    let holder = {
+        let inner = c.state.stateids.lock();
+        let f = inner.files.get(&key);
+        let mut write_delegs = f.into_iter().flat_map(|f| &f.delegs).filter_map(|o| {
+            let st = inner.states.get(o)?;
+            match &st.kind {
+                Kind::Deleg(d) if d.write && st.clientid != client.clientid => Some((*o, st, d)),
+                _ => None,
+            }
+        });
+        match write_delegs.next() {
+            Some((other, st, d)) if d.recalled.is_none() && !d.revoked => {
+                Some((other, st.clientid, st.obj.handle().to_vec()))
+            }
+            // Being recalled already, or revoked: as before.
+            Some(_) => None,
+            // Read delegations only: nothing held back.
+            None => return Ok(None),
+        }
+    };
+    let answer = match holder {
+        Some((other, holder, fh)) => {
+            let state = c.state.clone();
+            // On a task of its own: a callback given up on mid-way would
+            // leave the backchannel slot's sequence out of step.
+            let call = c
+                .runtime
+                .spawn(async move { super::super::callback::getattr(&state, holder, fh).await });
+            let asked = c.runtime.block_on(async move {
+                tokio::time::timeout(CB_GETATTR_WAIT, call)
+                    .await
+                    .ok()
+                    .and_then(|joined| joined.ok())
+                    .flatten()
+            });
+            asked.map(|a| (other, a))
+        }
+        None => None,
+    };
+    if let Some((other, a)) = answer {
+        let mut inner = c.state.stateids.lock();
+        if let Some(State {
+            kind: Kind::Deleg(d),
+            ..
+        }) = inner.states.get_mut(&other)
+        {
+            if !d.revoked && d.recalled.is_none() {
+                return Ok(d.cb.answered(a.change).map(|change_bump| HeldBack {
+                    size: a.size,
+                    change_bump,
+                }));
+            }
+        }
+    }
+    break_for_access(c, key, false).map(|()| None)
 }
 
 /// Recall the delegations of other clients that an access (`write`: a
@@ -219,12 +292,24 @@ pub fn recall(c: &Compound, recalls: Vec<Recall>) {
 /// yet. A write delegation (`write`, for an open that writes): besides,
 /// no other client has the file open or locked and nobody holds any
 /// delegation of it (10.4: a write delegation excludes every other
-/// client's access). The caller has checked the other protocol's opens.
+/// client's access).
+///
+/// Issue 42: SMB opens (`files`, braid-fs's open table) are checked and
+/// the delegation recorded in one step under the file's lock there
+/// (`FileService::grant_unless_smb_open`): no read delegation while an SMB
+/// open may write, no write delegation while one exists; an SMB open
+/// registered after it finds it through the caching registry, whose
+/// `held` waits for this table's lock, held here until it is recorded.
+///
+/// `host_mark`: the file's mark for changes made on the host, kept while
+/// the file is delegated (the caller made it, outside the lock).
 pub fn grant(
     table: &StateTable,
+    files: Option<&braid_fs::FileService>,
     client: &Arc<Client>,
     open_other: &Other,
     write: bool,
+    host_mark: Option<crate::host_watch::FileInterest>,
 ) -> Option<stateid4> {
     let mut inner = table.lock();
     let open = inner.states.get(open_other)?;
@@ -263,6 +348,37 @@ pub fn grant(
     if in_the_way {
         return None;
     }
+    let record = || {
+        record_grant(
+            table,
+            &mut inner,
+            client,
+            (key, export, obj, io),
+            write,
+            host_mark,
+        )
+    };
+    match files {
+        Some(files) => files.grant_unless_smb_open(key.0, key.1, write, record),
+        None => record(),
+    }
+}
+
+/// Enter a delegation of file `key` to `client` in the table.
+fn record_grant(
+    table: &StateTable,
+    inner: &mut Inner,
+    client: &Arc<Client>,
+    (key, export, obj, io): (FileKey, Arc<Export>, Object, IoFile),
+    write: bool,
+    host_mark: Option<crate::host_watch::FileInterest>,
+) -> Option<stateid4> {
+    // RFC 8881 10.4.3: what later CB_GETATTR answers are compared with.
+    let change_at_grant = if write {
+        export.share.getattr(&obj).map(|a| a.change).ok()?
+    } else {
+        0
+    };
     let other = table.new_other();
     inner.states.insert(
         other,
@@ -279,10 +395,18 @@ pub fn grant(
                 revoked: false,
                 io,
                 client: Arc::downgrade(client),
+                cb: CbGetattr {
+                    change_at_grant,
+                    ..CbGetattr::default()
+                },
             }),
         },
     );
-    inner.file(key).delegs.push(other);
+    let f = inner.file(key);
+    f.delegs.push(other);
+    if f.host_mark.is_none() {
+        f.host_mark = host_mark;
+    }
     client
         .state
         .lock()

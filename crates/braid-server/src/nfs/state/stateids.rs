@@ -106,6 +106,41 @@ pub struct DelegState {
     /// Its client, to raise SEQ4_STATUS_RECALLABLE_STATE_REVOKED on when
     /// revoked (RFC 8881 18.46.3).
     pub client: std::sync::Weak<Client>,
+    /// For a write delegation: what CB_GETATTR has learnt (RFC 8881
+    /// 10.4.3).
+    pub cb: CbGetattr,
+}
+
+/// RFC 8881 10.4.3: a write delegation's file as its holder reports it in
+/// CB_GETATTR answers, compared with the change attribute the file had
+/// when it was delegated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CbGetattr {
+    /// The file's change attribute at the grant (the holder's, until it
+    /// modifies the file in its cache).
+    pub change_at_grant: u64,
+    /// The holder's change attribute in its last answer.
+    pub last_seen: Option<u64>,
+    /// How many different modified states the holder has reported: added
+    /// to the file's change attribute, so that other clients see a new
+    /// value each time and the same value while nothing more changes.
+    pub bumps: u64,
+}
+
+impl CbGetattr {
+    /// Take in the holder's answer (`change`); whether it modified the
+    /// file since the grant, and the bump to add to the file's change
+    /// attribute.
+    pub fn answered(&mut self, change: u64) -> Option<u64> {
+        if change == self.change_at_grant {
+            return None;
+        }
+        if self.last_seen != Some(change) {
+            self.last_seen = Some(change);
+            self.bumps += 1;
+        }
+        Some(self.bumps)
+    }
 }
 
 /// An fd opened for I/O and what it allows.
@@ -148,9 +183,20 @@ pub struct FileState {
     pub opens: Vec<Other>,
     pub locks: Vec<LockRange>,
     pub delegs: Vec<Other>,
+    /// While the file is delegated: its mark for changes made on the host,
+    /// which recall the delegations (`crate::host_watch`). Dropped with
+    /// the last delegation.
+    pub host_mark: Option<crate::host_watch::FileInterest>,
 }
 
 impl FileState {
+    /// After a delegation left `delegs`: with none left, the file is no
+    /// longer watched for host changes on NFS's account.
+    pub fn delegation_gone(&mut self) {
+        if self.delegs.is_empty() {
+            self.host_mark = None;
+        }
+    }
     fn is_empty(&self) -> bool {
         self.opens.is_empty() && self.locks.is_empty() && self.delegs.is_empty()
     }
@@ -398,6 +444,7 @@ impl Inner {
                 cs.delegs.remove(other);
                 if let Some(f) = self.files.get_mut(&key) {
                     f.delegs.retain(|x| x != other);
+                    f.delegation_gone();
                 }
             }
         }

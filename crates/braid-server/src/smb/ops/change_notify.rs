@@ -37,7 +37,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::INVALID_PARAMETER);
     }
     let share = req.share()?.name.clone();
-    crate::host_watch::watch_open(&req.conn.server, req.share()?, &open, None);
+    crate::smb::host_watch::watch_open(&req.conn.server, req.share()?, &open, None);
     let watch: Arc<Watch> = {
         let mut slot = open.notify_watch.lock().unwrap();
         slot.get_or_insert_with(|| {

@@ -317,7 +317,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         .await;
     // Issue 42: other protocols' caching of the file that this open
     // conflicts with (NFS delegations) is broken, and returned before it
-    // goes on, through braid-fs's cross-protocol registry.
+    // goes on, through braid-fs's cross-protocol registry. Asked after
+    // the open is registered in braid-fs's open table: a delegation
+    // granted meanwhile was recorded under that table's file lock
+    // (`FileService::grant_unless_smb_open`), so it is found here.
     if !info.is_directory && opened.handle.stream_key() == 0 {
         let writes =
             braid_fs::types::access::FILE_WRITE_DATA | braid_fs::types::access::FILE_APPEND_DATA;
@@ -396,7 +399,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .smb
             .dir_leases
             .register(&share.name, info.file_id, &open);
-        crate::host_watch::watch_open(&req.conn.server, &share, &open, Some(info.file_id));
+        crate::smb::host_watch::watch_open(&req.conn.server, &share, &open, Some(info.file_id));
     }
     if !is_stream && opened.action != CreateAction::Opened {
         req.conn.server.smb.dir_leases.break_parent(

@@ -51,7 +51,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if r.offset > i64::MAX as u64 {
         return Err(NtStatus::INVALID_PARAMETER);
     }
-    crate::host_watch::watch_read_cache(&req.conn.server, req.share()?, &open);
+    crate::smb::host_watch::watch_read_cache(&req.conn.server, req.share()?, &open);
     let handle = open.handle.clone();
     let (offset, length) = (r.offset, r.length);
     // The response is built in one buffer: room for a transform header,
