@@ -5,6 +5,7 @@ the NFS client's backchannel) and waits until the client returned it
 writes. An NFS write delegation is recalled by any SMB open, even one
 that only reads, which sees what the NFS client wrote back before
 returning it; and none is granted while an SMB open of the file exists.
+An SMB rename or removal recalls a read delegation as an NFS one would.
 Another NFS client's GETATTR of the size recalls a write delegation too
 when its holder does not answer CB_GETATTR with its size and change
 (test_nfs_cb_getattr.py has holders that do).
@@ -28,7 +29,8 @@ from smbprotocol.open import FilePipePrinterAccessMask
 
 import servers
 from smb_nfs import both, pynfs_tree  # noqa: F401
-from smbremote import RawClient
+import smbclient
+from smbremote import RawClient, Remote
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid",
@@ -169,3 +171,38 @@ def test_no_nfs_delegation_while_an_smb_open_conflicts(both, pynfs_tree, smb_acc
         op.close()
     finally:
         raw.close()
+
+
+@pytest.mark.parametrize("how", ["rename", "remove"])
+def test_smb_rename_or_remove_recalls_an_nfs_read_delegation(both, pynfs_tree, how):
+    """RFC 8881 10.4.1: a REMOVE or RENAME of a delegated file recalls the
+    delegation. Over SMB both begin with an open for DELETE access, which
+    waits for the NFS client to return it before the name goes."""
+    smb, nfs = both
+    name = f"{how[:3]}-{uuid.uuid4().hex[:12]}"
+    delay = 1.5
+    proc = deleg_client(nfs, pynfs_tree, name, delay)
+    try:
+        expect_line(proc, "DELEGATED")
+        servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
+        remote = Remote(smb, "")
+        unc = f"\\\\{smb.host}\\{smb.share}\\{name}"
+        try:
+            t0 = time.monotonic()
+            if how == "rename":
+                smbclient.rename(unc, unc + ".moved", **remote.kw)
+            else:
+                smbclient.remove(unc, **remote.kw)
+            done = time.monotonic()
+        finally:
+            remote.close()
+        expect_line(proc, "RECALLED")
+        expect_line(proc, "RETURNED")
+        assert done - t0 >= delay * 0.8, (
+            f"the SMB {how} finished after {done - t0:.2f}s, before the delegation "
+            f"was returned ({delay}s after the recall)")
+        assert not (smb.share_dir / name).exists()
+        assert (smb.share_dir / (name + ".moved")).exists() == (how == "rename")
+    finally:
+        proc.stdin.close()
+        proc.wait(10)

@@ -67,7 +67,9 @@ pub struct CachedFile<'a> {
 /// with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
-    /// A new open of the file; `writes`: with write or append access.
+    /// A new open of the file; `writes`: with access that can change its
+    /// data or its name (write, append; over SMB also delete, which a
+    /// rename or removal opens with).
     Open { writes: bool },
     /// The file's data or size changed.
     Write,

@@ -322,8 +322,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // granted meanwhile was recorded under that table's file lock
     // (`FileService::grant_unless_smb_open`), so it is found here.
     if !info.is_directory && opened.handle.stream_key() == 0 {
-        let writes =
-            braid_fs::types::access::FILE_WRITE_DATA | braid_fs::types::access::FILE_APPEND_DATA;
+        // RFC 8881 10.4.1: a REMOVE or RENAME of the file conflicts with
+        // read delegations as a write does; over SMB both need an open
+        // with DELETE access first, so that open recalls them.
+        let writes = braid_fs::types::access::FILE_WRITE_DATA
+            | braid_fs::types::access::FILE_APPEND_DATA
+            | braid_fs::types::access::DELETE;
         let file = braid_fs::caching::CachedFile {
             share: &share.name,
             file_id: info.file_id,
