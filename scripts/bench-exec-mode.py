@@ -5,6 +5,12 @@ each COMPOUND to a blocking-pool thread; `inplace` runs it under tokio's
 `block_in_place`), all in one `braid bench compare` run, interleaved
 (docs/BENCHMARKS.md section 7, "Removing the thread hand-off").
 
+BRAID_EXEC is read only by the build of commit df0ae6d (the measuring
+commit; the next one reverted it because `inplace` lost): build that
+commit to rerun the comparison. On any other build every mode runs the
+same code, which makes this script a measure of two identical servers'
+spread.
+
 Prints each repetition (ops/s and server CPU µs per operation, utime +
 stime of the server's process tree over the measured window), the
 medians, and each mode's per-repetition ratio to `spawn` (median of the

@@ -162,44 +162,9 @@ pub async fn run(
         let body = c.execute(args, declared, request_len);
         (body, c.in_flight.take())
     };
-    match exec_mode() {
-        ExecMode::InPlace => {
-            let (body, in_flight) = tokio::task::block_in_place(run);
-            CompoundReply::Body(body, in_flight)
-        }
-        ExecMode::Spawn => match tokio::task::spawn_blocking(run).await {
-            Ok((body, in_flight)) => CompoundReply::Body(body, in_flight),
-            Err(_) => CompoundReply::SystemErr,
-        },
-    }
-}
-
-/// How a COMPOUND leaves the reactor (BRAID_EXEC, read once): `spawn`
-/// hands it to a blocking-pool thread and waits for the result (two thread
-/// hand-offs per request); `inplace` runs it on the worker thread with
-/// `block_in_place`, which hands the worker's queue to another thread
-/// instead, so the reactor still never waits on the file system. Each
-/// request runs in its own spawned task (nfs/conn.rs), so blocking it
-/// suspends nothing else. `block_in_place` needs the multi-thread runtime;
-/// on any other (unit tests) the COMPOUND is spawned.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ExecMode {
-    Spawn,
-    InPlace,
-}
-
-fn exec_mode() -> ExecMode {
-    static CHOSEN: std::sync::OnceLock<ExecMode> = std::sync::OnceLock::new();
-    let chosen = *CHOSEN.get_or_init(|| match std::env::var("BRAID_EXEC").as_deref() {
-        Ok("inplace") => ExecMode::InPlace,
-        _ => ExecMode::Spawn,
-    });
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi_thread {
-        chosen
-    } else {
-        ExecMode::Spawn
+    match tokio::task::spawn_blocking(run).await {
+        Ok((body, in_flight)) => CompoundReply::Body(body, in_flight),
+        Err(_) => CompoundReply::SystemErr,
     }
 }
 
