@@ -30,6 +30,15 @@ impl OpenFile {
     }
 }
 
+impl std::fmt::Debug for OpenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenFile")
+            .field("fd", &self.file.as_raw_fd())
+            .field("kept_as", &self.keep.as_ref().map(|(_, k)| k))
+            .finish()
+    }
+}
+
 impl std::ops::Deref for OpenFile {
     type Target = File;
     fn deref(&self) -> &File {
