@@ -248,7 +248,11 @@ impl OpenHandle {
         let (Some(mode), Some(_)) = (mode, self.0.share.0.fds()) else {
             return;
         };
-        if self.0.stream.is_some() || st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        // A snapshot's opens never take one (`take_kept_fd`).
+        if self.0.stream.is_some()
+            || st.st_mode & libc::S_IFMT != libc::S_IFREG
+            || self.0.share.0.read_only()
+        {
             return;
         }
         let _ = self.0.keep_as.set(FdKey {
