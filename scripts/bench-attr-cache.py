@@ -15,6 +15,10 @@ Server CPU per operation is utime+stime of the server (/proc/PID/stat)
 around the run; with --strace, the server's system calls per operation
 (`strace -c -f`; its own overhead makes the CPU figure meaningless then).
 Prints one JSON line per run.
+
+With --fds both servers have the metadata cache on and only the kept fds
+differ (`metadata_cache_max_fds = 0` for the "off" one): what keeping the
+fds of closed files (braid-fs `meta/fd_cache.rs`) saves a stat.
 """
 import argparse
 import json
@@ -38,7 +42,7 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start(base: Path, cache: bool, files: int):
+def start(base: Path, cache: bool, files: int, fds_only: bool = False):
     share, work = base / "share", base / "server"
     share.mkdir()
     work.mkdir()
@@ -46,8 +50,12 @@ def start(base: Path, cache: bool, files: int):
         (share / f"f{i:04d}.txt").write_bytes(b"x")
     servers.give_to_share_owner(share, *share.iterdir())
     port, password = servers.free_port(), "Pw-" + secrets.token_hex(6)
+    top = ""
+    if fds_only:
+        top = "" if cache else "metadata_cache_max_fds = 0\n"
+        cache = True
     (work / "braid.toml").write_text(
-        f'[[share]]\nname = "s"\npath = {json.dumps(str(share))}\n'
+        top + f'[[share]]\nname = "s"\npath = {json.dumps(str(share))}\n'
         f'metadata_cache = {"true" if cache else "false"}\n')
     argv = [str(servers.BRAID_BIN), "serve", "--config", str(work / "braid.toml"),
             "--listen", f"127.0.0.1:{port}", "--user", f"{servers.DEFAULT_USER}:{password}"]
@@ -101,6 +109,8 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--list", action="store_true", help="listings instead of stats")
     ap.add_argument("--strace", action="store_true")
+    ap.add_argument("--fds", action="store_true",
+                    help="cache on in both; only the kept fds differ")
     a = ap.parse_args()
     servers.BRAID_BIN = a.braid.resolve()
     files = 1000 if a.list else 100
@@ -110,7 +120,7 @@ def main() -> int:
             for cache in (False, True):
                 base = Path(d) / ("on" if cache else "off")
                 base.mkdir()
-                procs[cache] = start(base, cache, files)
+                procs[cache] = start(base, cache, files, a.fds)
             time.sleep(0.3)  # every file older than the layer's 50 ms margin
             for rep in range(a.reps):
                 for cache in ((False, True) if rep % 2 == 0 else (True, False)):

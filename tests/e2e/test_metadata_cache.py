@@ -405,7 +405,9 @@ def test_counters_in_the_admin_api_and_metrics(both):
     assert before["enabled"] is True
     assert set(before) == {"enabled", "hits", "misses", "negative_hits", "entries", "bytes",
                            "invalidations", "attr_hits", "attr_misses", "attr_invalidations",
-                           "attr_files", "attr_bytes"}
+                           "attr_files", "attr_bytes", "fd_kept", "fd_reused", "fd_missed",
+                           "fd_dropped_idle", "fd_dropped_capacity", "fd_dropped_unlinked",
+                           "fd_dropped_invalidated", "fd_dropped_refused", "fd_open"}
     index(c, d)
     for i in range(5):
         c.create_new(rf"{d}\New{i}")

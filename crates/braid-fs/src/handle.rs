@@ -2,15 +2,18 @@
 //! locks in `handle_lock.rs`, renames in `handle_rename.rs`, directory
 //! listings in `handle_dir.rs`).
 
+use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::clock::Clock;
 use crate::direct::DirectWriter;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::info;
+use crate::meta::fd_cache::DropReason;
+use crate::meta::{FdKey, FdMode};
 use crate::open_table::{FileKey, Node, NodeTable};
 use crate::path;
 use crate::service_create::preallocate;
@@ -40,7 +43,15 @@ pub(crate) struct HandleInner {
     pub(crate) nodes: Arc<NodeTable>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) node: Arc<Node>,
-    pub(crate) fd: OwnedFd,
+    /// Taken out only when the handle drops: closed, or kept for the next
+    /// open of the file (`meta/fd_cache.rs`).
+    pub(crate) fd: ManuallyDrop<OwnedFd>,
+    /// What the fd is kept under after the close, when the share keeps
+    /// fds and this is a plain file's read or read-write fd.
+    pub(crate) keep_as: OnceLock<FdKey>,
+    /// Cleared when the close leaves the file deleted or to be deleted,
+    /// or locks could not be shown released: the fd is then closed.
+    pub(crate) keepable: AtomicBool,
     pub(crate) is_dir: bool,
     pub(crate) access: u32,
     pub(crate) share_access: u32,
@@ -108,6 +119,9 @@ impl HandleInner {
             if e.delete_on_close {
                 s.delete_pending = true;
             }
+        }
+        if s.delete_pending {
+            self.keepable.store(false, Ordering::Relaxed);
         }
         let had_locks = s.locks.remove_open(self.id);
         if (had_locks || !self.netatalk_marks().is_empty()) && self.stream.is_none() {
@@ -182,6 +196,10 @@ impl HandleInner {
         let flag = if is_dir { libc::AT_REMOVEDIR } else { 0 };
         // SAFETY: plain syscall on a validated single component.
         sys::check(unsafe { libc::unlinkat(pfd.as_raw_fd(), cname.as_ptr(), flag) })?;
+        if let Some(fds) = self.share.0.fds() {
+            // Its space goes back now, not at the next sweep.
+            fds.forget_inode(st.st_dev, st.st_ino, DropReason::Unlinked);
+        }
         if !is_dir {
             crate::resource_fork_file::file_deleted(&self.share, pfd.as_raw_fd(), name);
         }
@@ -194,6 +212,14 @@ impl Drop for HandleInner {
     fn drop(&mut self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
             self.release();
+        }
+        // SAFETY: taken once, here, and never used again.
+        let fd = unsafe { ManuallyDrop::take(&mut self.fd) };
+        // release() gave up this open's byte-range locks (OFD locks, owned
+        // by the fd) and would have cleared `keepable` for a deleted file.
+        match (self.keep_as.get(), self.share.0.fds()) {
+            (Some(key), Some(fds)) if self.keepable.load(Ordering::Relaxed) => fds.park(*key, fd),
+            _ => drop(fd),
         }
     }
 }
@@ -214,6 +240,29 @@ impl std::fmt::Debug for OpenHandle {
 }
 
 impl OpenHandle {
+    /// Let the close of this open keep its fd for the next open of the
+    /// file (`meta/fd_cache.rs`), when the share keeps fds: `st` is the
+    /// file's, `mode` how the fd was opened (`None`: an `O_PATH` fd, never
+    /// kept), `sync` whether with `O_DSYNC`.
+    pub(crate) fn keep_fd_at_close(&self, st: &libc::stat, mode: Option<FdMode>, sync: bool) {
+        let (Some(mode), Some(_)) = (mode, self.0.share.0.fds()) else {
+            return;
+        };
+        // A snapshot's opens never take one (`take_kept_fd`).
+        if self.0.stream.is_some()
+            || st.st_mode & libc::S_IFMT != libc::S_IFREG
+            || self.0.share.0.read_only()
+        {
+            return;
+        }
+        let _ = self.0.keep_as.set(FdKey {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mode,
+            sync,
+        });
+    }
+
     pub(crate) fn fd(&self) -> RawFd {
         self.0.fd.as_raw_fd()
     }

@@ -11,7 +11,7 @@ use crate::clock::Clock;
 use crate::error::{last_errno, FsError, FsResult};
 use crate::handle::{HandleInner, OpenHandle};
 use crate::info::{self, DosMeta};
-use crate::meta::CacheBudget;
+use crate::meta::{CacheBudget, FdCache, FdKey, FdLimits, FdMode};
 use crate::open_access::check_existing;
 use crate::open_table::{
     check_share_access, check_stream_opens, FileKey, Node, NodeTable, OpenEntry,
@@ -38,6 +38,8 @@ pub struct FileService {
     pub(crate) ring: Arc<RingSlot>,
     /// Bounds every share's metadata cache shares (`meta/stats.rs`).
     metadata_budget: std::sync::Mutex<Arc<CacheBudget>>,
+    /// Bounds of each share's kept fds (`meta/fd_cache.rs`).
+    fd_limits: std::sync::Mutex<FdLimits>,
 }
 
 /// Rights a read-only file never grants for writing (MS-FSA 2.1.5.1.2.1).
@@ -54,6 +56,7 @@ impl FileService {
             next_id: AtomicU64::new(1),
             ring: Arc::default(),
             metadata_budget: Default::default(),
+            fd_limits: Default::default(),
         })
     }
 
@@ -75,10 +78,25 @@ impl FileService {
             .clone()
     }
 
-    /// Give `share` a metadata cache (`meta/cache.rs`) under the
-    /// service's bounds and clock.
+    /// Bound each share's kept fds from now on (`meta/fd_cache.rs`).
+    pub fn set_fd_cache_limits(&self, limits: FdLimits) {
+        *self.fd_limits.lock().unwrap_or_else(|p| p.into_inner()) = limits;
+    }
+
+    /// A new cache of kept fds under the service's bounds and clock, swept
+    /// by a thread of its own (for a share, or an NFS export).
+    pub fn new_fd_cache(&self) -> Arc<FdCache> {
+        let limits = *self.fd_limits.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = Arc::new(FdCache::new(self.clock.clone(), limits));
+        FdCache::start_sweeper(&cache);
+        cache
+    }
+
+    /// Give `share` a metadata cache (`meta/cache.rs`), attribute layer
+    /// and kept fds under the service's bounds and clock.
     pub fn enable_metadata_cache(&self, share: &ShareRef) {
         share.set_metadata_cache(self.metadata_cache_budget(), self.clock.clone());
+        share.set_fd_cache(self.new_fd_cache());
     }
 
     /// A fresh open id (unique within the service).
@@ -302,7 +320,7 @@ impl FileService {
         want_write: bool,
         max: bool,
         access: u32,
-    ) -> FsResult<(OwnedFd, bool)> {
+    ) -> FsResult<(OwnedFd, bool, Option<FdMode>)> {
         let mut base = libc::O_NONBLOCK | libc::O_NOCTTY;
         if p.directory == DirectoryRequirement::MustBeDirectory {
             base |= libc::O_DIRECTORY;
@@ -319,24 +337,69 @@ impl FileService {
         };
         if want_write || max {
             match open_waiting_for_lease(root, rel, base | libc::O_RDWR) {
-                Ok(fd) => return Ok((fd, true)),
+                Ok(fd) => return Ok((fd, true, Some(FdMode::ReadWrite))),
                 Err(libc::EISDIR) => {}
                 Err(libc::EACCES | libc::EPERM | libc::EROFS | libc::ETXTBSY) if !want_write => {}
                 Err(e) => return Err(map(e)),
             }
         }
         match open_waiting_for_lease(root, rel, base | libc::O_RDONLY) {
-            Ok(fd) => Ok((fd, false)),
+            Ok(fd) => Ok((fd, false, Some(FdMode::Read))),
             Err(libc::EACCES | libc::EPERM)
                 if access & (acc::FILE_READ_DATA | acc::FILE_EXECUTE) == 0 || max =>
             {
                 let f = libc::O_PATH | (base & libc::O_DIRECTORY);
                 path::open_beneath(root, rel, f, 0)
-                    .map(|fd| (fd, false))
+                    .map(|fd| (fd, false, None))
                     .map_err(map)
             }
             Err(e) => Err(map(e)),
         }
+    }
+
+    /// A kept fd (`meta/fd_cache.rs`) of the plain file `rel` names now,
+    /// opened as this open would open it, when its caller may use it.
+    /// The name is resolved to its inode first (`lstat` in `parent`), so
+    /// only an fd of the file the name names now can answer. The host
+    /// lease wait of [`open_waiting_for_lease`] is not needed: a local
+    /// process holds no lease that this open would break while Braid holds
+    /// a kept fd (a read lease needs no writer, a write lease no other
+    /// open; a read open breaks no read lease).
+    fn take_kept_fd(
+        &self,
+        share: &ShareRef,
+        rel: &str,
+        parent: Option<RawFd>,
+        p: &OpenParams,
+        read_write: bool,
+    ) -> Option<(OwnedFd, FdMode)> {
+        let cache = share.0.fds()?;
+        let parent = parent?;
+        if p.directory == DirectoryRequirement::MustBeDirectory || share.0.read_only() {
+            return None;
+        }
+        let (_, name) = path::split_last(rel);
+        let st = sys::lstat_at(parent, &sys::cstr(name).ok()?).ok()?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return None;
+        }
+        let mode = if read_write {
+            FdMode::ReadWrite
+        } else {
+            FdMode::Read
+        };
+        let key = FdKey {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mode,
+            sync: p.write_through,
+        };
+        let fd = cache.take(&key)?;
+        if !crate::meta::fd_cache::caller_may_use(fd.as_raw_fd(), mode) {
+            cache.refuse(fd);
+            return None;
+        }
+        Some((fd, mode))
     }
 
     /// MS-FSA 2.1.5.1.2: open of an existing file. `parent`: the fd of its
@@ -358,14 +421,18 @@ impl FileService {
             (!max && access & (acc::FILE_WRITE_DATA | acc::FILE_APPEND_DATA) != 0) || overwrite;
         // In a snapshot the file is only ever read, whatever was granted.
         let ro = share.0.read_only();
-        let (fd, writable) = Self::open_fd(
-            share.0.root_fd(),
-            &rel,
-            p,
-            want_write && !ro,
-            max && !ro,
-            access,
-        )?;
+        let kept = self.take_kept_fd(share, &rel, parent, p, want_write || max);
+        let (fd, writable, mode) = match kept {
+            Some((fd, mode)) => (fd, mode == FdMode::ReadWrite, Some(mode)),
+            None => Self::open_fd(
+                share.0.root_fd(),
+                &rel,
+                p,
+                want_write && !ro,
+                max && !ro,
+                access,
+            )?,
+        };
         let st = sys::fstat(fd.as_raw_fd())?;
         let fmt = st.st_mode & libc::S_IFMT;
         if fmt != libc::S_IFREG && fmt != libc::S_IFDIR {
@@ -426,6 +493,7 @@ impl FileService {
             None,
         );
         if !is_dir {
+            handle.keep_fd_at_close(&st, mode, p.write_through);
             handle.netatalk_check()?;
         }
         let action = if overwrite {
@@ -529,7 +597,9 @@ impl FileService {
             nodes: self.nodes.clone(),
             clock: self.clock.clone(),
             node,
-            fd,
+            fd: std::mem::ManuallyDrop::new(fd),
+            keep_as: Default::default(),
+            keepable: AtomicBool::new(true),
             is_dir,
             access,
             share_access,

@@ -6,6 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use crate::error::{last_errno, FsError, FsResult};
 use crate::info::{self, DosMeta};
+use crate::meta::FdMode;
 use crate::open_access::check_create;
 use crate::open_table::FileKey;
 use crate::path;
@@ -69,6 +70,9 @@ impl FileService {
             r.rel(),
             None,
         );
+        if !is_dir {
+            handle.keep_fd_at_close(&st, Some(FdMode::ReadWrite), p.write_through);
+        }
         if let Err(e) = handle.netatalk_check() {
             drop(handle);
             created.cleanup.run();

@@ -11,7 +11,7 @@ use crate::clock::Clock;
 use crate::error::{FsError, FsResult};
 use crate::handle::HandleInner;
 use crate::meta::{
-    AttrCache, AttrStats, CacheBudget, CacheStats, MetadataCache, PosixStore, ShareStore,
+    AttrCache, AttrStats, CacheBudget, CacheStats, FdCache, MetadataCache, PosixStore, ShareStore,
     PLAIN_POSIX,
 };
 use crate::resource_fork_file::AppleDoubleOptions;
@@ -71,6 +71,9 @@ pub(crate) struct Share {
     /// Braid's xattr metadata and birth times per file (`meta/attr_cache.rs`);
     /// set with the metadata cache.
     attrs: OnceLock<AttrCache>,
+    /// The fds of closed files kept for the opens that follow
+    /// (`meta/fd_cache.rs`); set with the metadata cache.
+    fds: OnceLock<Arc<FdCache>>,
 }
 
 /// Unix permission bits for what clients create (Samba's `create mask`
@@ -159,6 +162,7 @@ impl Share {
             trims: OnceLock::new(),
             names: OnceLock::new(),
             attrs: OnceLock::new(),
+            fds: OnceLock::new(),
         }
     }
 
@@ -322,6 +326,11 @@ impl Share {
         self.attrs.get()
     }
 
+    /// The share's kept fds, when it has a metadata cache.
+    pub(crate) fn fds(&self) -> Option<&Arc<FdCache>> {
+        self.fds.get()
+    }
+
     pub(crate) fn root_fd(&self) -> RawFd {
         self.root.as_raw_fd()
     }
@@ -382,6 +391,19 @@ impl ShareRef {
         let _ = self.0.names.set(Box::new(cache.skipping_invalidation()));
         let attrs = AttrCache::new(clock, budget).skipping_validation();
         let _ = self.0.attrs.set(attrs);
+    }
+
+    /// Keep the fds of closed files for the opens that follow
+    /// (`meta/fd_cache.rs`). Set once, before the share is served.
+    pub fn set_fd_cache(&self, cache: Arc<FdCache>) {
+        let _ = self.0.fds.set(cache);
+    }
+
+    /// The share's kept fds (`None` without a metadata cache): for the
+    /// NFS face to share, and for the code that takes host leases to
+    /// drop before it asks ([`FdCache::forget_inode`]).
+    pub fn fd_cache(&self) -> Option<Arc<FdCache>> {
+        self.0.fds.get().cloned()
     }
 
     /// The metadata cache's counters; `None` when the share has none.

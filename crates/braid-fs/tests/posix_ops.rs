@@ -330,7 +330,7 @@ fn posix_open_write_read_truncate_times() {
     assert_eq!(a.size, 5);
     let mut buf = Vec::new();
     use std::io::Read;
-    (&*s.open_file(&c, &f, true, false, false).unwrap())
+    (&**s.open_file(&c, &f, true, false, false).unwrap())
         .read_to_end(&mut buf)
         .unwrap();
     assert_eq!(buf, b"hello");

@@ -783,7 +783,10 @@ mod tests {
             sh["metadata_cache"],
             serde_json::json!({"enabled": false, "hits": 0, "misses": 0, "negative_hits": 0,
                 "entries": 0, "bytes": 0, "invalidations": 0, "attr_hits": 0, "attr_misses": 0,
-                "attr_invalidations": 0, "attr_files": 0, "attr_bytes": 0})
+                "attr_invalidations": 0, "attr_files": 0, "attr_bytes": 0, "fd_kept": 0,
+                "fd_reused": 0, "fd_missed": 0, "fd_dropped_idle": 0, "fd_dropped_capacity": 0,
+                "fd_dropped_unlinked": 0, "fd_dropped_invalidated": 0, "fd_dropped_refused": 0,
+                "fd_open": 0})
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

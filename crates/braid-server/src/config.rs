@@ -243,6 +243,8 @@ pub struct ServerConfig {
     pub metadata_cache_max_entries: u64,
     /// Memory every share's metadata cache holds together at most, bytes.
     pub metadata_cache_max_bytes: u64,
+    /// Bounds of each share's kept fds (braid-fs `meta/fd_cache.rs`).
+    pub metadata_cache_fds: braid_fs::meta::FdLimits,
     /// TCP connections served at once; a connection beyond it is closed
     /// as soon as it is accepted.
     pub max_connections: usize,
@@ -322,6 +324,7 @@ impl Default for ServerConfig {
             max_open_files_per_client: 65536,
             metadata_cache_max_entries: 2_000_000,
             metadata_cache_max_bytes: 256 << 20,
+            metadata_cache_fds: Default::default(),
             max_connections: 16384,
             max_connections_per_client: 4096,
             max_async_requests: 512,

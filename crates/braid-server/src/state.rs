@@ -43,6 +43,7 @@ pub struct Share {
 /// Set in the environment, a share's metadata cache skips invalidation:
 /// for the tests that prove the coherence suite fails on a stale cache.
 const BROKEN_METADATA_CACHE_ENV: &str = "BRAID_TEST_BROKEN_METADATA_CACHE";
+const BROKEN_FD_CACHE_ENV: &str = "BRAID_TEST_BROKEN_FD_CACHE";
 
 impl Share {
     /// Serve the share `s` describes: its directory added to the file
@@ -77,6 +78,13 @@ impl Share {
                 fs.set_broken_metadata_cache(files.metadata_cache_budget(), files.clock().clone());
             } else {
                 files.enable_metadata_cache(&fs);
+            }
+            if std::env::var_os(BROKEN_FD_CACHE_ENV).is_some() {
+                // Only the e2e test of a host `rm` sets it, to show it
+                // catches kept fds of unlinked files (test_fd_cache.py).
+                if let Some(fds) = fs.fd_cache() {
+                    fds.skip_unlink_drops();
+                }
             }
         }
         if let Some(snapshots) = &s.snapshots {
@@ -172,6 +180,7 @@ impl Served {
             config.metadata_cache_max_entries,
             config.metadata_cache_max_bytes,
         );
+        files.set_fd_cache_limits(config.metadata_cache_fds);
         let mut shares = HashMap::new();
         for s in &config.shares {
             shares.insert(s.name.to_lowercase(), Arc::new(Share::serve(files, s)?));
@@ -302,6 +311,12 @@ impl ServerState {
 
     pub(crate) fn replace_served(&self, served: Served) {
         *self.served.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(served);
+    }
+
+    /// The kept fds of the NFS export `name` (braid-fs
+    /// `meta/fd_cache.rs`), when it is exported and keeps any.
+    pub fn nfs_fd_cache(&self, name: &str) -> Option<Arc<braid_fs::meta::FdCache>> {
+        self.nfs.get()?.exports.by_name(name)?.share.fd_cache()
     }
 
     pub fn share(&self, name: &str) -> Option<Arc<Share>> {

@@ -59,6 +59,12 @@ pub struct FileConfig {
     pub metadata_cache_max_entries: Option<u64>,
     /// MiB all shares' metadata caches hold together (default 256).
     pub metadata_cache_max_mib: Option<u64>,
+    /// Fds of closed files each share with a metadata cache keeps for
+    /// the opens that follow (default 256; 0: none).
+    pub metadata_cache_max_fds: Option<u64>,
+    /// Milliseconds a kept fd waits unused before it is closed (default
+    /// 1500).
+    pub metadata_cache_fd_idle_ms: Option<u64>,
     /// Client addresses or networks served (default all), e.g.
     /// ["198.18.0.0/15", "127.0.0.1"].
     #[serde(default)]

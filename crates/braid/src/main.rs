@@ -453,6 +453,22 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         }
         cfg.metadata_cache_max_bytes = m << 20;
     }
+    if let Some(m) = file.metadata_cache_max_fds {
+        if m > 65_536 {
+            return Err(format!(
+                "metadata_cache_max_fds = {m}: use a value from 0 (keep none) to 65536"
+            ));
+        }
+        cfg.metadata_cache_fds.max_fds = m as usize;
+    }
+    if let Some(m) = file.metadata_cache_fd_idle_ms {
+        if !(10..=60_000).contains(&m) {
+            return Err(format!(
+                "metadata_cache_fd_idle_ms = {m}: use a value from 10 to 60000"
+            ));
+        }
+        cfg.metadata_cache_fds.idle = std::time::Duration::from_millis(m);
+    }
     if let Some(m) = file.max_async_requests {
         if !(1..=65_535).contains(&m) {
             return Err(format!(

@@ -3,10 +3,12 @@
 //! service resolves names through; [`posix_store::PosixStore`] and
 //! [`memory::MemoryStore`] are backends; [`cache::MetadataCache`] is a
 //! layer over either, and [`attr_cache::AttrCache`] keeps Braid's xattr
-//! metadata per file beside it.
+//! metadata per file beside it; [`fd_cache::FdCache`] keeps the fds of
+//! closed files briefly for the opens that follow.
 
 pub mod attr_cache;
 pub mod cache;
+pub mod fd_cache;
 pub mod memory;
 pub mod posix_store;
 pub mod stats;
@@ -21,6 +23,7 @@ use std::os::fd::{OwnedFd, RawFd};
 
 pub use attr_cache::{AttrCache, AttrStats, FileStamp, KeptXattr};
 pub use cache::MetadataCache;
+pub use fd_cache::{FdCache, FdKey, FdLimits, FdMode, FdStats};
 pub use memory::MemoryStore;
 pub use posix_store::PosixStore;
 pub use stats::{CacheBudget, CacheStats};

@@ -237,9 +237,15 @@ impl PosixShare {
     /// not keep a deleted file's blocks allocated until it is evicted (an
     /// open of it keeps it, and its handle working, until closed).
     pub(crate) fn forget_if_gone(&self, fd: &OwnedFd) {
-        let gone = sys::statx(fd.as_raw_fd()).map(|a| a.nlink == 0);
-        if !matches!(gone, Ok(true)) {
+        let Ok(a) = sys::statx(fd.as_raw_fd()) else {
             return;
+        };
+        if a.nlink != 0 {
+            return;
+        }
+        if let Some(fds) = self.fds.get() {
+            // Its kept fds (`meta/fd_cache.rs`) go now, with its space.
+            fds.forget_inode(a.dev, a.fileid, crate::meta::fd_cache::DropReason::Unlinked);
         }
         if let Ok((ty, kernel)) = sys::name_to_handle(fd.as_raw_fd()) {
             if let Some(h) = handle::encode(&self.key, self.export_id, ty, &kernel) {

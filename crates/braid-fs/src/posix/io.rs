@@ -1,12 +1,61 @@
 //! Opening a real fd for I/O, and FS statistics.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 use super::cred::{self, MAY_READ, MAY_WRITE};
 use super::types::*;
 use super::{sys, Object, PosixShare};
+use crate::meta::fd_cache::caller_may_use;
+use crate::meta::{FdCache, FdKey, FdMode};
+
+/// An fd [`PosixShare::open_file`] opened (or took from the share's kept
+/// fds, `meta/fd_cache.rs`) for I/O. Dropped, it is closed, or kept for
+/// the next open of the file when the share keeps fds. NFS takes its
+/// byte-range locks on descriptions of their own (the server's
+/// `kernel_locks.rs`), so this one holds none.
+pub struct OpenFile {
+    file: ManuallyDrop<File>,
+    keep: Option<(Arc<FdCache>, FdKey)>,
+}
+
+impl OpenFile {
+    fn new(file: File, keep: Option<(Arc<FdCache>, FdKey)>) -> OpenFile {
+        OpenFile {
+            file: ManuallyDrop::new(file),
+            keep,
+        }
+    }
+}
+
+impl std::fmt::Debug for OpenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenFile")
+            .field("fd", &self.file.as_raw_fd())
+            .field("kept_as", &self.keep.as_ref().map(|(_, k)| k))
+            .finish()
+    }
+}
+
+impl std::ops::Deref for OpenFile {
+    type Target = File;
+    fn deref(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here, and never used again.
+        let file = unsafe { ManuallyDrop::take(&mut self.file) };
+        match self.keep.take() {
+            Some((cache, key)) => cache.park(key, OwnedFd::from(file)),
+            None => drop(file),
+        }
+    }
+}
 
 /// Positioned read of up to `len` bytes at `offset`, appended to `buf`
 /// without zero-filling it first (a 1 MiB READ would otherwise memset
@@ -36,7 +85,7 @@ impl PosixShare {
         read: bool,
         write: bool,
         creator_override: bool,
-    ) -> PosixResult<Arc<File>> {
+    ) -> PosixResult<Arc<OpenFile>> {
         match obj.kind() {
             ObjectKind::File => {}
             ObjectKind::Directory => return Err(PosixError::Errno(libc::EISDIR)),
@@ -51,6 +100,38 @@ impl PosixShare {
         };
         let attr = sys::statx(obj.fd())?;
         let overridden = creator_override && cred.uid == attr.uid;
+        let (dev, ino) = obj.key();
+        let keep = self
+            .fds
+            .get()
+            .zip(FdMode::of_flags(flags))
+            .map(|(c, mode)| {
+                let key = FdKey {
+                    dev,
+                    ino,
+                    mode,
+                    sync: false,
+                };
+                (c.clone(), key)
+            });
+        if let (Some((cache, key)), false) = (&keep, overridden) {
+            if !self.privileged {
+                let want = if read { MAY_READ } else { 0 } | if write { MAY_WRITE } else { 0 };
+                cred::require(cred, &attr, want)?;
+            }
+            if let Some(fd) = cache.take(key) {
+                // The kernel's own check, as the client (its fsuid, fsgid
+                // and groups), as the open it replaces would have made.
+                let allowed = {
+                    let _as = self.as_cred(cred)?;
+                    caller_may_use(fd.as_raw_fd(), key.mode)
+                };
+                if allowed {
+                    return Ok(Arc::new(OpenFile::new(File::from(fd), keep)));
+                }
+                cache.refuse(fd);
+            }
+        }
         let fd = if overridden {
             // As the server itself: the client's identity would be refused.
             self.retry_fds(|| sys::reopen(obj.fd(), flags))?
@@ -68,7 +149,7 @@ impl PosixShare {
         if (check.dev, check.fileid) != obj.key() {
             return Err(PosixError::Stale);
         }
-        Ok(Arc::new(File::from(fd)))
+        Ok(Arc::new(OpenFile::new(File::from(fd), keep)))
     }
 
     /// RFC 8881 5.8.2 space_* / files_* attributes, from `fstatfs`.

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 pub use cred::{current_fsgid, current_fsuid};
 pub use handle::MAX_HANDLE;
-pub use io::read_into_vec;
+pub use io::{read_into_vec, OpenFile};
 pub use object::Object;
 pub use types::*;
 pub use xattr::{XattrSet, XATTR_NAME_MAX, XATTR_SIZE_MAX};
@@ -59,6 +59,9 @@ pub struct PosixShare {
     /// Running as root: switch to the client's fs ids per call and let the
     /// kernel check; otherwise check mode bits here.
     privileged: bool,
+    /// The fds of closed files kept for the opens that follow
+    /// (`meta/fd_cache.rs`), with the share's metadata cache.
+    fds: std::sync::OnceLock<Arc<crate::meta::FdCache>>,
 }
 
 impl PosixShare {
@@ -103,12 +106,24 @@ impl PosixShare {
             mount_fd,
             cache: HandleCache::new(entries),
             privileged,
+            fds: std::sync::OnceLock::new(),
         })
     }
 
     /// A fresh random handle key, for a server that has none stored yet.
     pub fn generate_key() -> [u8; 32] {
         rand::random()
+    }
+
+    /// Keep the fds of closed files for the opens that follow
+    /// (`meta/fd_cache.rs`). Set once, before the share is served.
+    pub fn set_fd_cache(&self, cache: Arc<crate::meta::FdCache>) {
+        let _ = self.fds.set(cache);
+    }
+
+    /// The share's kept fds, if it keeps any.
+    pub fn fd_cache(&self) -> Option<Arc<crate::meta::FdCache>> {
+        self.fds.get().cloned()
     }
 
     pub fn export_id(&self) -> u32 {

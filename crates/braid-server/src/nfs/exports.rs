@@ -113,7 +113,8 @@ impl Exports {
                     if e.path == share.path
                         && e.options == share.nfs
                         && e.direct_writes == share.direct_writes
-                        && e.notify_host_changes == share.notify_host_changes =>
+                        && e.notify_host_changes == share.notify_host_changes
+                        && e.share.fd_cache().is_some() == share.metadata_cache =>
                 {
                     e.clone()
                 }
@@ -125,6 +126,20 @@ impl Exports {
                             share.path.display()
                         )
                     })?;
+                    if share.metadata_cache {
+                        // Kept fds (braid-fs `meta/fd_cache.rs`), the
+                        // NFS face's own: its opens are as the client.
+                        let cache = braid_fs::meta::FdCache::new(
+                            Arc::new(braid_fs::SystemClock),
+                            config.metadata_cache_fds,
+                        );
+                        let cache = Arc::new(cache);
+                        braid_fs::meta::FdCache::start_sweeper(&cache);
+                        if std::env::var_os("BRAID_TEST_BROKEN_FD_CACHE").is_some() {
+                            cache.skip_unlink_drops();
+                        }
+                        posix.set_fd_cache(cache);
+                    }
                     Arc::new(Export {
                         name: share.name.clone(),
                         id,

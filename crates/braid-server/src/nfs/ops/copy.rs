@@ -5,7 +5,6 @@
 //! request, so OFFLOAD_STATUS and OFFLOAD_CANCEL have nothing to act on,
 //! and a copy from another server (ca_source_server) is not offered.
 
-use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
@@ -102,9 +101,9 @@ fn copy(c: &mut Compound, a: &COPY4args) -> Result<COPY4resok, nfsstat4> {
 
 /// copy_file_range(2) until `len` bytes moved or the source ends.
 fn copy_range(
-    from: &Arc<File>,
+    from: &Arc<braid_fs::posix::OpenFile>,
     from_off: u64,
-    to: &Arc<File>,
+    to: &Arc<braid_fs::posix::OpenFile>,
     to_off: u64,
     len: u64,
 ) -> Result<u64, nfsstat4> {

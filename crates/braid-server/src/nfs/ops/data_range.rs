@@ -30,7 +30,7 @@ pub fn file_in_range(
     c: &mut Compound,
     stateid: &stateid4,
     write: bool,
-) -> Result<(Arc<Export>, Object, Arc<File>), nfsstat4> {
+) -> Result<(Arc<Export>, Object, Arc<braid_fs::posix::OpenFile>), nfsstat4> {
     let (export, obj) = c.current_object(NFS4ERR_ISDIR)?;
     require_file(&obj)?;
     if write {

@@ -146,7 +146,7 @@ impl CbGetattr {
 /// An fd opened for I/O and what it allows.
 #[derive(Clone)]
 pub struct IoFile {
-    pub file: Arc<File>,
+    pub file: Arc<braid_fs::posix::OpenFile>,
     pub read: bool,
     pub write: bool,
     /// The `O_DIRECT` descriptor large aligned WRITEs go through, opened
@@ -155,7 +155,7 @@ pub struct IoFile {
 }
 
 impl IoFile {
-    pub fn new(file: Arc<File>, read: bool, write: bool) -> IoFile {
+    pub fn new(file: Arc<braid_fs::posix::OpenFile>, read: bool, write: bool) -> IoFile {
         IoFile {
             file,
             read,
@@ -334,7 +334,7 @@ impl StateTable {
     }
 
     /// An fd some open of the file holds (COMMIT syncs through it).
-    pub fn any_fd(&self, key: FileKey) -> Option<Arc<File>> {
+    pub fn any_fd(&self, key: FileKey) -> Option<Arc<braid_fs::posix::OpenFile>> {
         let inner = self.read();
         inner
             .files
@@ -603,7 +603,7 @@ pub fn io_file(
     obj: &Object,
     stateid: &stateid4,
     write: bool,
-) -> Result<Arc<File>, nfsstat4> {
+) -> Result<Arc<braid_fs::posix::OpenFile>, nfsstat4> {
     match check_io_stateid(c, obj, stateid, write)? {
         IoTarget::File(f) => Ok(f.file),
         IoTarget::OpenAsCaller => {
