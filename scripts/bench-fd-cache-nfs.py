@@ -62,6 +62,11 @@ def start(base: Path, keep: bool):
 
 
 def one(client, i: int) -> None:
+    # A fixed length, not f.read() to EOF: nfs-rs closes the file while
+    # its read-ahead READs are in flight, then sends those slots' old
+    # sequence id again, which any server must answer with
+    # NFS4ERR_RETRY_UNCACHED_REP (RFC 8881 2.10.6.1.3; seen on the wire,
+    # 2026-11-28).
     with client.open(f"f{i % FILES:04d}.txt", "rb") as f:
         f.read(100)
 
