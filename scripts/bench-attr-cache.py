@@ -52,7 +52,7 @@ def start(base: Path, cache: bool, files: int, fds_only: bool = False):
     port, password = servers.free_port(), "Pw-" + secrets.token_hex(6)
     top = ""
     if fds_only:
-        top = "" if cache else "metadata_cache_max_fds = 0\n"
+        top = "metadata_cache_max_fds = 256\n" if cache else "metadata_cache_max_fds = 0\n"
         cache = True
     (work / "braid.toml").write_text(
         top + f'[[share]]\nname = "s"\npath = {json.dumps(str(share))}\n'

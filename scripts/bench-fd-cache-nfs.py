@@ -47,7 +47,7 @@ def start(base: Path, keep: bool):
     for i in range(FILES):
         (share / f"f{i:04d}.txt").write_bytes(b"x" * 100)
     port, nfs_port = servers.free_port(), servers.free_port()
-    top = "" if keep else "metadata_cache_max_fds = 0\n"
+    top = "metadata_cache_max_fds = 256\n" if keep else "metadata_cache_max_fds = 0\n"
     (work / "braid.toml").write_text(
         top + f'[[share]]\nname = "s"\npath = {json.dumps(str(share))}\n'
         'protocols = ["nfs"]\nroot_squash = false\nmetadata_cache = true\n')

@@ -1,7 +1,7 @@
 """Kept file descriptors (issue 44, braid-fs `meta/fd_cache.rs`).
 
-With `metadata_cache = true` a close of a plain file keeps its fd for a
-short while, and the next open of the same file with the same access takes
+With `metadata_cache = true` and `metadata_cache_max_fds` above 0 (it is 0
+by default) a close of a plain file keeps its fd for a short while, and the next open of the same file with the same access takes
 it. One Braid serves a share over SMB (smbprotocol) and NFSv4.1 (nfs-rs),
 running as root so that NFS calls are made as the client's uid. The kept
 fds' idle time is set long (30 s) so that only the drops under test can
@@ -21,7 +21,11 @@ close them. The checks:
   can lock the range;
 - uid B cannot read, over NFS, a mode-0600 file of uid A whose fd A's
   open left kept: the reuse's permission check refuses it (the
-  `fd_dropped_refused` counter moves) and the open fails.
+  `fd_dropped_refused` counter moves) and the open fails;
+- with the default (no fds kept), a local process takes a write lease
+  (`F_SETLEASE`) on a file an SMB client has just closed, which a kept fd
+  would make the kernel refuse (smbtorture's kernel_oplocks8); with fds
+  kept it is refused, which is why keeping them is asked for.
 
 Braid only: it is Braid's layer under test.
 """
@@ -66,7 +70,7 @@ def element(offset: int, length: int, flags: int) -> SMB2LockElement:
 
 
 class Braid:
-    def __init__(self, base: Path, broken: bool):
+    def __init__(self, base: Path, broken: bool, keep_fds: bool = True):
         self.share_dir, workdir = base / "share", base / "server"
         self.share_dir.mkdir()
         workdir.mkdir()
@@ -74,7 +78,8 @@ class Braid:
         port, self.nfs_port = servers.free_port(), servers.free_port()
         password = "Pw-" + secrets.token_hex(8)
         config = workdir / "braid.toml"
-        config.write_text('metadata_cache_fd_idle_ms = 30000\n'
+        keep = 'metadata_cache_max_fds = 256\n' if keep_fds else ''
+        config.write_text(f'metadata_cache_fd_idle_ms = 30000\n{keep}'
                           f'[[share]]\nname = "{SHARE}"\npath = {json.dumps(str(self.share_dir))}\n'
                           'protocols = ["smb", "nfs"]\nroot_squash = false\n'
                           'metadata_cache = true\n')
@@ -343,3 +348,37 @@ def test_counters_in_metrics(braid):
                    "fd_dropped_unlinked_total", "fd_dropped_invalidated_total",
                    "fd_dropped_refused_total", "fd_open"):
         assert f'braid_metadata_cache_{family}{{share="{SHARE}"}}' in text, family
+
+
+def local_write_lease_taken(path: Path) -> bool:
+    """Can a local process take a write lease on `path` now?"""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EBUSY):
+            return False
+        raise
+    else:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        return True
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("keep_fds", [False, True], ids=["default", "fds-kept"])
+def test_a_local_write_lease_after_an_smb_close(tmp_path, keep_fds):
+    if os.geteuid() != 0:
+        pytest.fail("test_fd_cache needs root")
+    b = Braid(tmp_path, broken=False, keep_fds=keep_fds)
+    try:
+        name = seed(b, b"leased locally")
+        raw = RawClient(b.smb)
+        try:
+            assert smb_read(raw, name) == b"leased locally"
+        finally:
+            raw.close()
+        assert bool(b.open_fds_to(b.share_dir / name)) == keep_fds
+        assert local_write_lease_taken(b.share_dir / name) == (not keep_fds)
+    finally:
+        b.stop()

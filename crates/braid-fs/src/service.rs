@@ -83,6 +83,11 @@ impl FileService {
         *self.fd_limits.lock().unwrap_or_else(|p| p.into_inner()) = limits;
     }
 
+    /// The bounds of kept fds (none kept: `FdLimits::default`).
+    pub fn fd_cache_limits(&self) -> FdLimits {
+        *self.fd_limits.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// A new cache of kept fds under the service's bounds and clock, swept
     /// by a thread of its own (for a share, or an NFS export).
     pub fn new_fd_cache(&self) -> Arc<FdCache> {
@@ -96,7 +101,9 @@ impl FileService {
     /// and kept fds under the service's bounds and clock.
     pub fn enable_metadata_cache(&self, share: &ShareRef) {
         share.set_metadata_cache(self.metadata_cache_budget(), self.clock.clone());
-        share.set_fd_cache(self.new_fd_cache());
+        if self.fd_cache_limits().max_fds > 0 {
+            share.set_fd_cache(self.new_fd_cache());
+        }
     }
 
     /// A fresh open id (unique within the service).

@@ -13,6 +13,7 @@ use common::*;
 
 fn kept() -> Env {
     let e = env();
+    e.fs.set_fd_cache_limits(braid_fs::meta::FdLimits::KEEPING);
     e.fs.enable_metadata_cache(&e.share);
     e.share.set_posix_locking(true);
     e

@@ -105,12 +105,26 @@ pub struct FdLimits {
     pub idle: Duration,
 }
 
+impl FdLimits {
+    /// What a share that keeps fds keeps unless told otherwise: 256 fds,
+    /// 1.5 s (knfsd keeps NFSv3's files about 2 s).
+    pub const KEEPING: FdLimits = FdLimits {
+        max_fds: 256,
+        idle: Duration::from_millis(1500),
+    };
+}
+
 impl Default for FdLimits {
-    /// 256 fds, 1.5 s (knfsd keeps NFSv3's files about 2 s).
+    /// None kept: a kept fd makes the kernel refuse a local process's
+    /// write lease on the file (`F_SETLEASE` wants no other open fd; knfsd
+    /// closes its cached files from the kernel's lease notifier, which a
+    /// user-space server has no hook into), so keeping fds is asked for
+    /// per server (`metadata_cache_max_fds`). smbtorture's
+    /// smb2.kernel-oplocks.kernel_oplocks8 is that local process.
     fn default() -> Self {
         FdLimits {
-            max_fds: 256,
-            idle: Duration::from_millis(1500),
+            max_fds: 0,
+            ..FdLimits::KEEPING
         }
     }
 }

@@ -114,7 +114,7 @@ impl Exports {
                         && e.options == share.nfs
                         && e.direct_writes == share.direct_writes
                         && e.notify_host_changes == share.notify_host_changes
-                        && e.share.fd_cache().is_some() == share.metadata_cache =>
+                        && e.share.fd_cache().is_some() == keeps_fds(config, share) =>
                 {
                     e.clone()
                 }
@@ -126,7 +126,7 @@ impl Exports {
                             share.path.display()
                         )
                     })?;
-                    if share.metadata_cache {
+                    if keeps_fds(config, share) {
                         // Kept fds (braid-fs `meta/fd_cache.rs`), the
                         // NFS face's own: its opens are as the client.
                         let cache = braid_fs::meta::FdCache::new(
@@ -177,4 +177,11 @@ impl Exports {
             .cloned()
             .collect()
     }
+}
+
+/// Whether `share`'s NFS face keeps fds after a close: with its metadata
+/// cache, when the server keeps any (`metadata_cache_max_fds`, none by
+/// default: braid-fs `FdLimits::default` says why).
+fn keeps_fds(config: &ServerConfig, share: &crate::config::ShareConfig) -> bool {
+    share.metadata_cache && config.metadata_cache_fds.max_fds > 0
 }
