@@ -24,8 +24,6 @@ import argparse
 import json
 import os
 import secrets
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,12 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 import servers  # noqa: E402
+from bench_server_cost import measure  # noqa: E402
 import smbclient  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start(base: Path, cache: bool, files: int, fds_only: bool = False):
@@ -74,31 +68,7 @@ def one(kw: dict, i: int, listing: bool, files: int) -> None:
 def run(proc, kw, a, files) -> dict:
     for i in range(files if not a.list else 2):
         one(kw, i, a.list, files)
-    tracer, out = None, None
-    if a.strace:
-        out = Path(tempfile.mktemp(prefix="attr-strace."))
-        tracer = subprocess.Popen(["strace", "-c", "-f", "-o", str(out), "-p", str(proc.pid)],
-                                  stderr=subprocess.DEVNULL)
-        time.sleep(1.0)
-    c0, t0 = cpu_seconds(proc.pid), time.monotonic()
-    for i in range(a.count):
-        one(kw, i, a.list, files)
-    c1, t1 = cpu_seconds(proc.pid), time.monotonic()
-    calls = {}
-    if tracer:
-        time.sleep(0.5)
-        tracer.send_signal(signal.SIGINT)
-        tracer.wait()
-        for line in out.read_text().splitlines():
-            p = line.split()
-            if len(p) >= 5 and p[0][0].isdigit() and p[-1] != "total":
-                try:
-                    calls[p[-1]] = round(int(p[3]) / a.count, 2)
-                except ValueError:
-                    pass
-        out.unlink()
-    return dict(cpu_us_per_op=round((c1 - c0) / a.count * 1e6, 1),
-                ops_per_s=round(a.count / (t1 - t0), 1), syscalls_per_op=calls)
+    return measure(proc.pid, a.count, lambda i: one(kw, i, a.list, files), a.strace)
 
 
 def main() -> int:

@@ -28,6 +28,7 @@ from smbprotocol.open import (
     Open,
     RequestedOplockLevel,
     ShareAccess,
+    SMB2LockElement,
     SMB2QueryInfoRequest,
     SMB2QueryInfoResponse,
     SMB2SetInfoRequest,
@@ -44,6 +45,15 @@ NORMAL, DIRECTORY = 0x80, 0x10
 SHARE_ALL = (ShareAccess.FILE_SHARE_READ | ShareAccess.FILE_SHARE_WRITE
              | ShareAccess.FILE_SHARE_DELETE)
 
+
+
+def lock_element(offset: int, length: int, flags: int) -> SMB2LockElement:
+    """One range of an SMB2 LOCK request."""
+    e = SMB2LockElement()
+    e["offset"] = offset
+    e["length"] = length
+    e["flags"] = flags
+    return e
 
 class Remote:
     """Paths and call options for one smbprotocol session in one test directory."""

@@ -45,10 +45,10 @@ from pathlib import Path
 import nfs_rs
 import pytest
 from smbprotocol.open import (CreateDisposition, CreateOptions, ImpersonationLevel, LockFlags,
-                              Open, SMB2LockElement)
+                              Open)
 
 import servers
-from smbremote import NORMAL, SHARE_ALL, RawClient
+from smbremote import NORMAL, SHARE_ALL, RawClient, lock_element
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid", reason="Braid's kept fds")
@@ -59,14 +59,6 @@ READ_WRITE = READ_DATA | WRITE_DATA | READ_ATTRS
 SHARE = "kept"
 UID_A, UID_B = 40001, 40002
 EXCLUSIVE_NOW = LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
-
-
-def element(offset: int, length: int, flags: int) -> SMB2LockElement:
-    e = SMB2LockElement()
-    e["offset"] = offset
-    e["length"] = length
-    e["flags"] = flags
-    return e
 
 
 class Braid:
@@ -286,7 +278,7 @@ def test_a_lock_released_by_a_close_does_not_survive_into_the_reused_fd(braid):
     a, b = RawClient(braid.smb), RawClient(braid.smb)
     try:
         op = a.open(name, READ_WRITE)
-        op.lock([element(10, 10, EXCLUSIVE_NOW)])
+        op.lock([lock_element(10, 10, EXCLUSIVE_NOW)])
         assert local_lock_refused(path, 10, 10), "the lock is not a kernel lock: nothing to check"
         op.close()
         before = braid.counters()
@@ -295,8 +287,8 @@ def test_a_lock_released_by_a_close_does_not_survive_into_the_reused_fd(braid):
         try:
             assert not local_lock_refused(path, 10, 10), "the closed open's lock survived"
             other = b.open(name, READ_WRITE)
-            other.lock([element(10, 10, EXCLUSIVE_NOW)])
-            other.lock([element(10, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+            other.lock([lock_element(10, 10, EXCLUSIVE_NOW)])
+            other.lock([lock_element(10, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
             other.close()
         finally:
             again.close()

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import FilePipePrinterAccessMask as Access
-from smbprotocol.open import LockFlags, SMB2LockElement
+from smbprotocol.open import LockFlags
 
 import servers
 from smb_nfs import both, pynfs_tree  # noqa: F401
-from smbremote import RawClient
+from smbremote import RawClient, lock_element
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid",
@@ -35,14 +35,6 @@ import run_pynfs  # noqa: E402
 
 LOCK_NOT_GRANTED = 0xC0000055
 EXCLUSIVE_NOW = LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
-
-
-def element(offset: int, length: int, flags: int) -> SMB2LockElement:
-    e = SMB2LockElement()
-    e["offset"] = offset
-    e["length"] = length
-    e["flags"] = flags
-    return e
 
 
 class NfsLocker:
@@ -94,25 +86,25 @@ def test_an_nfs_lock_holds_smb_off(file):
     nfs, op = file
     assert nfs("lock 0 100 w") == "OK"
     with pytest.raises(SMBResponseException) as refused:
-        op.lock([element(10, 10, EXCLUSIVE_NOW)])
+        op.lock([lock_element(10, 10, EXCLUSIVE_NOW)])
     assert refused.value.status == LOCK_NOT_GRANTED
     # Bytes the NFS lock does not cover stay lockable.
-    op.lock([element(100, 10, EXCLUSIVE_NOW)])
-    op.lock([element(100, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+    op.lock([lock_element(100, 10, EXCLUSIVE_NOW)])
+    op.lock([lock_element(100, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
     # NFS's POSIX unlock splits its range: 0-9 stays locked.
     assert nfs("unlock 10 90 w") == "OK"
-    op.lock([element(10, 10, EXCLUSIVE_NOW)])
+    op.lock([lock_element(10, 10, EXCLUSIVE_NOW)])
     with pytest.raises(SMBResponseException):
-        op.lock([element(5, 1, EXCLUSIVE_NOW)])
-    op.lock([element(10, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+        op.lock([lock_element(5, 1, EXCLUSIVE_NOW)])
+    op.lock([lock_element(10, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
 
 
 def test_an_smb_lock_holds_nfs_off(file):
     nfs, op = file
-    op.lock([element(200, 10, EXCLUSIVE_NOW)])
+    op.lock([lock_element(200, 10, EXCLUSIVE_NOW)])
     assert nfs("lock 205 1 r") == "DENIED"
     assert nfs("test 200 10 w") == "DENIED"
     assert nfs("test 210 10 w") == "OK"
-    op.lock([element(200, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+    op.lock([lock_element(200, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
     assert nfs("test 200 10 w") == "OK"
     assert nfs("lock 205 1 r") == "OK"

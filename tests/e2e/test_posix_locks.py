@@ -17,21 +17,13 @@ import time
 import pytest
 from smbprotocol.exceptions import SMBResponseException
 from smbprotocol.open import FilePipePrinterAccessMask as Access
-from smbprotocol.open import LockFlags, SMB2LockElement
+from smbprotocol.open import LockFlags
 
 import servers
-from smbremote import RawClient
+from smbremote import RawClient, lock_element
 
 LOCK_NOT_GRANTED = 0xC0000055
 EXCLUSIVE_NOW = LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
-
-
-def element(offset: int, length: int, flags: int) -> SMB2LockElement:
-    e = SMB2LockElement()
-    e["offset"] = offset
-    e["length"] = length
-    e["flags"] = flags
-    return e
 
 
 def local_lock_refused(fd: int, offset: int, length: int, exclusive: bool) -> bool:
@@ -60,18 +52,18 @@ def test_client_locks_are_seen_locally(smb_server, shared_file):
     fd = os.open(path, os.O_RDWR)
     try:
         op = client.open(name, Access.GENERIC_READ | Access.GENERIC_WRITE)
-        op.lock([element(10, 10, EXCLUSIVE_NOW)])
+        op.lock([lock_element(10, 10, EXCLUSIVE_NOW)])
         assert local_lock_refused(fd, 15, 1, exclusive=False)
         assert not local_lock_refused(fd, 0, 10, exclusive=True)
         assert not local_lock_refused(fd, 20, 5, exclusive=True)
 
         # A shared lock lets local readers in but not writers.
-        op.lock([element(50, 10, LockFlags.SMB2_LOCKFLAG_SHARED_LOCK
-                         | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY)])
+        op.lock([lock_element(50, 10, LockFlags.SMB2_LOCKFLAG_SHARED_LOCK
+                              | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY)])
         assert not local_lock_refused(fd, 55, 1, exclusive=False)
         assert local_lock_refused(fd, 55, 1, exclusive=True)
 
-        op.lock([element(10, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
+        op.lock([lock_element(10, 10, LockFlags.SMB2_LOCKFLAG_UNLOCK)])
         assert not local_lock_refused(fd, 15, 1, exclusive=True)
 
         # Closing the open releases what it still held.
@@ -90,10 +82,10 @@ def test_local_locks_hold_clients_off_until_released(smb_server, shared_file):
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 4, 30)
         op = client.open(name, Access.GENERIC_READ | Access.GENERIC_WRITE)
         with pytest.raises(SMBResponseException) as refused:
-            op.lock([element(32, 8, EXCLUSIVE_NOW)])
+            op.lock([lock_element(32, 8, EXCLUSIVE_NOW)])
         assert refused.value.status == LOCK_NOT_GRANTED
         # Bytes the local lock does not cover stay lockable.
-        op.lock([element(40, 8, EXCLUSIVE_NOW)])
+        op.lock([lock_element(40, 8, EXCLUSIVE_NOW)])
 
         # A blocking lock waits for the local release, which the server
         # is never told of.
@@ -101,7 +93,7 @@ def test_local_locks_hold_clients_off_until_released(smb_server, shared_file):
 
         def blocking_lock():
             try:
-                op.lock([element(30, 2, LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK)])
+                op.lock([lock_element(30, 2, LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK)])
                 done["at"] = time.monotonic()
             except Exception as e:  # reported below
                 done["error"] = e
