@@ -197,7 +197,8 @@ def test_net_file_close_ends_a_durable_open_waiting_for_its_client(server):
 
     from smbremote import RawClient
     from test_durable import durable_open, reconnect
-    from test_posix_locks import EXCLUSIVE_NOW, element
+    from smbremote import lock_element
+    from test_posix_locks import EXCLUSIVE_NOW
 
     port, users = server
     target = SimpleNamespace(host="127.0.0.1", port=port, user="alice",
@@ -207,7 +208,7 @@ def test_net_file_close_ends_a_durable_open_waiting_for_its_client(server):
     try:
         op, _ = durable_open(lost, "waiting.bin")
         op.write(b"kept", 0)
-        op.lock([element(0, 4, EXCLUSIVE_NOW)])
+        op.lock([lock_element(0, 4, EXCLUSIVE_NOW)])
         file_id = op.file_id
         lost.drop()
         waiting = []
