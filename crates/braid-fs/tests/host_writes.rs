@@ -33,6 +33,17 @@ fn open_rw(e: &Env, name: &str) -> Opened {
 }
 
 /// Create `name` and open it as [`open_rw`] does.
+/// The feed, or the test's skip (and `None`) where fanotify is missing.
+fn feed_or_skip() -> Option<HostWriteFeed> {
+    match HostWriteFeed::new() {
+        Ok(f) => Some(f),
+        Err(e) => {
+            skip_without(&format!("fanotify ({e})"));
+            None
+        }
+    }
+}
+
 fn create_and_open(e: &Env, name: &str) -> Opened {
     e.create_file(name, b"data");
     open_rw(e, name)
@@ -40,12 +51,8 @@ fn create_and_open(e: &Env, name: &str) -> Opened {
 
 #[test]
 fn reports_other_processes_writes_and_removals_and_not_its_own() {
-    let feed = match HostWriteFeed::new() {
-        Ok(f) => f,
-        Err(e) => {
-            skip_without(&format!("fanotify ({e})"));
-            return;
-        }
+    let Some(feed) = feed_or_skip() else {
+        return;
     };
     let e = env();
     e.create_file("a.txt", b"first");
@@ -96,12 +103,8 @@ fn reports_other_processes_writes_and_removals_and_not_its_own() {
 
 #[test]
 fn a_removed_file_is_reported_once_its_last_name_goes() {
-    let feed = match HostWriteFeed::new() {
-        Ok(f) => f,
-        Err(e) => {
-            skip_without(&format!("fanotify ({e})"));
-            return;
-        }
+    let Some(feed) = feed_or_skip() else {
+        return;
     };
     let e = env();
     let c = create_and_open(&e, "c.txt");
@@ -119,12 +122,8 @@ fn a_removed_file_is_reported_once_its_last_name_goes() {
 
 #[test]
 fn a_mark_is_kept_idle_for_the_next_watch_then_swept() {
-    let feed = match HostWriteFeed::new() {
-        Ok(f) => f,
-        Err(e) => {
-            skip_without(&format!("fanotify ({e})"));
-            return;
-        }
+    let Some(feed) = feed_or_skip() else {
+        return;
     };
     let e = env();
     e.create_file("d.txt", b"data");
@@ -170,12 +169,8 @@ fn a_mark_is_kept_idle_for_the_next_watch_then_swept() {
 
 #[test]
 fn an_idle_mark_goes_when_its_file_is_removed() {
-    let feed = match HostWriteFeed::new() {
-        Ok(f) => f,
-        Err(e) => {
-            skip_without(&format!("fanotify ({e})"));
-            return;
-        }
+    let Some(feed) = feed_or_skip() else {
+        return;
     };
     let e = env();
     for name in ["by_host.txt", "by_self.txt"] {
@@ -229,12 +224,8 @@ fn idle_marks_beyond_the_limit_go_in_a_batch() {
 /// watched as an open file is, through the same one mark per file.
 #[test]
 fn an_object_of_the_posix_face_is_watched_as_an_open_file_is() {
-    let feed = match HostWriteFeed::new() {
-        Ok(f) => f,
-        Err(e) => {
-            skip_without(&format!("fanotify ({e})"));
-            return;
-        }
+    let Some(feed) = feed_or_skip() else {
+        return;
     };
     let e = env();
     e.create_file("d.txt", b"data");
