@@ -237,11 +237,15 @@ def wait_until_accepting(host: str, port: int, proc: subprocess.Popen, log_path:
     raise RuntimeError(f"server did not accept on {host}:{port} within {timeout}s")
 
 
-def _spawn(argv: list[str], log_path: Path, cwd: Path) -> subprocess.Popen:
+def _spawn(argv: list[str], log_path: Path, cwd: Path,
+           extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start `argv` logging to `log_path`; `extra_env` is added to the
+    server's environment only (test switches such as BRAID_TEST_BROKEN_*)."""
     log = open(log_path, "ab")
+    env = {**os.environ, **extra_env} if extra_env else None
     try:
         return subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True, env=env)
     finally:
         log.close()
 

@@ -71,14 +71,8 @@ def start(base: Path, broken: bool, cache: bool = True):
     argv = [str(servers.BRAID_BIN), "serve", "--config", str(config),
             "--listen", f"127.0.0.1:{port}", "--nfs-listen", f"127.0.0.1:{nfs_port}",
             "--user", f"{servers.DEFAULT_USER}:{password}", "--admin-listen", admin]
-    saved = os.environ.get(BROKEN_ENV)
-    if broken:
-        os.environ[BROKEN_ENV] = "1"
-    try:
-        proc = servers._spawn(argv, workdir / "braid.log", workdir)
-    finally:
-        if saved is None:
-            os.environ.pop(BROKEN_ENV, None)
+    proc = servers._spawn(argv, workdir / "braid.log", workdir,
+                          {BROKEN_ENV: "1"} if broken else None)
     servers.wait_until_accepting("127.0.0.1", port, proc, workdir / "braid.log")
     servers._wait_for_nfs("127.0.0.1", nfs_port, proc, workdir / "braid.log")
     smb = servers.Server("braid", "127.0.0.1", port, "cached", servers.DEFAULT_USER, password,
