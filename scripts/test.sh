@@ -279,8 +279,9 @@ if [ "$TARGET" = braid ] && [ $BUILD_OK = 0 ]; then
 else
     say "e2e: pytest tests/e2e against $TARGET"
     t0=$SECONDS
-    # -rs: the end of the log lists each skip with its reason.
-    timeout --kill-after=30 2100 python3 -m pytest tests/e2e -q -rs -p no:cacheprovider \
+    # -rfEs: the end of the log lists each failure, error and skip (with
+    # its reason), so the tail shown here names them.
+    timeout --kill-after=30 2100 python3 -m pytest tests/e2e -q -rfEs -p no:cacheprovider \
         --junitxml="$LOGS/e2e.xml" 2>&1 | tee "$LOGS/e2e.log" | tail -n 40
     rc=${PIPESTATUS[0]}
     read -r ep ef es < <(python3 - "$LOGS/e2e.xml" <<'EOF' 2>/dev/null || echo "0 0 0"

@@ -213,10 +213,21 @@ def stop_pid(pid: int, timeout: float = 10.0) -> None:
 
 
 def _zombie(pid: int) -> bool:
+    """Whether every thread of `pid` has exited. The main thread turns
+    zombie as soon as it returns, while other threads (blocking-pool
+    workers in a syscall) may still hold files open: a mount the server
+    served cannot be unmounted until they are gone too."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
         return False
+    for task in tasks:
+        try:
+            if (task / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                return False
+        except OSError:
+            continue  # that thread has just gone
+    return True
 
 
 def wait_until_accepting(host: str, port: int, proc: subprocess.Popen, log_path: Path,

@@ -32,7 +32,6 @@ fn open_rw(e: &Env, name: &str) -> Opened {
     e.open(name, RW, ALL, Disposition::Open).unwrap()
 }
 
-/// Create `name` and open it as [`open_rw`] does.
 /// The feed, or the test's skip (and `None`) where fanotify is missing.
 fn feed_or_skip() -> Option<HostWriteFeed> {
     match HostWriteFeed::new() {
@@ -44,6 +43,7 @@ fn feed_or_skip() -> Option<HostWriteFeed> {
     }
 }
 
+/// Create `name` and open it as [`open_rw`] does.
 fn create_and_open(e: &Env, name: &str) -> Opened {
     e.create_file(name, b"data");
     open_rw(e, name)
