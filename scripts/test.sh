@@ -294,6 +294,15 @@ skipped = sum(int(s.get("skipped", 0)) for s in suites)
 print(total - bad - skipped, bad, skipped)
 EOF
 )
+    # Tests that assert rates and latencies (@pytest.mark.timing) get one
+    # more try when they are all that failed; the log names them.
+    if [ "$ef" -gt 0 ] && python3 scripts/rerun-timing.py "$LOGS/e2e.xml" \
+            "$LOGS/e2e-rerun.xml" >>"$LOGS/e2e.log" 2>&1; then
+        grep '^rerun-timing: passed' "$LOGS/e2e.log"
+        ep=$((ep + ef)); ef=0; rc=0
+    elif [ "$ef" -gt 0 ]; then
+        grep '^rerun-timing:' "$LOGS/e2e.log"
+    fi
     if [ $rc -ne 0 ] && [ "$ef" -eq 0 ]; then
         ef=1   # collection error, crash or timeout
         echo "e2e: pytest exited $rc (full log $LOGS/e2e.log)"

@@ -165,6 +165,7 @@ def test_compare_crosses_nconnect(nfs, tmp_path):
     assert "nconnect 2" in html and "<svg" in html
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(os.geteuid() != 0, reason="braid lab needs root (namespaces, tc)")
 def test_lab_per_connection_cap_two_flows(tmp_path):
     """`braid lab` with one NIC and a per-TCP-connection cap: NFS nconnect 2

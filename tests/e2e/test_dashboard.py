@@ -154,6 +154,7 @@ def total_ops(share: dict) -> int:
     return sum(o["count"] for o in share["operations_by_type"].values())
 
 
+@pytest.mark.timing
 def test_the_dashboard_follows_a_running_workload(braid, browser):
     # The API itself wants the token; the page gets it from the fragment.
     with pytest.raises(urllib.error.HTTPError) as e:
@@ -238,6 +239,7 @@ WORKLOADS = {
 }
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_each_workload_gets_its_advice_and_not_the_others(braid, name):
     args, nfs, expected = WORKLOADS[name]
@@ -274,6 +276,7 @@ def throttled_braid(tmp_path_factory):
     b.stop()
 
 
+@pytest.mark.timing
 def test_a_throttled_share_is_shown_and_advised(throttled_braid, browser):
     braid = throttled_braid
     before = braid.session_ids()

@@ -140,6 +140,7 @@ def within(measured: float, limit: float, frac: float) -> bool:
 RUN = ("--duration", "10", "--warmup", "2")
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("proto", ["smb", "nfs"])
 def test_iops_at_the_limit(braid, proto):
     target = braid.smb("qos") if proto == "smb" else braid.nfs("qos")
@@ -160,6 +161,7 @@ def test_iops_at_the_limit(braid, proto):
 
 @pytest.mark.parametrize("proto,rw,direction", [("smb", "randread", "egress"),
                                                 ("nfs", "randwrite", "ingress")])
+@pytest.mark.timing
 def test_throughput_at_the_limit(braid, proto, rw, direction):
     # 64 KiB at 500 IOPS would be 31 MiB/s: the 20 MiB/s limit binds.
     target = braid.smb("qos") if proto == "smb" else braid.nfs("qos")
@@ -174,6 +176,7 @@ def test_throughput_at_the_limit(braid, proto, rw, direction):
     assert within(current, 20, 0.15), q
 
 
+@pytest.mark.timing
 def test_burst_while_credits_last_then_baseline(braid):
     # The files are made through `free` (same directory), so the burst
     # share's credits are all there when the run starts.
@@ -203,6 +206,7 @@ def test_burst_while_credits_last_then_baseline(braid):
     assert q["seconds_to_full"] is not None and q["credits"] > 200, q
 
 
+@pytest.mark.timing
 def test_two_clients_get_the_same_share(braid):
     args = ("--rw", "randread", "--io-size", "4k", "--threads", "4", "--queue-depth", "8",
             "--duration", "10", "--warmup", "2")
@@ -222,6 +226,7 @@ def test_two_clients_get_the_same_share(braid):
     assert within(x + y, 500, 0.10), (x, y)
 
 
+@pytest.mark.timing
 def test_a_share_within_its_limits_keeps_its_latency(braid):
     args = ("--rw", "randread", "--io-size", "4k", "--threads", "1", "--queue-depth", "1",
             "--duration", "4", "--warmup", "1", "--dir", "latency")
@@ -412,6 +417,7 @@ def nfs_copy_seconds(b: Braid, share: str, src: bytes, dst: bytes, size: int) ->
     return elapsed
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("proto", ["smb", "nfs"])
 @pytest.mark.parametrize("direction", ["egress", "ingress"])
 def test_a_server_side_copy_is_charged_what_it_reads_and_writes(tmp_path, proto, direction):
@@ -449,6 +455,7 @@ def test_a_server_side_copy_is_charged_what_it_reads_and_writes(tmp_path, proto,
         servers.stop_pid(b.proc.pid)
 
 
+@pytest.mark.timing
 def test_a_home_share_gets_the_templates_limits(tmp_path):
     """Each user's home share ([homes], crates/braid-server/src/homes.rs)
     is provisioned as its template says: 200 IOPS here."""
