@@ -23,7 +23,7 @@ DEFAULT_OUT = os.path.join(ROOT, "crates/braid-nfs-proto/src/nfs4/generated.rs")
 HAND_WRITTEN = {"entry4", "dirlist4"}
 HAND_MIN_SIZE = {"dirlist4": 8}
 # Opaque fields carried as bytes::Bytes (zero copy on decode and encode).
-BYTES_FIELDS = {("WRITE4args", "data"), ("READ4resok", "data")}
+BYTES_FIELDS = {("WRITE4args", "data"), ("READ4resok", "data"), ("data4", "d_data")}
 
 # Round-trip tests run on every *4args, *4res, *4resok and these (their
 # nested types are covered through them; testing each of the ~330 types on

@@ -15,7 +15,8 @@
 //! 47 time_access, 48 time_access_set, 50 time_create, 51 time_delta,
 //! 52 time_metadata, 53 time_modify, 54 time_modify_set,
 //! 55 mounted_on_fileid, 75 suppattr_exclcreat, 76 fs_charset_cap,
-//! 82 xattr_support (NFSv4.2, RFC 8276).
+//! 82 xattr_support (NFSv4.2, RFC 8276), 86 open_arguments (NFSv4.2,
+//! RFC 9754).
 //! Not handled (→ [`AttrError::Unsupported`]): acl (12), fs_locations (24),
 //! mimetype (32), quotas (38-40), time_backup (49), and the pNFS,
 //! retention, ACL-4.1 attributes and the other 4.2 ones.
@@ -159,7 +160,7 @@ macro_rules! plain_value {
         }
     )*};
 }
-plain_value!(u32, u64, bool, fsid4, specdata4, nfsstat4);
+plain_value!(u32, u64, bool, fsid4, specdata4, nfsstat4, open_arguments4);
 
 impl AttrValue for Bitmap {
     fn put(&self, w: &mut XdrWriter) {
@@ -343,6 +344,8 @@ file_attrs! {
     FATTR4_FS_CHARSET_CAP => fs_charset_cap: u32,
     /// NFSv4.2 (RFC 8276 8.1): the object may have extended attributes.
     FATTR4_XATTR_SUPPORT => xattr_support: bool,
+    /// NFSv4.2 (RFC 9754 3): which OPEN arguments the server supports.
+    FATTR4_OPEN_ARGUMENTS => open_arguments: open_arguments4,
 }
 
 /// Every handled attribute bit as a bitmap.
@@ -475,6 +478,22 @@ mod tests {
             arb_time().prop_map(settime4::SET_TO_CLIENT_TIME4)
         ]
     }
+    fn arb_open_arguments() -> impl Strategy<Value = open_arguments4> {
+        [
+            arb_bitmap(),
+            arb_bitmap(),
+            arb_bitmap(),
+            arb_bitmap(),
+            arb_bitmap(),
+        ]
+        .prop_map(|[a, d, w, c, m]| open_arguments4 {
+            oa_share_access: a.0,
+            oa_share_deny: d.0,
+            oa_share_access_want: w.0,
+            oa_open_claim: c.0,
+            oa_create_mode: m.0,
+        })
+    }
     fn arb_bytes() -> impl Strategy<Value = Vec<u8>> {
         proptest::collection::vec(any::<u8>(), 0..=20)
     }
@@ -485,13 +504,14 @@ mod tests {
                   any::<[Option<u32>; 8]>(), any::<[Option<u64>; 16]>(), any::<[Option<bool>; 14]>()),
             b in (proptest::option::of(any::<(u64, u64)>()), proptest::option::of(any::<i32>()),
                   [proptest::option::of(arb_bytes()), proptest::option::of(arb_bytes()), proptest::option::of(arb_bytes())],
-                  proptest::option::of(any::<(u32, u32)>()), proptest::option::of(arb_bitmap())),
+                  proptest::option::of(any::<(u32, u32)>()), proptest::option::of(arb_bitmap()),
+                  proptest::option::of(arb_open_arguments())),
             t in ([proptest::option::of(arb_time()), proptest::option::of(arb_time()), proptest::option::of(arb_time()),
                    proptest::option::of(arb_time()), proptest::option::of(arb_time())],
                   [proptest::option::of(arb_settime()), proptest::option::of(arb_settime())]),
         ) -> FileAttrs {
             let (supported_attrs, r#type, u32s, u64s, bools) = a;
-            let (fsid, rdattr, bytes, rawdev, exclcreat) = b;
+            let (fsid, rdattr, bytes, rawdev, exclcreat, open_arguments) = b;
             let (times, settimes) = t;
             let [filehandle, owner, owner_group] = bytes;
             let [t0, t1, t2, t3, t4] = times;
@@ -512,7 +532,7 @@ mod tests {
                 rdattr_error: rdattr.map(nfsstat4),
                 filehandle, owner, owner_group,
                 rawdev: rawdev.map(|(specdata1, specdata2)| specdata4 { specdata1, specdata2 }),
-                suppattr_exclcreat: exclcreat,
+                suppattr_exclcreat: exclcreat, open_arguments,
                 time_access: t0, time_create: t1, time_delta: t2, time_metadata: t3, time_modify: t4,
                 time_access_set: s0, time_modify_set: s1,
             }

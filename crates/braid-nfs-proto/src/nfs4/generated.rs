@@ -1408,17 +1408,17 @@ impl Xdr for app_data_block4 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct data4 {
     pub d_offset: offset4,
-    pub d_data: Vec<u8>,
+    pub d_data: bytes::Bytes,
 }
 impl Xdr for data4 {
     fn encode(&self, w: &mut XdrWriter) {
         w.put_u64(self.d_offset);
-        w.put_opaque(&self.d_data);
+        w.put_bytes(&self.d_data);
     }
     fn decode(r: &mut XdrReader) -> Result<Self, XdrError> {
         Ok(data4 {
             d_offset: r.get_u64()?,
-            d_data: r.get_opaque(u32::MAX, "data4.d_data")?,
+            d_data: r.get_bytes(u32::MAX, "data4.d_data")?,
         })
     }
 }
@@ -11994,7 +11994,10 @@ mod arbitrary {
         type Parameters = ();
         type Strategy = BoxedStrategy<data4>;
         fn arbitrary_with(_: ()) -> Self::Strategy {
-            (any::<u64>(), vec(any::<u8>(), 0..=8))
+            (
+                any::<u64>(),
+                vec(any::<u8>(), 0..=8).prop_map(bytes::Bytes::from),
+            )
                 .prop_map(|(f0, f1)| data4 {
                     d_offset: f0,
                     d_data: f1,

@@ -96,9 +96,49 @@ pub fn supported() -> Bitmap {
 }
 
 /// NFSv4.2's attributes Braid adds to the 4.1 set (RFC 7862 12.2, RFC 8276
-/// 8.1): shown and answered only in a 4.2 compound, as knfsd keeps one
-/// supported set per minor version.
-pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT];
+/// 8.1, RFC 9754 3): shown and answered only in a 4.2 compound, as knfsd
+/// keeps one supported set per minor version.
+pub const SUPPORTED_42: &[u32] = &[FATTR4_XATTR_SUPPORT, FATTR4_OPEN_ARGUMENTS];
+
+/// RFC 9754 3: the OPEN arguments `ops/open.rs` accepts, each bitmap
+/// holding the enum values supported. Left out: the want values OPEN
+/// refuses or ignores (CANCEL, the SIGNAL and PUSH hints, RFC 9754's
+/// delegated timestamps and OPEN_XOR_DELEGATION), and the claims of a
+/// delegation held before a restart (DELEGATE_PREV, DELEG_PREV_FH: no
+/// delegation is reclaimed, they are NFS4ERR_RECLAIM_BAD).
+pub fn open_arguments() -> open_arguments4 {
+    let bits = |v: &[i32]| Bitmap::from_bits(&v.iter().map(|b| *b as u32).collect::<Vec<_>>()).0;
+    open_arguments4 {
+        oa_share_access: bits(&[
+            OPEN_ARGS_SHARE_ACCESS_READ.0,
+            OPEN_ARGS_SHARE_ACCESS_WRITE.0,
+            OPEN_ARGS_SHARE_ACCESS_BOTH.0,
+        ]),
+        oa_share_deny: bits(&[
+            OPEN_ARGS_SHARE_DENY_NONE.0,
+            OPEN_ARGS_SHARE_DENY_READ.0,
+            OPEN_ARGS_SHARE_DENY_WRITE.0,
+            OPEN_ARGS_SHARE_DENY_BOTH.0,
+        ]),
+        oa_share_access_want: bits(&[
+            OPEN_ARGS_SHARE_ACCESS_WANT_ANY_DELEG.0,
+            OPEN_ARGS_SHARE_ACCESS_WANT_NO_DELEG.0,
+        ]),
+        oa_open_claim: bits(&[
+            OPEN_ARGS_OPEN_CLAIM_NULL.0,
+            OPEN_ARGS_OPEN_CLAIM_PREVIOUS.0,
+            OPEN_ARGS_OPEN_CLAIM_DELEGATE_CUR.0,
+            OPEN_ARGS_OPEN_CLAIM_FH.0,
+            OPEN_ARGS_OPEN_CLAIM_DELEG_CUR_FH.0,
+        ]),
+        oa_create_mode: bits(&[
+            OPEN_ARGS_CREATEMODE_UNCHECKED4.0,
+            OPEN_ARGS_CREATE_MODE_GUARDED.0,
+            OPEN_ARGS_CREATEMODE_EXCLUSIVE4.0,
+            OPEN_ARGS_CREATE_MODE_EXCLUSIVE4_1.0,
+        ]),
+    }
+}
 
 /// The supported attributes in `minor` (1 or 2).
 pub fn supported_in(minor: u32) -> Bitmap {
@@ -187,6 +227,9 @@ fn constants(state: &NfsState, a: &mut FileAttrs, requested: &Bitmap, minor: u32
         seconds: 0,
         nseconds: 1,
     });
+    if want(FATTR4_OPEN_ARGUMENTS) {
+        a.open_arguments = Some(open_arguments());
+    }
     if want(FATTR4_SUPPATTR_EXCLCREAT) {
         a.suppattr_exclcreat = Some(Bitmap::from_bits(EXCLCREAT));
     }

@@ -220,17 +220,22 @@ pub async fn getattr(
 /// both in the bitmap's first word.
 const CB_GETATTR_MASK: u32 = (1 << FATTR4_CHANGE) | (1 << FATTR4_SIZE);
 
-/// The change and size of a CB_GETATTR answer: exactly those two
-/// attributes, in bit order (RFC 8881 5.4), and nothing after them.
+/// The change and size of a CB_GETATTR answer, the first two attributes
+/// in bit order (RFC 8881 5.4): nothing before them in the bitmap's first
+/// word. A holder may add attributes of later words — an RFC 9754 client
+/// holding delegated timestamps adds time_deleg_access and
+/// time_deleg_modify (84, 85) — whose values follow and are not read;
+/// values with no bit to name them are refused.
 pub fn holder_attrs(a: &fattr4) -> Option<HolderAttrs> {
     let (first, rest) = a.attrmask.split_first()?;
-    if *first != CB_GETATTR_MASK || rest.iter().any(|w| *w != 0) {
+    if *first != CB_GETATTR_MASK {
         return None;
     }
+    let more = rest.iter().any(|w| *w != 0);
     let mut r = XdrReader::new(Bytes::copy_from_slice(&a.attr_vals));
     let change = r.get_u64().ok()?;
     let size = r.get_u64().ok()?;
-    (r.remaining() == 0).then_some(HolderAttrs { change, size })
+    ((r.remaining() > 0) == more).then_some(HolderAttrs { change, size })
 }
 
 /// One CB_COMPOUND of CB_SEQUENCE and `op` to `clientid` on its
@@ -359,11 +364,38 @@ mod tests {
             holder_attrs(&answer(vec![CB_GETATTR_MASK], &[1, 2, 3])),
             None
         );
+        // A later attribute named without its value.
         assert_eq!(
             holder_attrs(&answer(vec![CB_GETATTR_MASK, 1], &[1, 2])),
             None
         );
         assert_eq!(holder_attrs(&answer(vec![], &[])), None);
+        // An attribute before change.
+        assert_eq!(
+            holder_attrs(&answer(
+                vec![CB_GETATTR_MASK | 1 << FATTR4_TYPE],
+                &[1, 1, 2]
+            )),
+            None
+        );
+    }
+
+    #[test]
+    fn a_cb_getattr_answer_with_delegated_timestamps_gives_change_and_size() {
+        // RFC 9754: time_deleg_access and time_deleg_modify (84, 85) after
+        // them, two nfstime4 values (12 bytes each).
+        let mut a = answer(
+            vec![CB_GETATTR_MASK, 0, 3 << (FATTR4_TIME_DELEG_ACCESS - 64)],
+            &[41, 5],
+        );
+        a.attr_vals.extend_from_slice(&[0; 24]);
+        assert_eq!(
+            holder_attrs(&a),
+            Some(HolderAttrs {
+                change: 41,
+                size: 5
+            })
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! | RENAME | `rename` |
 //! | GETATTR, SETATTR, ACCESS, LOOKUP, LOOKUPP, VERIFY, NVERIFY, READLINK, SECINFO, SECINFO_NO_NAME | `stat` |
 //! | READDIR | `list` |
-//! | READ | `read` |
+//! | READ, READ_PLUS | `read` |
 //! | WRITE | `write` |
 //! | LOCK, LOCKT, LOCKU | `lock` |
 //! | SEQUENCE, PUTFH, PUTROOTFH, PUTPUBFH, GETFH, SAVEFH, RESTOREFH | not counted (they carry the compound, not work) |
@@ -63,7 +63,7 @@ pub fn class_of(op: &nfs_argop4) -> Option<OpClass> {
         | nfs_argop4::OP_SECINFO(_)
         | nfs_argop4::OP_SECINFO_NO_NAME(_) => OpClass::Stat,
         nfs_argop4::OP_READDIR(_) => OpClass::List,
-        nfs_argop4::OP_READ(_) => OpClass::Read,
+        nfs_argop4::OP_READ(_) | nfs_argop4::OP_READ_PLUS(_) => OpClass::Read,
         nfs_argop4::OP_WRITE(_) => OpClass::Write,
         nfs_argop4::OP_LOCK(_) | nfs_argop4::OP_LOCKT(_) | nfs_argop4::OP_LOCKU(_) => OpClass::Lock,
         _ => OpClass::Other,
@@ -112,6 +112,21 @@ pub fn record(
             read = Some((a.offset, u64::from(a.count)));
             match r {
                 READ4res::NFS4_OK(ok) => ok.data.len() as u64,
+                _ => 0,
+            }
+        }
+        (nfs_argop4::OP_READ_PLUS(a), nfs_resop4::OP_READ_PLUS(r)) => {
+            read = Some((a.rpa_offset, u64::from(a.rpa_count)));
+            match r {
+                READ_PLUS4res::NFS4_OK(ok) => ok
+                    .rpr_contents
+                    .iter()
+                    .map(|c| match c {
+                        read_plus_content::NFS4_CONTENT_DATA(d) => d.d_data.len() as u64,
+                        read_plus_content::NFS4_CONTENT_HOLE(h) => h.di_length,
+                        read_plus_content::Default(_) => 0,
+                    })
+                    .sum(),
                 _ => 0,
             }
         }

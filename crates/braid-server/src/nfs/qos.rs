@@ -36,6 +36,9 @@ pub fn pass(c: &Compound, op: &nfs_argop4) -> Option<(Arc<ShareGate>, Passed)> {
     let (class, len, write) = match op {
         // RFC 8881 18.22: count bytes are read (at most).
         nfs_argop4::OP_READ(a) => (Class::Read, a.count as u64, false),
+        // RFC 7862 15.10: as READ (holes are charged as the bytes they
+        // stand for: the budget is of what the client reads).
+        nfs_argop4::OP_READ_PLUS(a) => (Class::Read, a.rpa_count as u64, false),
         // RFC 8881 18.32: the data is written.
         nfs_argop4::OP_WRITE(a) => (Class::Write, a.data.len() as u64, true),
         // Charged by the operation itself once it knows how many bytes

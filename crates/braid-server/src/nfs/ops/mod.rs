@@ -34,6 +34,7 @@ pub mod putfh;
 pub mod putpubfh;
 pub mod putrootfh;
 pub mod read;
+pub mod read_plus;
 pub mod readdir;
 pub mod readlink;
 pub mod reclaim_complete;

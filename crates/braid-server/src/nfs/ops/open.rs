@@ -42,10 +42,19 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
     let client = session_client(c)?;
     let access = a.share_access & ACCESS_BITS;
     let want = a.share_access & OPEN4_SHARE_ACCESS_WANT_DELEG_MASK;
+    // RFC 9754 4: in NFSv4.2 a client may ask for delegated timestamps.
+    // Braid does not delegate them: it grants (or refuses) a delegation as
+    // if the flag were not there, and an ordinary OPEN_DELEGATE_READ or
+    // _WRITE tells the client the timestamps stay the server's.
+    let known = if c.minorversion >= 2 {
+        ACCESS_BITS | WANT_BITS | OPEN4_SHARE_ACCESS_WANT_DELEG_TIMESTAMPS
+    } else {
+        ACCESS_BITS | WANT_BITS
+    };
     // RFC 8881 18.16.3: access must name reading and/or writing; unknown
     // bits in either field are NFS4ERR_INVAL.
     if access == 0
-        || a.share_access & !(ACCESS_BITS | WANT_BITS) != 0
+        || a.share_access & !known != 0
         || a.share_deny & !OPEN4_SHARE_DENY_BOTH != 0
         || want > OPEN4_SHARE_ACCESS_WANT_CANCEL
     {
