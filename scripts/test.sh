@@ -175,6 +175,10 @@ install_dependencies() {
     if ! dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
         missing+=(busybox-static)
     fi
+    # tests/e2e/test_nfs_clone.py serves a btrfs image (CLONE needs a file
+    # system that shares extents) and reads its extents with filefrag.
+    PATH=$PATH:/usr/sbin:/sbin command -v mkfs.btrfs >/dev/null 2>&1 || missing+=(btrfs-progs)
+    PATH=$PATH:/usr/sbin:/sbin command -v filefrag >/dev/null 2>&1 || missing+=(e2fsprogs)
     # tests/e2e/test_dashboard.py loads the admin dashboard in headless
     # Chromium (DevTools protocol over --remote-debugging-pipe).
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)

@@ -5,6 +5,7 @@ pub mod access;
 pub mod allocate;
 pub mod backchannel_ctl;
 pub mod bind_conn_to_session;
+pub mod clone;
 pub mod close;
 pub mod commit;
 pub mod copy;
