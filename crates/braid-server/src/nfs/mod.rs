@@ -20,6 +20,7 @@ pub mod fh;
 pub mod op_class;
 pub mod ops;
 pub mod qos;
+pub mod reactor;
 pub mod rpc;
 pub mod state;
 
