@@ -17,9 +17,15 @@
 //!   share without QoS limits (the gate may hold an operation back: only
 //!   the pool may wait for it).
 //!
+//! - GETATTR of an object of an export no client holds a delegation of
+//!   (a holder may be asked with CB_GETATTR), without the file-system
+//!   counters (statfs): `statx(AT_STATX_DONT_SYNC)` on the object's held
+//!   fd, as PUTFH's (`attrs::encode_cached`); on a share without QoS
+//!   limits, as READ.
+//!
 //! SEQUENCE (the slot table, in memory) is run by the compound loop
 //! itself. Everything else goes to the pool: OPEN waits for lease breaks,
-//! GETATTR may ask a delegation's holder (CB_GETATTR), and the namespace
+//! CLOSE closes fds (a close may flush dirty data), and the namespace
 //! operations read directories.
 
 use braid_nfs_proto::nfs4::*;
@@ -39,16 +45,14 @@ pub fn run_inline(c: &mut Compound, op: &nfs_argop4) -> Option<nfs_resop4> {
         | nfs_argop4::OP_PUTROOTFH
         | nfs_argop4::OP_PUTPUBFH => Some(dispatch::dispatch(c, op)),
         nfs_argop4::OP_PUTFH(a) => ops::putfh::run_cached(c, a).map(nfs_resop4::OP_PUTFH),
-        nfs_argop4::OP_READ(a) => {
-            if c.current.is_none() {
-                // NFS4ERR_NOFILEHANDLE, from the table.
-                return Some(dispatch::dispatch(c, op));
-            }
-            if qos_may_hold(c) {
-                return None;
-            }
-            ops::read::run_cached(c, a).map(nfs_resop4::OP_READ)
+        nfs_argop4::OP_READ(_) | nfs_argop4::OP_GETATTR(_) if c.current.is_none() => {
+            // NFS4ERR_NOFILEHANDLE, from the table.
+            Some(dispatch::dispatch(c, op))
         }
+        // Both are charged by a share's QoS gate, which may hold them.
+        nfs_argop4::OP_READ(_) | nfs_argop4::OP_GETATTR(_) if qos_may_hold(c) => None,
+        nfs_argop4::OP_READ(a) => ops::read::run_cached(c, a).map(nfs_resop4::OP_READ),
+        nfs_argop4::OP_GETATTR(a) => ops::getattr::run_cached(c, a).map(nfs_resop4::OP_GETATTR),
         _ => None,
     }
 }
