@@ -155,3 +155,37 @@ fn posix_removed_objects_are_stale_once_let_go() {
     s.remove(&root(), &r, b"c").unwrap();
     assert_eq!(s.resolve(c.handle()).unwrap(), c);
 }
+
+/// `resolve_cached` answers without waiting what `resolve` would, or says
+/// it cannot: kept objects and the root yes; a handle nothing keeps open
+/// (it needs open_by_handle_at) or an object with no links left, no.
+#[test]
+fn posix_resolve_cached_answers_only_from_kept_objects() {
+    let e = env();
+    let r = e.share.root();
+    let f = mkfile(&e, &r, "f");
+    let fh = f.handle().to_vec();
+    let rh = r.handle().to_vec();
+    assert!(e.share.resolve_cached(&rh).unwrap().unwrap().is_root());
+    assert_eq!(e.share.resolve_cached(&fh).unwrap(), Some(f.clone()));
+    let mut bad = fh.clone();
+    bad[fh.len() - 1] ^= 1;
+    assert_eq!(
+        e.share.resolve_cached(&bad).unwrap_err(),
+        PosixError::BadHandle
+    );
+    // A new share keeps nothing yet: only the root is answered.
+    let again = PosixShare::new(&e.dir, EXPORT, KEY).unwrap();
+    assert_eq!(again.resolve_cached(&fh).unwrap(), None);
+    assert!(again.resolve_cached(&rh).unwrap().is_some());
+    assert_eq!(again.resolve(&fh).unwrap().fileid(), f.fileid());
+    assert!(again.resolve_cached(&fh).unwrap().is_some(), "kept now");
+    // Unlinked: no links left, so the caller must look where it may wait
+    // (resolve: the orphan while it is held, then Stale).
+    e.share.remove(&root(), &r, b"f").unwrap();
+    assert_eq!(e.share.resolve_cached(&fh).unwrap(), None);
+    assert_eq!(e.share.resolve(&fh).unwrap(), f);
+    drop(f);
+    assert_eq!(e.share.resolve_cached(&fh).unwrap(), None);
+    assert_eq!(e.share.resolve(&fh).unwrap_err(), PosixError::Stale);
+}

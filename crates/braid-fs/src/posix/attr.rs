@@ -11,6 +11,13 @@ impl PosixShare {
         sys::statx(obj.fd())
     }
 
+    /// [`getattr`](Self::getattr) from what the kernel holds in memory
+    /// (`statx(AT_STATX_DONT_SYNC)`: the object's fd pins its inode, so a
+    /// local file system reads no disk and a network one asks no server).
+    pub fn getattr_cached(&self, obj: &Object) -> PosixResult<PosixAttr> {
+        sys::statx_cached(obj.fd())
+    }
+
     /// Applies `attrs` as `cred` (RFC 8881 18.30). POSIX rules: the owner
     /// may chmod; only root chowns, the owner may chgrp to a group it is in;
     /// setting times to now needs write permission or ownership, to explicit

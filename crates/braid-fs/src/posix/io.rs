@@ -70,6 +70,30 @@ pub fn read_into_vec(
         .map_err(std::io::Error::from_raw_os_error)
 }
 
+/// As [`read_into_vec`], but only from the page cache (preadv2 with
+/// RWF_NOWAIT, which fails with EAGAIN rather than wait for the disk):
+/// `Ok(None)` when some of the range is not cached, or the file system
+/// cannot tell; `buf` is then unchanged.
+pub fn read_into_vec_nowait(
+    file: &File,
+    buf: &mut Vec<u8>,
+    len: usize,
+    offset: u64,
+) -> std::io::Result<Option<usize>> {
+    match crate::sys::pread_spare(file.as_raw_fd(), buf, len, offset, libc::RWF_NOWAIT) {
+        Ok(n) => Ok(Some(n)),
+        Err(libc::EAGAIN | libc::EOPNOTSUPP | libc::ENOSYS) => Ok(None),
+        Err(e) => Err(std::io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// The size of an open file from the attributes the kernel holds in
+/// memory (`sys::statx_cached`: no disk, no server round trip); None if
+/// the call fails.
+pub fn cached_size(file: &File) -> Option<u64> {
+    sys::statx_cached(file.as_raw_fd()).ok().map(|a| a.size)
+}
+
 impl PosixShare {
     /// A real fd (not O_PATH) for I/O on a regular file, reopened through
     /// `/proc/self/fd/N` of the object's O_PATH fd (an O_PATH fd cannot be

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 pub use cred::{current_fsgid, current_fsuid};
 pub use handle::MAX_HANDLE;
-pub use io::{read_into_vec, OpenFile};
+pub use io::{cached_size, read_into_vec, read_into_vec_nowait, OpenFile};
 pub use object::Object;
 pub use types::*;
 pub use xattr::{XattrSet, XATTR_NAME_MAX, XATTR_SIZE_MAX};
@@ -138,6 +138,30 @@ impl PosixShare {
     /// share by it); None if malformed. The MAC is checked by `resolve`.
     pub fn export_id_of(handle: &[u8]) -> Option<u32> {
         handle::parse(handle).map(|p| p.export_id)
+    }
+
+    /// [`resolve`](Self::resolve) without waiting: the object when the
+    /// handle is the root's or a kept object's that still has links (its
+    /// link count read by [`sys::statx_cached`], which reads no disk);
+    /// `Ok(None)` when answering needs more (an `open_by_handle_at`, an
+    /// object gone or orphaned): the caller then calls `resolve` where it
+    /// may wait. Malformed or forged handles fail here as there.
+    pub fn resolve_cached(&self, handle: &[u8]) -> PosixResult<Option<Object>> {
+        let p = handle::parse(handle).ok_or(PosixError::BadHandle)?;
+        if p.export_id != self.export_id || !p.mac_ok(&self.key) {
+            return Err(PosixError::BadHandle);
+        }
+        if handle == self.root.handle() {
+            return Ok(Some(self.root()));
+        }
+        let Some(inner) = self.cache.get(handle) else {
+            return Ok(None);
+        };
+        let obj = Object(inner);
+        Ok(match sys::statx_cached(obj.fd()) {
+            Ok(a) if a.nlink > 0 => Some(obj),
+            _ => None,
+        })
     }
 
     /// RFC 8881 4.2.2 (persistent filehandles): resolves a handle this share

@@ -63,6 +63,20 @@ fn ts(sec: i64, nsec: u32) -> Timespec {
 }
 
 pub(crate) fn statx(fd: RawFd) -> PosixResult<PosixAttr> {
+    statx_flags(fd, 0)
+}
+
+/// statx of an fd held open, from what the kernel already holds in memory:
+/// AT_STATX_DONT_SYNC (statx(2)) tells a network or FUSE file system to
+/// answer from its cached attributes instead of asking its server; a local
+/// file system answers from the in-core inode, which the open fd pins in
+/// memory. So the call reads no disk and waits for no server, and may run
+/// where waiting is not allowed (the NFS reactor path).
+pub(crate) fn statx_cached(fd: RawFd) -> PosixResult<PosixAttr> {
+    statx_flags(fd, libc::AT_STATX_DONT_SYNC)
+}
+
+fn statx_flags(fd: RawFd, extra: libc::c_int) -> PosixResult<PosixAttr> {
     // SAFETY: zeroed statx is a valid out-buffer.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     let mask = libc::STATX_BASIC_STATS | libc::STATX_BTIME;
@@ -71,7 +85,7 @@ pub(crate) fn statx(fd: RawFd) -> PosixResult<PosixAttr> {
         libc::statx(
             fd,
             c"".as_ptr(),
-            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW,
+            libc::AT_EMPTY_PATH | libc::AT_SYMLINK_NOFOLLOW | extra,
             mask,
             &mut st,
         )

@@ -243,13 +243,62 @@ pub fn file_attrs(
     requested: &Bitmap,
     minor: u32,
 ) -> Result<FileAttrs, nfsstat4> {
+    file_attrs_from(state, fh, requested, minor, Stat::MayWait)
+}
+
+/// How `file_attrs` reads an object's attributes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stat {
+    MayWait,
+    /// From memory only (`PosixShare::getattr_cached`).
+    Cached,
+}
+
+/// The file-system counters (statfs): never read on the reactor.
+const FS_COUNTERS: [u32; 6] = [
+    FATTR4_FILES_AVAIL,
+    FATTR4_FILES_FREE,
+    FATTR4_FILES_TOTAL,
+    FATTR4_SPACE_AVAIL,
+    FATTR4_SPACE_FREE,
+    FATTR4_SPACE_TOTAL,
+];
+
+/// `encode_for` on the reactor: the attributes of an object of an export
+/// from what the kernel holds in memory. None (nothing done) for the
+/// pseudo-root and when the file-system counters are asked for (statfs):
+/// the caller then asks where it may wait.
+pub fn encode_cached(
+    state: &NfsState,
+    fh: &Fh,
+    requested: &Bitmap,
+    minor: u32,
+) -> Option<Result<fattr4, nfsstat4>> {
+    let want = requested.intersect(&supported_in(minor));
+    if matches!(fh, Fh::Pseudo) || FS_COUNTERS.iter().any(|b| want.contains(*b)) {
+        return None;
+    }
+    Some(file_attrs_from(state, fh, &want, minor, Stat::Cached).map(|a| encode_attrs(&a, &want)))
+}
+
+fn file_attrs_from(
+    state: &NfsState,
+    fh: &Fh,
+    requested: &Bitmap,
+    minor: u32,
+    stat: Stat,
+) -> Result<FileAttrs, nfsstat4> {
     let mut a = FileAttrs::default();
     constants(state, &mut a, requested, minor);
     a.fsid = Some(fh.fsid());
     match fh {
         Fh::Pseudo => pseudo_root(state, &mut a),
         Fh::Object { export, obj } => {
-            let p = export.share.getattr(obj).map_err(|e| nfs_status(&e))?;
+            let p = match stat {
+                Stat::MayWait => export.share.getattr(obj),
+                Stat::Cached => export.share.getattr_cached(obj),
+            }
+            .map_err(|e| nfs_status(&e))?;
             posix(&mut a, &p);
             a.filehandle = Some(obj.handle().to_vec());
             a.mounted_on_fileid = Some(if obj.is_root() {
@@ -257,15 +306,7 @@ pub fn file_attrs(
             } else {
                 p.fileid
             });
-            let fs = [
-                FATTR4_FILES_AVAIL,
-                FATTR4_FILES_FREE,
-                FATTR4_FILES_TOTAL,
-                FATTR4_SPACE_AVAIL,
-                FATTR4_SPACE_FREE,
-                FATTR4_SPACE_TOTAL,
-            ];
-            if fs.iter().any(|b| requested.contains(*b)) {
+            if FS_COUNTERS.iter().any(|b| requested.contains(*b)) {
                 let st = export.share.statfs(obj).map_err(|e| nfs_status(&e))?;
                 a.files_avail = Some(st.files_avail);
                 a.files_free = Some(st.files_free);

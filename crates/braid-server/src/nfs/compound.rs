@@ -158,14 +158,63 @@ pub async fn run(
     }
     let mut c = Compound::new(state, conn, caller, declared as usize);
     c.minorversion = args.minorversion;
+    let mut progress = c.begin(args, declared, request_len);
+    // The compound starts here, on the reactor, and runs the operations
+    // that never wait (`nfs/reactor.rs`); at the first that may, it moves
+    // to a blocking-pool thread with everything it carries (slot guard,
+    // reply so far, in-flight record) and goes on there. An operation that
+    // panics ends the compound with SYSTEM_ERR on either side, and the
+    // guard, dropped, frees the slot.
+    let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        c.proceed(&mut progress, Place::Reactor)
+    }));
+    match inline {
+        Ok(Some(body)) => return CompoundReply::Body(body, c.in_flight.take()),
+        Ok(None) => {}
+        Err(_) => return CompoundReply::SystemErr,
+    }
     let run = move || {
-        let body = c.execute(args, declared, request_len);
+        let body = c.proceed(&mut progress, Place::Pool);
         (body, c.in_flight.take())
     };
     match tokio::task::spawn_blocking(run).await {
-        Ok((body, in_flight)) => CompoundReply::Body(body, in_flight),
+        Ok((Some(body), in_flight)) => CompoundReply::Body(body, in_flight),
+        // Not reached: in the pool every operation runs.
+        Ok((None, _)) => CompoundReply::SystemErr,
         Err(_) => CompoundReply::SystemErr,
     }
+}
+
+/// Where a compound's operations run.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Place {
+    /// On the tokio worker that read the request: only what
+    /// `reactor::run_inline` says never waits.
+    Reactor,
+    /// On a blocking-pool thread: everything.
+    Pool,
+}
+
+/// A compound between two of its operations: what the operation loop
+/// carries, so that it can stop on the reactor before an operation that
+/// may wait and resume on a blocking thread.
+pub struct Progress {
+    args: CompoundArgs,
+    declared: u32,
+    request_len: usize,
+    reply: ReplyBuilder,
+    /// Should the compound end early (a panic in an operation), the slot
+    /// must not stay "in progress" for ever: retries would get
+    /// NFS4ERR_DELAY until the session ends.
+    guard: SlotGuard,
+    status: nfsstat4,
+    /// This compound in its session's workload (from its SEQUENCE on)
+    /// until it drops: when its reply is written.
+    flight: Option<crate::workload::InFlight>,
+    /// The next operation to run.
+    next: usize,
+    /// The loop is over (every operation ran, or one failed).
+    ran: bool,
 }
 
 fn encode_res(res: &COMPOUND4res) -> Vec<Bytes> {
@@ -288,44 +337,64 @@ impl Compound {
 
     /// Run the decoded operations in order until one fails (RFC 8881
     /// 16.2.3) and encode the reply; the slot of the SEQUENCE, if any, gets
-    /// the reply for its cache.
+    /// the reply for its cache. All on this thread.
     pub fn execute(&mut self, args: CompoundArgs, declared: u32, request_len: usize) -> Vec<Bytes> {
-        let mut reply = ReplyBuilder::new(&args.tag);
-        // Should the compound end early (a panic in an operation), the slot
-        // must not stay "in progress" for ever: retries would get
-        // NFS4ERR_DELAY until the session ends.
-        let mut guard = SlotGuard {
-            session: None,
-            slotid: 0,
-        };
-        let mut status = NFS4_OK;
+        let mut progress = self.begin(args, declared, request_len);
+        self.proceed(&mut progress, Place::Pool)
+            .expect("every operation runs in the pool")
+    }
+
+    /// A compound before its first operation.
+    pub fn begin(&self, args: CompoundArgs, declared: u32, request_len: usize) -> Progress {
+        Progress {
+            reply: ReplyBuilder::new(&args.tag),
+            args,
+            declared,
+            request_len,
+            guard: SlotGuard {
+                session: None,
+                slotid: 0,
+            },
+            status: NFS4_OK,
+            flight: None,
+            next: 0,
+            ran: false,
+        }
+    }
+
+    /// Run the operations from `p.next` on, and finish the reply. On the
+    /// reactor, stop before the first operation that may wait and answer
+    /// None (nothing of that operation done); in the pool, always Some.
+    pub fn proceed(&mut self, p: &mut Progress, place: Place) -> Option<Vec<Bytes>> {
         let state = self.state.clone();
         let metrics = state.metrics.get().filter(|m| m.ops.enabled());
-        // This compound is in flight for its session's workload (from its
-        // SEQUENCE on) until `flight` drops: when its reply is written.
-        let mut flight = None;
-        for (i, op) in args.ops.iter().enumerate() {
+        let declared = p.declared;
+        while !p.ran && p.next < p.args.ops.len() {
+            let i = p.next;
+            let op = &p.args.ops[i];
             let op_started = std::time::Instant::now();
             let mut throttled = std::time::Duration::ZERO;
             self.index = i;
-            self.next_op = args.ops.get(i + 1).map(|o| o.discriminant());
-            self.reply_room = reply.room();
+            self.next_op = p.args.ops.get(i + 1).map(|o| o.discriminant());
+            self.reply_room = p.reply.room();
             let opnum = op.discriminant();
             let res = if illegal(op, self.minorversion) {
                 dispatch::error_result(OP_ILLEGAL, NFS4ERR_OP_ILLEGAL)
             } else if i == 0 {
                 match op {
+                    // Slot table and session lookups, in memory: runs
+                    // wherever the compound is.
                     nfs_argop4::OP_SEQUENCE(a) => {
                         let facts = sequence::RequestFacts {
                             declared_ops: declared,
-                            request_len,
-                            reply_so_far: reply.len,
+                            request_len: p.request_len,
+                            reply_so_far: p.reply.len,
                         };
                         match sequence::begin(self, a, &facts) {
                             SequenceOutcome::Proceed(res) => {
                                 if let Some(s) = &self.session {
-                                    guard.session = Some(s.clone());
-                                    guard.slotid = a.sa_slotid;
+                                    p.guard.session = Some(s.clone());
+                                    p.guard.slotid = a.sa_slotid;
                                     let (limit, too_big) = if self.cachethis {
                                         (
                                             s.fore.ca_maxresponsesize_cached,
@@ -334,12 +403,12 @@ impl Compound {
                                     } else {
                                         (s.fore.ca_maxresponsesize, NFS4ERR_REP_TOO_BIG)
                                     };
-                                    reply.limit = limit as usize;
-                                    reply.too_big = too_big;
+                                    p.reply.limit = limit as usize;
+                                    p.reply.too_big = too_big;
                                 }
                                 res
                             }
-                            SequenceOutcome::Replay(body) => return vec![body],
+                            SequenceOutcome::Replay(body) => return Some(vec![body]),
                             SequenceOutcome::Refused(res) => res,
                         }
                     }
@@ -348,6 +417,9 @@ impl Compound {
                     _ if sessionless(op) && declared > 1 => {
                         dispatch::error_result(opnum, NFS4ERR_NOT_ONLY_OP)
                     }
+                    // Client and session records may be stored (a write
+                    // to disk): never on the reactor.
+                    _ if sessionless(op) && place == Place::Reactor => return None,
                     _ if sessionless(op) => dispatch::dispatch(self, op),
                     // RFC 8881 18.46.3: every other compound begins with
                     // SEQUENCE.
@@ -358,30 +430,34 @@ impl Compound {
             } else if self.session.is_none() {
                 // Unreachable: a sessionless first operation is alone.
                 dispatch::error_result(opnum, NFS4ERR_OP_NOT_IN_SESSION)
+            } else if place == Place::Reactor {
+                // None: this operation may wait; the pool resumes here.
+                super::reactor::run_inline(self, op)?
             } else {
                 // Over the share's provisioned limits the operation waits
                 // here, then runs: QoS never fails an operation.
                 let passed = super::qos::pass(self, op);
                 let res = dispatch::dispatch(self, op);
-                if let Some((gate, p)) = passed {
-                    throttled = p.waited;
-                    gate.done(p, dispatch::status_of(&res) == NFS4_OK);
+                if let Some((gate, passed)) = passed {
+                    throttled = passed.waited;
+                    gate.done(passed, dispatch::status_of(&res) == NFS4_OK);
                 }
                 res
             };
-            status = dispatch::status_of(&res);
+            p.next = i + 1;
+            p.status = dispatch::status_of(&res);
             if let Some(m) = metrics {
-                if flight.is_none() {
+                if p.flight.is_none() {
                     if let Some(session) = &self.session {
-                        flight = Some(begin_flight(m, session, &self.conn));
+                        p.flight = Some(begin_flight(m, session, &self.conn));
                     }
                 }
                 super::op_class::record(
                     m,
-                    flight.as_ref(),
+                    p.flight.as_ref(),
                     op,
                     &res,
-                    status,
+                    p.status,
                     self.current.as_ref(),
                     crate::op_metrics::OpTiming {
                         latency: op_started.elapsed(),
@@ -389,19 +465,30 @@ impl Compound {
                     },
                 );
             }
-            if !reply.push(&res) {
+            if !p.reply.push(&res) {
                 // RFC 8881 2.10.6.4: the operation whose result does not
                 // fit answers NFS4ERR_REP_TOO_BIG (or _TO_CACHE) and the
                 // compound ends there.
-                status = reply.too_big;
-                reply.force(&dispatch::error_result(opnum, status));
+                p.status = p.reply.too_big;
+                p.reply.force(&dispatch::error_result(opnum, p.status));
             }
-            if status != NFS4_OK {
-                break;
+            if p.status != NFS4_OK {
+                p.ran = true;
             }
         }
+        p.ran = true;
+        // The first time a client holds state its record is stored (a
+        // write to disk): that is done in the pool.
+        if place == Place::Reactor {
+            if let Some(session) = &p.guard.session {
+                if self.state.clients.needs_record(&session.client) {
+                    return None;
+                }
+            }
+        }
+        let mut status = p.status;
         if status == NFS4_OK {
-            if let Some(stop) = &args.stopped {
+            if let Some(stop) = &p.args.stopped {
                 // The operation that could not be decoded answers for
                 // itself (RFC 8881 15.1.3.4, 16.2.3).
                 let (opnum, err) = match stop.kind {
@@ -409,22 +496,23 @@ impl Compound {
                     StopKind::BadXdr(_) => (nfs_opnum4(stop.opnum as i32), NFS4ERR_BADXDR),
                 };
                 status = err;
-                reply.force(&dispatch::error_result(opnum, err));
-            } else if (args.ops.len() as u32) < declared {
+                p.reply.force(&dispatch::error_result(opnum, err));
+            } else if (p.args.ops.len() as u32) < declared {
                 // Not reached: ca_maxoperations is below the decode limit,
                 // so SEQUENCE refused the compound. Never answer for
                 // operations not run.
                 status = NFS4ERR_SERVERFAULT;
             }
         }
-        let segments = reply.finish(status, &args.tag);
-        if let Some(session) = guard.session.take() {
+        let reply = std::mem::replace(&mut p.reply, ReplyBuilder::new(&[]));
+        let segments = reply.finish(status, &p.args.tag);
+        if let Some(session) = p.guard.session.take() {
             let cached = self.cachethis.then(|| concat(&segments));
-            session.finish(guard.slotid, cached);
+            session.finish(p.guard.slotid, cached);
             self.state.clients.note_state(&session.client);
         }
-        self.in_flight = flight;
-        segments
+        self.in_flight = p.flight.take();
+        Some(segments)
     }
 }
 

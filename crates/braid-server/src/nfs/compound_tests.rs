@@ -9,7 +9,7 @@ use braid_nfs_proto::nfs4::compound::{CompoundArgs, StopKind, StoppedOp};
 use braid_nfs_proto::nfs4::*;
 use braid_nfs_proto::xdr::{from_bytes, XdrError};
 
-use super::{Compound, RPC_REPLY_HEADER};
+use super::{Compound, Place, RPC_REPLY_HEADER};
 use crate::config::ServerConfig;
 use crate::nfs::conn::Connection;
 use crate::nfs::rpc::Caller;
@@ -61,9 +61,17 @@ impl Env {
         from_bytes(&bytes).expect("a COMPOUND4res")
     }
 
+    /// As `compound::run` does, without its thread hand-off: the
+    /// operations that never wait first ("on the reactor"), then the rest.
     fn raw(&self, args: CompoundArgs, declared: u32, request_len: usize) -> Vec<u8> {
         let mut c = Compound::new(&self.state, &self.conn, root(), declared as usize);
-        let segments = c.execute(args, declared, request_len);
+        let mut progress = c.begin(args, declared, request_len);
+        let segments = match c.proceed(&mut progress, Place::Reactor) {
+            Some(segments) => segments,
+            None => c
+                .proceed(&mut progress, Place::Pool)
+                .expect("the pool runs all"),
+        };
         segments.iter().flat_map(|s| s.iter().copied()).collect()
     }
 
@@ -356,4 +364,86 @@ async fn slots_run_at_once_and_a_lost_connection_loses_nothing() {
     assert_eq!(again.resarray.len(), 2);
     let res = e2.run(vec![sequence_on(sid, 0, 2, false)]);
     assert_eq!(res.status, NFS4_OK);
+}
+
+fn args(ops: Vec<nfs_argop4>) -> CompoundArgs {
+    CompoundArgs {
+        tag: b"t".to_vec(),
+        minorversion: 1,
+        ops,
+        stopped: None,
+    }
+}
+
+fn bytes_of(segments: &[bytes::Bytes]) -> Vec<u8> {
+    segments.iter().flat_map(|s| s.iter().copied()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compound_of_operations_that_never_wait_ends_on_the_reactor() {
+    let e = env();
+    let sid = e.session(b"inline", attrs(8192, 8192, 16));
+    let ops = vec![
+        sequence(sid, 1, false),
+        nfs_argop4::OP_PUTROOTFH,
+        nfs_argop4::OP_SAVEFH,
+        nfs_argop4::OP_RESTOREFH,
+        nfs_argop4::OP_GETFH,
+    ];
+    let mut c = Compound::new(&e.state, &e.conn, root(), ops.len());
+    let mut progress = c.begin(args(ops), 5, 200);
+    let segments = c
+        .proceed(&mut progress, Place::Reactor)
+        .expect("no operation here may wait");
+    let res: COMPOUND4res = from_bytes(&bytes_of(&segments)).unwrap();
+    assert_eq!(res.status, NFS4_OK);
+    assert_eq!(res.resarray.len(), 5);
+    let nfs_resop4::OP_GETFH(GETFH4res::NFS4_OK(fh)) = &res.resarray[4] else {
+        panic!("GETFH: {:?}", res.resarray[4]);
+    };
+    assert_eq!(fh.object, crate::nfs::fh::PSEUDO_ROOT);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_compound_moves_to_the_pool_at_its_first_operation_that_may_wait() {
+    let e = env();
+    let sid = e.session(b"moves", attrs(8192, 8192, 16));
+    let lookup = nfs_argop4::OP_LOOKUP(LOOKUP4args {
+        objname: b"no-such-export".to_vec(),
+    });
+    let ops = vec![sequence(sid, 1, true), nfs_argop4::OP_PUTROOTFH, lookup];
+    let mut c = Compound::new(&e.state, &e.conn, root(), ops.len());
+    let mut progress = c.begin(args(ops.clone()), 3, 200);
+    assert!(c.proceed(&mut progress, Place::Reactor).is_none());
+    assert_eq!(progress.next, 2, "stopped before LOOKUP, after PUTROOTFH");
+    // The slot is held while the compound moves: a retry now is DELAY.
+    let mut other = Compound::new(&e.state, &e.conn, root(), 3);
+    let busy: COMPOUND4res =
+        from_bytes(&bytes_of(&other.execute(args(ops.clone()), 3, 200))).unwrap();
+    assert_eq!(busy.status, NFS4ERR_DELAY);
+    let first = bytes_of(
+        &c.proceed(&mut progress, Place::Pool)
+            .expect("the pool runs all"),
+    );
+    let res: COMPOUND4res = from_bytes(&first).unwrap();
+    assert_eq!(res.resarray.len(), 3, "{res:?}");
+    assert_eq!(status_of(&res.resarray[0]), NFS4_OK);
+    assert_eq!(status_of(&res.resarray[1]), NFS4_OK);
+    assert!(matches!(res.resarray[2], nfs_resop4::OP_LOOKUP(_)));
+    // The slot got the reply for its cache, as from one uninterrupted run.
+    assert_eq!(e.raw(args(ops), 3, 200), first);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_and_session_operations_never_start_on_the_reactor() {
+    let e = env();
+    let clients = e.state.clients.len();
+    let mut c = Compound::new(&e.state, &e.conn, root(), 1);
+    let mut progress = c.begin(args(vec![exchange_id(b"on-the-pool")]), 1, 200);
+    assert!(c.proceed(&mut progress, Place::Reactor).is_none());
+    assert_eq!(e.state.clients.len(), clients, "nothing ran");
+    let res: COMPOUND4res =
+        from_bytes(&bytes_of(&c.proceed(&mut progress, Place::Pool).unwrap())).unwrap();
+    assert_eq!(res.status, NFS4_OK);
+    assert_eq!(e.state.clients.len(), clients + 1);
 }

@@ -55,6 +55,26 @@ impl Fh {
         Ok(Fh::Object { export, obj })
     }
 
+    /// [`from_wire`](Self::from_wire) without waiting: `Ok(None)` when
+    /// the handle's object is not among those braid-fs keeps open (it
+    /// would need an `open_by_handle_at`), or needs a second look; the
+    /// caller then resolves it where it may wait.
+    pub fn from_wire_cached(state: &NfsState, handle: &[u8]) -> Result<Option<Fh>, nfsstat4> {
+        if handle.is_empty() || handle.len() > MAX_HANDLE {
+            return Err(NFS4ERR_BADHANDLE);
+        }
+        if handle == PSEUDO_ROOT {
+            return Ok(Some(Fh::Pseudo));
+        }
+        let id = PosixShare::export_id_of(handle).ok_or(NFS4ERR_BADHANDLE)?;
+        let export = state.exports.by_id(id).ok_or(NFS4ERR_STALE)?;
+        let obj = export
+            .share
+            .resolve_cached(handle)
+            .map_err(|e| nfs_status(&e))?;
+        Ok(obj.map(|obj| Fh::Object { export, obj }))
+    }
+
     pub fn fsid(&self) -> fsid4 {
         match self {
             Fh::Pseudo => PSEUDO_FSID,

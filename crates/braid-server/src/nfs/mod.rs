@@ -4,7 +4,9 @@
 //!
 //! A request goes: `conn.rs` (record marking, one task per RPC) →
 //! `rpc.rs` (RPC header, credentials, NULL and COMPOUND) → `compound.rs`
-//! (SEQUENCE and the slot table, the operation loop, the reply cache) →
+//! (SEQUENCE and the slot table, the operation loop, the reply cache; it
+//! starts on the reactor and moves to the blocking pool at the first
+//! operation `reactor.rs` does not run inline) →
 //! `dispatch.rs` (the table of operations) → `ops/<op>.rs` → braid-fs's
 //! POSIX face (`braid_fs::posix`).
 
@@ -20,6 +22,7 @@ pub mod fh;
 pub mod op_class;
 pub mod ops;
 pub mod qos;
+pub mod reactor;
 pub mod rpc;
 pub mod state;
 

@@ -1,7 +1,8 @@
 //! What an NFS operation costs its share's QoS budget (`crate::qos`), and
 //! its pass through the share's gate, per operation in the COMPOUND loop.
-//! The compound runs on a blocking thread: the wait is done there, on the
-//! runtime, holding the session's slot (the client's slots, which SEQUENCE
+//! A charged operation runs on a blocking thread (`reactor.rs` leaves a
+//! READ on a share with a gate to the pool): the wait is done there, on
+//! the runtime, holding the session's slot (the client's slots, which SEQUENCE
 //! lowers while it is held back, bound how much of it waits).
 
 use std::sync::Arc;

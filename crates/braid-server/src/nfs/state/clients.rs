@@ -355,6 +355,12 @@ impl ClientTable {
     /// storage, so that after a restart it may reclaim it (and only then is
     /// there a grace period). Called after each compound of a session;
     /// costs one atomic load once the client is recorded.
+    /// Whether `note_state` would store the client's record now (its
+    /// first state): a write the reactor must not wait for.
+    pub fn needs_record(&self, client: &Client) -> bool {
+        !client.recorded.load(Ordering::Acquire) && client.has_state()
+    }
+
     pub fn note_state(&self, client: &Client) {
         if client.recorded.load(Ordering::Acquire) || !client.has_state() {
             return;

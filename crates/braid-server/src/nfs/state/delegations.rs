@@ -136,6 +136,17 @@ pub struct HeldBack {
     pub change_bump: u64,
 }
 
+/// Whether any client holds a delegation of the file (a read lock on the
+/// state table, nothing more).
+pub fn delegated(c: &Compound, key: FileKey) -> bool {
+    c.state
+        .stateids
+        .read()
+        .files
+        .get(&key)
+        .is_some_and(|f| !f.delegs.is_empty())
+}
+
 /// RFC 8881 10.4.3: another client asking for the size or change
 /// attribute of a file a client holds a write delegation of. The holder
 /// is asked with CB_GETATTR (at most [`CB_GETATTR_WAIT`]): Ok(None) if it
@@ -146,14 +157,7 @@ pub struct HeldBack {
 pub fn ask_holder(c: &Compound, key: FileKey) -> Result<Option<HeldBack>, nfsstat4> {
     // GETATTR is the commonest operation: the table's write lock only
     // for a file someone holds a delegation of.
-    let delegated = c
-        .state
-        .stateids
-        .read()
-        .files
-        .get(&key)
-        .is_some_and(|f| !f.delegs.is_empty());
-    if !delegated {
+    if !delegated(c, key) {
         return Ok(None);
     }
     let client = session_client(c)?;
