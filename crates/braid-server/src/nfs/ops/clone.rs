@@ -9,10 +9,9 @@ use std::os::fd::AsRawFd;
 
 use braid_nfs_proto::nfs4::*;
 
-use super::data_range::{notify_write, require_file};
+use super::data_range::{notify_write, source_and_destination};
 use crate::nfs::compound::Compound;
 use crate::nfs::errors::io_status;
-use crate::nfs::fh::Fh;
 use crate::nfs::state::stateids::io_file;
 
 pub fn run(c: &mut Compound, a: &CLONE4args) -> CLONE4res {
@@ -25,18 +24,8 @@ pub fn run(c: &mut Compound, a: &CLONE4args) -> CLONE4res {
 }
 
 fn clone(c: &mut Compound, a: &CLONE4args) -> Result<(), nfsstat4> {
-    let (src_export, src) = match c.saved_fh()? {
-        Fh::Object { export, obj } => (export.clone(), obj.clone()),
-        Fh::Pseudo => return Err(NFS4ERR_ISDIR),
-    };
-    let (dst_export, dst) = c.current_object(NFS4ERR_ISDIR)?;
-    require_file(&src)?;
-    require_file(&dst)?;
     // RFC 7862 15.13.3: both files on one file system; an export is one.
-    if src_export.id != dst_export.id {
-        return Err(NFS4ERR_XDEV);
-    }
-    c.require_write(&dst_export)?;
+    let ((src_export, src), (dst_export, dst)) = source_and_destination(c)?;
     let end = |off: u64| {
         off.checked_add(a.cl_count)
             .filter(|e| *e <= i64::MAX as u64)

@@ -10,10 +10,9 @@ use std::sync::Arc;
 
 use braid_nfs_proto::nfs4::*;
 
-use super::data_range::{notify_write, require_file};
+use super::data_range::{notify_write, source_and_destination};
 use crate::nfs::compound::Compound;
 use crate::nfs::errors::io_status;
-use crate::nfs::fh::Fh;
 use crate::nfs::state::stateids::io_file;
 
 /// Most bytes one synchronous COPY moves: it holds a compound thread and
@@ -35,17 +34,7 @@ fn copy(c: &mut Compound, a: &COPY4args) -> Result<COPY4resok, nfsstat4> {
     if !a.ca_source_server.is_empty() {
         return Err(NFS4ERR_NOTSUPP);
     }
-    let (src_export, src) = match c.saved_fh()? {
-        Fh::Object { export, obj } => (export.clone(), obj.clone()),
-        Fh::Pseudo => return Err(NFS4ERR_ISDIR),
-    };
-    let (dst_export, dst) = c.current_object(NFS4ERR_ISDIR)?;
-    require_file(&src)?;
-    require_file(&dst)?;
-    if src_export.id != dst_export.id {
-        return Err(NFS4ERR_XDEV);
-    }
-    c.require_write(&dst_export)?;
+    let ((src_export, src), (dst_export, dst)) = source_and_destination(c)?;
     if a.ca_src_offset > i64::MAX as u64 || a.ca_dst_offset > i64::MAX as u64 {
         return Err(NFS4ERR_INVAL);
     }

@@ -13,6 +13,7 @@ use braid_nfs_proto::nfs4::*;
 use crate::nfs::compound::Compound;
 use crate::nfs::errors::last_os_status;
 use crate::nfs::exports::Export;
+use crate::nfs::fh::Fh;
 use crate::nfs::state::stateids::io_file;
 
 /// RFC 7862 15.1.3, 15.4.3, 15.11.3: the operations work on regular files;
@@ -38,6 +39,28 @@ pub fn file_in_range(
     }
     let file = io_file(c, &export, &obj, stateid, write)?;
     Ok((export, obj, file))
+}
+
+/// A file of an export.
+pub type ExportFile = (Arc<Export>, Object);
+
+/// The files of COPY and CLONE (RFC 7862 15.2.3, 15.13.3): the saved
+/// filehandle's (the source) and the current one's (the destination),
+/// both regular files of one export (else NFS4ERR_XDEV), the
+/// destination's export writable by the caller.
+pub fn source_and_destination(c: &mut Compound) -> Result<(ExportFile, ExportFile), nfsstat4> {
+    let (src_export, src) = match c.saved_fh()? {
+        Fh::Object { export, obj } => (export.clone(), obj.clone()),
+        Fh::Pseudo => return Err(NFS4ERR_ISDIR),
+    };
+    let (dst_export, dst) = c.current_object(NFS4ERR_ISDIR)?;
+    require_file(&src)?;
+    require_file(&dst)?;
+    if src_export.id != dst_export.id {
+        return Err(NFS4ERR_XDEV);
+    }
+    c.require_write(&dst_export)?;
+    Ok(((src_export, src), (dst_export, dst)))
 }
 
 /// A byte range of a file: offset + length within what a file can be

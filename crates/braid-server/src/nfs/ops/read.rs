@@ -1,11 +1,15 @@
 //! OP_READ (RFC 8881 18.22): a positioned read on the open's fd (kept
 //! since OPEN), into one buffer that becomes the reply's payload as is.
 
+use std::sync::Arc;
+
+use braid_fs::posix::{Object, ObjectKind, OpenFile};
 use braid_nfs_proto::nfs4::*;
 use bytes::Bytes;
 
 use crate::nfs::compound::Compound;
 use crate::nfs::errors::{io_status, nfs_status};
+use crate::nfs::exports::Export;
 use crate::nfs::state::stateids::{check_io_stateid, resolve, IoTarget, Stateid};
 
 pub fn run(c: &mut Compound, a: &READ4args) -> READ4res {
@@ -29,6 +33,41 @@ pub fn run_cached(c: &mut Compound, a: &READ4args) -> Option<READ4res> {
     }
 }
 
+/// RFC 8881 18.22.3 (READ_PLUS: RFC 7862 15.10.3, the same): the object
+/// read is a regular file.
+pub(super) fn readable(obj: &Object) -> Result<(), nfsstat4> {
+    match obj.kind() {
+        ObjectKind::File => Ok(()),
+        ObjectKind::Directory => Err(NFS4ERR_ISDIR),
+        ObjectKind::Symlink => Err(NFS4ERR_SYMLINK),
+        _ => Err(NFS4ERR_INVAL),
+    }
+}
+
+/// The open file a read goes through: the stateid's open, or for a
+/// special stateid the file opened as the caller — unless `may_open` is
+/// false, then None.
+pub(super) fn file_to_read(
+    c: &mut Compound,
+    export: &Export,
+    obj: &Object,
+    stateid: &stateid4,
+    may_open: bool,
+) -> Result<Option<Arc<OpenFile>>, nfsstat4> {
+    match check_io_stateid(c, obj, stateid, false)? {
+        IoTarget::File(io) => Ok(Some(io.file)),
+        IoTarget::OpenAsCaller if !may_open => Ok(None),
+        IoTarget::OpenAsCaller => {
+            let cred = c.credentials(export);
+            let file = export
+                .share
+                .open_file(&cred, obj, true, false, false)
+                .map_err(|e| nfs_status(&e))?;
+            Ok(Some(file))
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Wait {
     Allowed,
@@ -37,26 +76,12 @@ enum Wait {
 
 fn read(c: &mut Compound, a: &READ4args, wait: Wait) -> Result<Option<READ4resok>, nfsstat4> {
     let (export, obj) = c.current_object(NFS4ERR_ISDIR)?;
-    // RFC 8881 18.22.3: READ is of regular files.
-    match obj.kind() {
-        braid_fs::posix::ObjectKind::File => {}
-        braid_fs::posix::ObjectKind::Directory => return Err(NFS4ERR_ISDIR),
-        braid_fs::posix::ObjectKind::Symlink => return Err(NFS4ERR_SYMLINK),
-        _ => return Err(NFS4ERR_INVAL),
-    }
+    readable(&obj)?;
     if wait == Wait::Never && matches!(resolve(c, &a.stateid)?, Stateid::Special(_)) {
         return Ok(None);
     }
-    let file = match check_io_stateid(c, &obj, &a.stateid, false)? {
-        IoTarget::File(io) => io.file,
-        IoTarget::OpenAsCaller if wait == Wait::Never => return Ok(None),
-        IoTarget::OpenAsCaller => {
-            let cred = c.credentials(&export);
-            export
-                .share
-                .open_file(&cred, &obj, true, false, false)
-                .map_err(|e| nfs_status(&e))?
-        }
+    let Some(file) = file_to_read(c, &export, &obj, &a.stateid, wait == Wait::Allowed)? else {
+        return Ok(None);
     };
     // The reply must fit the session's response size; never more than the
     // server's I/O size.

@@ -8,10 +8,9 @@ use std::os::fd::AsRawFd;
 use braid_nfs_proto::nfs4::*;
 use bytes::Bytes;
 
-use super::data_range::require_file;
+use super::read::{file_to_read, readable};
 use crate::nfs::compound::Compound;
-use crate::nfs::errors::{io_status, nfs_status};
-use crate::nfs::state::stateids::{check_io_stateid, IoTarget};
+use crate::nfs::errors::io_status;
 
 /// Most segments in one reply. A file of many small holes would otherwise
 /// cost 20-odd bytes of framing per block; the client asks again from
@@ -27,21 +26,8 @@ pub fn run(c: &mut Compound, a: &READ_PLUS4args) -> READ_PLUS4res {
 
 fn read_plus(c: &mut Compound, a: &READ_PLUS4args) -> Result<read_plus_res4, nfsstat4> {
     let (export, obj) = c.current_object(NFS4ERR_ISDIR)?;
-    // RFC 7862 15.10.3: as READ (RFC 8881 18.22.3), of regular files.
-    if obj.kind() == braid_fs::posix::ObjectKind::Symlink {
-        return Err(NFS4ERR_SYMLINK);
-    }
-    require_file(&obj)?;
-    let file = match check_io_stateid(c, &obj, &a.rpa_stateid, false)? {
-        IoTarget::File(io) => io.file,
-        IoTarget::OpenAsCaller => {
-            let cred = c.credentials(&export);
-            export
-                .share
-                .open_file(&cred, &obj, true, false, false)
-                .map_err(|e| nfs_status(&e))?
-        }
-    };
+    readable(&obj)?;
+    let file = file_to_read(c, &export, &obj, &a.rpa_stateid, true)?.ok_or(NFS4ERR_SERVERFAULT)?;
     // The reply must fit the session's response size with its segments'
     // framing (at most 20 bytes each beside the data, and the result's
     // own); never more than the server's I/O size.
