@@ -9,22 +9,14 @@ both. Prints `STATUS N` (CLONE's status, 0 for NFS4_OK), or `FAILED
 STATUS` (and exits 1) when an OPEN fails.
 """
 
-import os
 import sys
-import time
 
-sys.path.insert(0, os.getcwd())
-import use_local  # noqa: F401 - pynfs's path setup
-import nfs4client
-from rpc.security import AuthSys
-import nfs_ops
+from pynfs_session import lookup_ops, op, session  # noqa: E402 - sets up pynfs
 from xdrdef.nfs4_const import (
     NFS4_OK, OPEN4_NOCREATE, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_ACCESS_BOTH,
     OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE, CLAIM_NULL,
 )
 from xdrdef.nfs4_type import open_claim4, open_owner4, openflag4
-
-op = nfs_ops.NFS4ops()
 
 
 def main():
@@ -32,12 +24,8 @@ def main():
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
     src, dst = sys.argv[sep + 1].encode(), sys.argv[sep + 2].encode()
     src_off, dst_off, count = (int(v) for v in sys.argv[sep + 3:sep + 6])
-    c = nfs4client.NFS4Client(host, port, 2)
-    c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
-    client = c.new_client(b"braid-clone-%d" % time.time_ns())
-    sess = client.create_session()
-    sess.compound([op.reclaim_complete(False)])
-    lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
+    _, sess = session(host, port, 2, b"braid-clone")
+    lookup = lookup_ops(path)
     opened = []
     for name, access in ((src, OPEN4_SHARE_ACCESS_READ), (dst, OPEN4_SHARE_ACCESS_BOTH)):
         res = sess.compound(lookup + [

@@ -26,16 +26,11 @@ time: a holder that modified the file in its cache (DELTA > 0) or not.
 Exits when stdin closes.
 """
 
-import os
 import sys
 import threading
 import time
 
-sys.path.insert(0, os.getcwd())
-import use_local  # noqa: F401 - pynfs's path setup
-import nfs4client
-from rpc.security import AuthSys
-import nfs_ops
+from pynfs_session import lookup_ops, op, session  # noqa: E402 - sets up pynfs
 from xdrdef.nfs4_const import (
     CREATE_SESSION4_FLAG_CONN_BACK_CHAN, UNCHECKED4, NFS4_OK, OPEN4_CREATE,
     OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_ACCESS_WANT_READ_DELEG, OPEN4_SHARE_DENY_NONE,
@@ -44,8 +39,6 @@ from xdrdef.nfs4_const import (
     OP_CB_GETATTR, FATTR4_CHANGE, FATTR4_SIZE,
 )
 from xdrdef.nfs4_type import createhow4, open_claim4, open_owner4, openflag4
-
-op = nfs_ops.NFS4ops()
 
 
 def main():
@@ -67,12 +60,7 @@ def main():
         access, kind = OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG, OPEN_DELEGATE_WRITE
     else:
         access, kind = OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_READ_DELEG, OPEN_DELEGATE_READ
-    c = nfs4client.NFS4Client(host, port, 1)
-    # AUTH_SYS as root, as pynfs's tests run (the export squashes no root).
-    c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
-    client = c.new_client(b"braid-deleg-%d" % time.time_ns())
-    sess = client.create_session(flags=CREATE_SESSION4_FLAG_CONN_BACK_CHAN)
-    sess.compound([op.reclaim_complete(False)])
+    client, sess = session(host, port, 1, b"braid-deleg", flags=CREATE_SESSION4_FLAG_CONN_BACK_CHAN)
     recalled = threading.Event()
 
     def pre_hook(arg, env):
@@ -80,7 +68,7 @@ def main():
         env.notify = recalled.set
 
     client.cb_pre_hook(OP_CB_RECALL, pre_hook)
-    lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
+    lookup = lookup_ops(path)
     how = openflag4(OPEN4_CREATE, createhow4(UNCHECKED4, {FATTR4_MODE: 0o666}))
     res = sess.compound(lookup + [
         op.open(0, access, OPEN4_SHARE_DENY_NONE, open_owner4(0, b"deleg-owner"), how,

@@ -12,15 +12,9 @@ each line of stdin:
 prints `OK`, `DENIED` or the error's name. Answers begin with `> `.
 """
 
-import os
 import sys
-import time
 
-sys.path.insert(0, os.getcwd())
-import use_local  # noqa: F401,E402 - pynfs's path setup
-import nfs4client  # noqa: E402
-import nfs_ops  # noqa: E402
-from rpc.security import AuthSys  # noqa: E402
+from pynfs_session import lookup_ops, op, session  # noqa: E402 - sets up pynfs
 from xdrdef.nfs4_const import (  # noqa: E402
     CLAIM_NULL, NFS4_OK, NFS4ERR_DENIED, OPEN4_NOCREATE, OPEN4_SHARE_ACCESS_BOTH,
     OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE, READ_LT, WRITE_LT,
@@ -31,18 +25,13 @@ from xdrdef.nfs4_type import (  # noqa: E402
     openflag4,
 )
 
-op = nfs_ops.NFS4ops()
-
 
 def main():
     sep = sys.argv.index("--")
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
     name = sys.argv[sep + 1].encode()
-    c = nfs4client.NFS4Client(host, port, 1)
-    c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
-    sess = c.new_client(b"braid-lock-%d" % time.time_ns()).create_session()
-    sess.compound([op.reclaim_complete(False)])
-    lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
+    _, sess = session(host, port, 1, b"braid-lock")
+    lookup = lookup_ops(path)
     res = sess.compound(lookup + [
         op.open(0, OPEN4_SHARE_ACCESS_BOTH | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
                 OPEN4_SHARE_DENY_NONE, open_owner4(0, b"lock-test"),

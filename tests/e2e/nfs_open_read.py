@@ -14,22 +14,15 @@ for FILE's size and change attribute (GETATTR, retried the same way) and
 prints `SIZE N` and `CHANGE N` instead of opening and reading.
 """
 
-import os
 import sys
 import time
 
-sys.path.insert(0, os.getcwd())
-import use_local  # noqa: F401 - pynfs's path setup
-import nfs4client
-from rpc.security import AuthSys
-import nfs_ops
+from pynfs_session import lookup_ops, op, session  # noqa: E402 - sets up pynfs
 from xdrdef.nfs4_const import (
     NFS4_OK, NFS4ERR_DELAY, OPEN4_NOCREATE, FATTR4_SIZE, FATTR4_CHANGE, OPEN4_SHARE_ACCESS_READ,
     OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE, CLAIM_NULL,
 )
 from xdrdef.nfs4_type import open_claim4, open_owner4, openflag4
-
-op = nfs_ops.NFS4ops()
 
 
 def until_not_delayed(sess, ops, timeout: float):
@@ -54,12 +47,8 @@ def main():
     sep = sys.argv.index("--")
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
     name, timeout = sys.argv[sep + 1].encode(), float(sys.argv[sep + 2])
-    c = nfs4client.NFS4Client(host, port, 1)
-    c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
-    client = c.new_client(b"braid-reader-%d" % time.time_ns())
-    sess = client.create_session()
-    sess.compound([op.reclaim_complete(False)])
-    lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
+    _, sess = session(host, port, 1, b"braid-reader")
+    lookup = lookup_ops(path)
     if sys.argv[sep + 3:] == ["getattr"]:
         asked = op.getattr(1 << FATTR4_SIZE | 1 << FATTR4_CHANGE)
         res = until_not_delayed(sess, lookup + [op.lookup(name), asked], timeout)

@@ -11,22 +11,14 @@ covered or a reply says eof. Prints, for each range, the segments as
 `EOF 0|1`; or `FAILED STATUS` (and exits 1).
 """
 
-import os
 import sys
-import time
 
-sys.path.insert(0, os.getcwd())
-import use_local  # noqa: F401 - pynfs's path setup
-import nfs4client
-from rpc.security import AuthSys
-import nfs_ops
+from pynfs_session import lookup_ops, op, session  # noqa: E402 - sets up pynfs
 from xdrdef.nfs4_const import (
     NFS4_OK, NFS4_CONTENT_DATA, NFS4_CONTENT_HOLE, OPEN4_NOCREATE, OPEN4_SHARE_ACCESS_READ,
     OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE, CLAIM_NULL,
 )
 from xdrdef.nfs4_type import channel_attrs4, open_claim4, open_owner4, openflag4
-
-op = nfs_ops.NFS4ops()
 
 
 def main():
@@ -34,13 +26,9 @@ def main():
     host, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3:sep]
     name = sys.argv[sep + 1].encode()
     ranges = [int(v) for v in sys.argv[sep + 2:]]
-    c = nfs4client.NFS4Client(host, port, 2)
-    c.set_cred(AuthSys().init_cred(uid=0, gid=0, name=b"braid-test"))
-    client = c.new_client(b"braid-read-plus-%d" % time.time_ns())
     big = 2 * 1024 * 1024
-    sess = client.create_session(fore_attrs=channel_attrs4(0, big, big, 8192, 128, 8, []))
-    sess.compound([op.reclaim_complete(False)])
-    lookup = [op.putrootfh()] + [op.lookup(p.encode()) for p in path]
+    _, sess = session(host, port, 2, b"braid-read-plus", fore_attrs=channel_attrs4(0, big, big, 8192, 128, 8, []))
+    lookup = lookup_ops(path)
     res = sess.compound(lookup + [
         op.open(0, OPEN4_SHARE_ACCESS_READ | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
                 OPEN4_SHARE_DENY_NONE, open_owner4(0, b"reader"),
