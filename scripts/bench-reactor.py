@@ -22,22 +22,14 @@ Usage: python3 scripts/bench-reactor.py
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-import servers  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("bench_exec_mode", ROOT / "scripts" / "bench-exec-mode.py")
-bench_exec_mode = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench_exec_mode)
-loadavg = bench_exec_mode.loadavg
-summarize = bench_exec_mode.summarize
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_nfs_compare import compare, servers, summarize  # noqa: E402
 
 
 def main() -> int:
@@ -59,40 +51,23 @@ def main() -> int:
         return 0
 
     base = Path(tempfile.mkdtemp(prefix="braid-reactor-", dir="/var/tmp"))
-    started = []
-    targets: list[tuple[str, int, int]] = []
-    default_bin = servers.BRAID_BIN
-    try:
-        if not args.no_ganesha:
-            for d in ("ganesha", "ganesha-work"):
-                (base / d).mkdir()
-            g = servers.start_nfs("ganesha", base / "ganesha", base / "ganesha-work")
-            started.append(g)
-            targets.append(("ganesha", g.port, g.pid))
-        for label, path in builds:
-            binary = base / f"braid-{label}"
-            shutil.copy2(path, binary)
-            for d in (label, f"{label}-work"):
-                (base / d).mkdir()
+
+    def start(label: str, path: str):
+        # A copy: a rebuild during the run changes nothing.
+        binary = base / f"braid-{label}"
+        shutil.copy2(path, binary)
+
+        def run(share: Path, work: Path):
+            default_bin = servers.BRAID_BIN
             servers.BRAID_BIN = binary
-            b = servers.start_nfs("braid", base / label, base / f"{label}-work")
-            started.append(b)
-            targets.append((label, b.port, b.pid))
-        servers.BRAID_BIN = default_bin
-        # The load generator: this worktree's build.
-        argv = [str(default_bin), "bench", "compare", "--profiles", args.profiles,
-                "--reps", str(args.reps), "--duration", str(args.duration), "--warmup", "1",
-                "--out", str(base / "report")]
-        for label, port, pid in targets:
-            argv += ["--target", f"{label}=nfs://127.0.0.1:{port}/share",
-                     "--server-pid", f"{label}={pid}"]
-        print("load average at start:", loadavg(), flush=True)
-        subprocess.run(argv, check=True)
-        print("load average at end:", loadavg())
-        summarize(base / "report" / "compare.json", builds[0][0])
-    finally:
-        for s in started:
-            servers.stop_pid(s.pid)
+            try:
+                return servers.start_nfs("braid", share, work)
+            finally:
+                servers.BRAID_BIN = default_bin
+        return run
+
+    # The load generator is this tree's build (servers.BRAID_BIN).
+    compare(base, [(label, start(label, path)) for label, path in builds], args, builds[0][0])
     return 0
 
 
