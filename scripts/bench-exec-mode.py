@@ -31,17 +31,13 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_nfs_compare import compare, servers, summarize  # noqa: E402
+from bench_nfs_compare import add_compare_args, compare, servers, summarize  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--modes", default="spawn,inplace")
-    ap.add_argument("--profiles", default="metadata,fio-randread-4k")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--duration", type=float, default=5.0)
-    ap.add_argument("--no-ganesha", action="store_true")
-    ap.add_argument("--summarize", type=Path, help="only print the summary of a compare.json")
+    add_compare_args(ap)
     args = ap.parse_args()
     modes = args.modes.split(",")
     if args.summarize:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from bench_nfs_compare import compare, servers, summarize  # noqa: E402
+from bench_nfs_compare import add_compare_args, compare, servers, summarize  # noqa: E402
 
 
 def main() -> int:
@@ -37,11 +37,7 @@ def main() -> int:
     ap.add_argument("--builds",
                     default=f"spawn=/work/main/target/release/braid,"
                             f"reactor={ROOT / 'target' / 'release' / 'braid'}")
-    ap.add_argument("--profiles", default="metadata,fio-randread-4k")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--duration", type=float, default=5.0)
-    ap.add_argument("--no-ganesha", action="store_true")
-    ap.add_argument("--summarize", type=Path, help="only print the summary of a compare.json")
+    add_compare_args(ap)
     args = ap.parse_args()
     builds = [b.split("=", 1) for b in args.builds.split(",")]
     if any(len(b) != 2 for b in builds):

@@ -7,6 +7,7 @@ baseline), with the load average at the start and the end.
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import subprocess
@@ -20,6 +21,15 @@ import servers  # noqa: E402
 # Starts one Braid NFS server serving the first directory (its files in
 # the second).
 StartBraid = Callable[[Path, Path], "servers.NfsServer"]
+
+
+def add_compare_args(ap: argparse.ArgumentParser) -> None:
+    """The options `compare` reads, and --summarize."""
+    ap.add_argument("--profiles", default="metadata,fio-randread-4k")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--duration", type=float, default=5.0)
+    ap.add_argument("--no-ganesha", action="store_true")
+    ap.add_argument("--summarize", type=Path, help="only print the summary of a compare.json")
 
 
 def loadavg() -> str:
