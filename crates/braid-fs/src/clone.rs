@@ -179,24 +179,14 @@ fn clone_or_copy(src: i32, plan: &Plan, dest: i32) -> FsResult<u64> {
     if plan.available == 0 {
         return Ok(0);
     }
-    let range = libc::file_clone_range {
-        src_fd: src as i64,
-        src_offset: plan.src_offset,
-        src_length: plan.available,
-        dest_offset: plan.dest_offset,
-    };
-    // SAFETY: plain ioctl with a pointer to a live, initialised struct.
-    if unsafe { libc::ioctl(dest, libc::FICLONERANGE, &range) } == 0 {
-        return Ok(plan.available);
-    }
-    match std::io::Error::last_os_error().raw_os_error() {
+    match sys::clone_range(src, plan.src_offset, plan.available, dest, plan.dest_offset) {
+        Ok(()) => return Ok(plan.available),
         // The file system does not share extents (EOPNOTSUPP, ENOTTY), the
         // files are on different mounts (EXDEV), or this range does not
         // fall on block boundaries (EINVAL): copy instead.
-        Some(libc::EOPNOTSUPP | libc::ENOTTY | libc::ENOSYS | libc::EXDEV | libc::EINVAL) => {}
-        Some(libc::EBADF) => return Err(FsError::AccessDenied),
-        Some(e) => return Err(FsError::from_errno(e)),
-        None => return Err(FsError::last_os()),
+        Err(libc::EOPNOTSUPP | libc::ENOTTY | libc::ENOSYS | libc::EXDEV | libc::EINVAL) => {}
+        Err(libc::EBADF) => return Err(FsError::AccessDenied),
+        Err(e) => return Err(FsError::from_errno(e)),
     }
     let len = usize::try_from(plan.available).map_err(|_| FsError::InvalidParameter)?;
     if let Some(n) = copy_file_range_all(src, plan.src_offset, dest, plan.dest_offset, len)? {

@@ -366,6 +366,33 @@ unsafe fn pread_raw(
     Ok(done)
 }
 
+/// ioctl FICLONERANGE: `len` bytes of `src` at `src_offset` (0: to its
+/// end) share their blocks with `dest` at `dest_offset`, on file systems
+/// that share extents; Err(errno) otherwise (EOPNOTSUPP, ENOTTY, EXDEV,
+/// EINVAL for a range off block boundaries).
+pub(crate) fn clone_range(
+    src: RawFd,
+    src_offset: u64,
+    len: u64,
+    dest: RawFd,
+    dest_offset: u64,
+) -> Result<(), i32> {
+    let range = libc::file_clone_range {
+        src_fd: src as i64,
+        src_offset,
+        src_length: len,
+        dest_offset,
+    };
+    // SAFETY: plain ioctl with a pointer to a live, initialised struct.
+    if unsafe { libc::ioctl(dest, libc::FICLONERANGE, &range) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    }
+}
+
 pub(crate) fn pwrite(fd: RawFd, data: &[u8], offset: u64) -> FsResult<usize> {
     let mut done = 0;
     while done < data.len() {

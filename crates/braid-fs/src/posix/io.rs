@@ -94,6 +94,27 @@ pub fn cached_size(file: &File) -> Option<u64> {
     sys::statx_cached(file.as_raw_fd()).ok().map(|a| a.size)
 }
 
+/// NFSv4.2 CLONE's primitive: `len` bytes of `src` at `src_offset` (0: to
+/// its end) share their blocks with `dest` at `dest_offset` (FICLONERANGE;
+/// no copy is made where the file system cannot share them: the errno
+/// says why).
+pub fn clone_range(
+    src: &File,
+    src_offset: u64,
+    len: u64,
+    dest: &File,
+    dest_offset: u64,
+) -> std::io::Result<()> {
+    crate::sys::clone_range(
+        src.as_raw_fd(),
+        src_offset,
+        len,
+        dest.as_raw_fd(),
+        dest_offset,
+    )
+    .map_err(std::io::Error::from_raw_os_error)
+}
+
 impl PosixShare {
     /// A real fd (not O_PATH) for I/O on a regular file, reopened through
     /// `/proc/self/fd/N` of the object's O_PATH fd (an O_PATH fd cannot be

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 pub use cred::{current_fsgid, current_fsuid};
 pub use handle::MAX_HANDLE;
-pub use io::{cached_size, read_into_vec, read_into_vec_nowait, OpenFile};
+pub use io::{cached_size, clone_range, read_into_vec, read_into_vec_nowait, OpenFile};
 pub use object::Object;
 pub use types::*;
 pub use xattr::{XattrSet, XATTR_NAME_MAX, XATTR_SIZE_MAX};

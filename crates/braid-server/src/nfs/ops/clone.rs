@@ -5,8 +5,6 @@
 //! NFS4ERR_NOTSUPP and the client copies instead (Linux falls back to
 //! COPY, or to reading and writing).
 
-use std::os::fd::AsRawFd;
-
 use braid_nfs_proto::nfs4::*;
 
 use super::data_range::{notify_write, source_and_destination};
@@ -54,18 +52,10 @@ fn clone(c: &mut Compound, a: &CLONE4args) -> Result<(), nfsstat4> {
             return Err(NFS4ERR_INVAL);
         }
     }
-    let range = libc::file_clone_range {
-        src_fd: from.as_raw_fd() as i64,
-        src_offset: a.cl_src_offset,
-        // 0: to the end of the source, as cl_count 0 means.
-        src_length: a.cl_count,
-        dest_offset: a.cl_dst_offset,
-    };
-    // SAFETY: FICLONERANGE reads the struct passed by pointer; both fds
-    // are owned by the open files held here.
-    let r = unsafe { libc::ioctl(to.as_raw_fd(), libc::FICLONERANGE, &range) };
-    if r < 0 {
-        let e = std::io::Error::last_os_error();
+    // 0: to the end of the source, as cl_count 0 means.
+    let cloned =
+        braid_fs::posix::clone_range(&from, a.cl_src_offset, a.cl_count, &to, a.cl_dst_offset);
+    if let Err(e) = cloned {
         return Err(match e.raw_os_error() {
             // The file system shares no extents (ext4, tmpfs).
             Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY) => NFS4ERR_NOTSUPP,
