@@ -49,6 +49,7 @@ pub mod share_reservation;
 pub mod shortname;
 pub mod snapshot;
 mod sparse;
+pub mod state_store;
 pub mod stream;
 mod stream_handle;
 mod stream_open;

@@ -1,0 +1,381 @@
+//! State that must outlive the process: SMB durable and persistent open
+//! records, NFS client records, kept through one small interface so that a
+//! cluster store (etcd) can implement it beside the local one.
+//!
+//! The store holds opaque records in named spaces ("smb-opens",
+//! "nfs-clients"); what a record means is its protocol's business. Only
+//! what a reconnect or a reclaim must check is written: the hot path never
+//! waits on the store except where a grant must be durable before it is
+//! answered (a persistent handle).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Why the store could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("state store {0}: {1}")]
+    Io(String, std::io::Error),
+    #[error("state store: bad key {0:?} (letters, digits, '-' and '_' only, at most 200)")]
+    BadKey(String),
+    #[error("state store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// A record that could not be read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CorruptRecord {
+    /// Where it is (a file path, an etcd key).
+    pub location: String,
+    pub reason: String,
+}
+
+/// What a space held: the records that read back whole, and those that did
+/// not (reported by the caller, never granted to anyone).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub records: Vec<(String, Vec<u8>)>,
+    pub corrupt: Vec<CorruptRecord>,
+}
+
+pub trait StateStore: Send + Sync {
+    /// Write `value` under `space`/`key`, replacing what was there; durable
+    /// when this returns.
+    fn put(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError>;
+    /// Forget `space`/`key` (no error when it is not there).
+    fn delete(&self, space: &str, key: &str) -> Result<(), StoreError>;
+    /// Every record of `space`.
+    fn load(&self, space: &str) -> Result<Loaded, StoreError>;
+    /// One line for logs and the admin view ("local /var/lib/braid").
+    fn describe(&self) -> String;
+}
+
+/// Keys become file names (and etcd key segments): a closed alphabet.
+pub fn check_key(key: &str) -> Result<(), StoreError> {
+    let ok = !key.is_empty()
+        && key.len() <= 200
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::BadKey(key.to_string()))
+    }
+}
+
+/// A record on disk: magic, version, payload length, SHA-256 of the payload
+/// (first 16 bytes), payload. A torn or altered file fails the length or the
+/// digest and is reported instead of read.
+const MAGIC: &[u8; 4] = b"BRS1";
+const HEADER_LEN: usize = 4 + 4 + 16;
+
+fn digest16(payload: &[u8]) -> [u8; 16] {
+    let d = Sha256::digest(payload);
+    d[..16].try_into().unwrap()
+}
+
+pub fn seal(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&digest16(payload));
+    out.extend_from_slice(payload);
+    out
+}
+
+pub fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
+    if bytes.len() < HEADER_LEN || &bytes[..4] != MAGIC {
+        return Err("not a Braid state record (bad header)".into());
+    }
+    let len = u32::from_le_bytes(bytes[4..8].try_into().unwrap()) as usize;
+    let payload = &bytes[HEADER_LEN..];
+    if payload.len() != len {
+        return Err(format!(
+            "torn record: {} bytes of {len}",
+            payload.len().min(len)
+        ));
+    }
+    if digest16(payload) != bytes[8..24] {
+        return Err("checksum mismatch".into());
+    }
+    Ok(payload)
+}
+
+/// Records as files under `state_dir/<space>/<key>`, each written to a
+/// temporary name, synced, renamed over the old one, and the directory
+/// synced: after a crash a record is the old one or the new one, whole.
+pub struct LocalStore {
+    root: PathBuf,
+}
+
+/// Temporary files start with this; a crash may leave one behind, which
+/// the next load removes.
+const TMP_PREFIX: &str = ".tmp-";
+
+impl LocalStore {
+    pub fn new(state_dir: &Path) -> LocalStore {
+        LocalStore {
+            root: state_dir.to_path_buf(),
+        }
+    }
+
+    fn space_dir(&self, space: &str) -> Result<PathBuf, StoreError> {
+        check_key(space)?;
+        let dir = self.root.join(space);
+        if !dir.is_dir() {
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| StoreError::Io(dir.display().to_string(), e))?;
+            sync_dir(&self.root)?;
+        }
+        Ok(dir)
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::Io(dir.display().to_string(), e))
+}
+
+impl StateStore for LocalStore {
+    fn put(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        check_key(key)?;
+        let dir = self.space_dir(space)?;
+        let tmp = dir.join(format!("{TMP_PREFIX}{key}"));
+        let path = dir.join(key);
+        let io = |p: &Path| {
+            let p = p.display().to_string();
+            move |e| StoreError::Io(p, e)
+        };
+        {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode_0600()
+                .open(&tmp)
+                .map_err(io(&tmp))?;
+            f.write_all(&seal(value)).map_err(io(&tmp))?;
+            f.sync_all().map_err(io(&tmp))?;
+        }
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        sync_dir(&dir)
+    }
+
+    fn delete(&self, space: &str, key: &str) -> Result<(), StoreError> {
+        check_key(key)?;
+        let dir = self.space_dir(space)?;
+        let path = dir.join(key);
+        match std::fs::remove_file(&path) {
+            Ok(()) => sync_dir(&dir),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::Io(path.display().to_string(), e)),
+        }
+    }
+
+    fn load(&self, space: &str) -> Result<Loaded, StoreError> {
+        let dir = self.space_dir(space)?;
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| StoreError::Io(dir.display().to_string(), e))?;
+        let mut out = Loaded::default();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::Io(dir.display().to_string(), e))?;
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(TMP_PREFIX) {
+                // A write that never reached its rename: the old record (or
+                // none) stands.
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            let corrupt = |reason: String| CorruptRecord {
+                location: path.display().to_string(),
+                reason,
+            };
+            if check_key(&name).is_err() {
+                out.corrupt.push(corrupt("not a record name".into()));
+                continue;
+            }
+            match std::fs::read(&path) {
+                Ok(bytes) => match unseal(&bytes) {
+                    Ok(payload) => out.records.push((name, payload.to_vec())),
+                    Err(reason) => out.corrupt.push(corrupt(reason)),
+                },
+                Err(e) => out.corrupt.push(corrupt(e.to_string())),
+            }
+        }
+        out.records.sort();
+        Ok(out)
+    }
+
+    fn describe(&self) -> String {
+        format!("local {}", self.root.display())
+    }
+}
+
+trait Mode0600 {
+    fn mode_0600(&mut self) -> &mut Self;
+}
+
+impl Mode0600 for std::fs::OpenOptions {
+    fn mode_0600(&mut self) -> &mut Self {
+        use std::os::unix::fs::OpenOptionsExt;
+        self.mode(0o600)
+    }
+}
+
+/// Records in memory: for tests and for a server run without `state_dir`
+/// (durable handles then outlive connections but not the process).
+#[derive(Default)]
+pub struct MemoryStore {
+    spaces: std::sync::Mutex<std::collections::BTreeMap<(String, String), Vec<u8>>>,
+}
+
+impl StateStore for MemoryStore {
+    fn put(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        check_key(key)?;
+        self.spaces
+            .lock()
+            .unwrap()
+            .insert((space.to_string(), key.to_string()), value.to_vec());
+        Ok(())
+    }
+
+    fn delete(&self, space: &str, key: &str) -> Result<(), StoreError> {
+        self.spaces
+            .lock()
+            .unwrap()
+            .remove(&(space.to_string(), key.to_string()));
+        Ok(())
+    }
+
+    fn load(&self, space: &str) -> Result<Loaded, StoreError> {
+        let records = self
+            .spaces
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|((s, _), _)| s == space)
+            .map(|((_, k), v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(Loaded {
+            records,
+            corrupt: Vec::new(),
+        })
+    }
+
+    fn describe(&self) -> String {
+        "memory (nothing outlives the process)".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("braid-state-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn records_survive_a_new_store_and_replace_and_delete() {
+        let dir = temp_dir("survive");
+        let s = LocalStore::new(&dir);
+        s.put("smb-opens", "a1", b"first").unwrap();
+        s.put("smb-opens", "a1", b"second").unwrap();
+        s.put("smb-opens", "b2", b"other").unwrap();
+        s.put("nfs-clients", "c", b"client").unwrap();
+        let again = LocalStore::new(&dir);
+        let loaded = again.load("smb-opens").unwrap();
+        assert!(loaded.corrupt.is_empty());
+        assert_eq!(
+            loaded.records,
+            vec![
+                ("a1".to_string(), b"second".to_vec()),
+                ("b2".to_string(), b"other".to_vec())
+            ]
+        );
+        again.delete("smb-opens", "a1").unwrap();
+        again.delete("smb-opens", "a1").unwrap();
+        assert_eq!(again.load("smb-opens").unwrap().records.len(), 1);
+        assert_eq!(again.load("nfs-clients").unwrap().records.len(), 1);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn torn_and_altered_records_are_reported_not_read() {
+        let dir = temp_dir("corrupt");
+        let s = LocalStore::new(&dir);
+        s.put("smb-opens", "whole", b"whole record").unwrap();
+        s.put("smb-opens", "torn", b"a record cut short").unwrap();
+        s.put("smb-opens", "flipped", b"a record altered").unwrap();
+        let torn = dir.join("smb-opens/torn");
+        let bytes = std::fs::read(&torn).unwrap();
+        std::fs::write(&torn, &bytes[..bytes.len() - 3]).unwrap();
+        let flipped = dir.join("smb-opens/flipped");
+        let mut bytes = std::fs::read(&flipped).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        std::fs::write(&flipped, &bytes).unwrap();
+        std::fs::write(dir.join("smb-opens/garbage"), b"xx").unwrap();
+        // A write that crashed before its rename.
+        std::fs::write(dir.join("smb-opens/.tmp-whole"), b"partial").unwrap();
+        let loaded = s.load("smb-opens").unwrap();
+        assert_eq!(
+            loaded.records,
+            vec![("whole".to_string(), b"whole record".to_vec())]
+        );
+        let mut bad: Vec<_> = loaded
+            .corrupt
+            .iter()
+            .map(|c| c.location.rsplit('/').next().unwrap().to_string())
+            .collect();
+        bad.sort();
+        assert_eq!(bad, vec!["flipped", "garbage", "torn"]);
+        assert!(!dir.join("smb-opens/.tmp-whole").exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn keys_outside_the_alphabet_are_refused() {
+        let dir = temp_dir("keys");
+        let s = LocalStore::new(&dir);
+        for key in ["", "../x", "a/b", ".hidden", &"k".repeat(201)] {
+            assert!(matches!(
+                s.put("smb-opens", key, b"v"),
+                Err(StoreError::BadKey(_))
+            ));
+        }
+        assert!(s.put("../escape", "k", b"v").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn files_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir("mode");
+        let s = LocalStore::new(&dir);
+        s.put("smb-opens", "k", b"secret-ish").unwrap();
+        let mode = std::fs::metadata(dir.join("smb-opens/k"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn seal_round_trips(payload in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512)) {
+            let sealed = seal(&payload);
+            proptest::prop_assert_eq!(unseal(&sealed).unwrap(), &payload[..]);
+            proptest::prop_assert!(unseal(&sealed[..sealed.len() - 1]).is_err());
+        }
+    }
+}
