@@ -20,6 +20,20 @@ impl OpenHandle {
         }
     }
 
+    /// The byte-range locks this open holds for `owner`, as (offset,
+    /// length, exclusive), in the order they were taken: what a persistent
+    /// open's record keeps so that a restarted server takes them again.
+    pub fn held_locks(&self, owner: LockOwner) -> Vec<(u64, u64, bool)> {
+        let h = self.holder(owner);
+        let s = self.0.node.lock();
+        s.locks
+            .locks()
+            .iter()
+            .filter(|l| l.holder == h)
+            .map(|l| (l.offset, l.length, l.exclusive))
+            .collect()
+    }
+
     /// Byte-range lock (MS-FSA 2.1.5.8), failing immediately with
     /// LockNotGranted on conflict. To wait, retry after
     /// [`OpenHandle::lock_changed`] fires.

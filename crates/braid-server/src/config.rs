@@ -55,6 +55,10 @@ pub struct ShareConfig {
     /// CHANGE_NOTIFY is served (Samba's `change notify`); false answers
     /// NOT_IMPLEMENTED and clients poll instead.
     pub change_notify: bool,
+    /// MS-SMB2 Share.IsCA: SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY, persistent
+    /// handles kept in the state store (`smb/persistent.rs`), write-through
+    /// writes.
+    pub continuous_availability: bool,
     /// Changes made on the host by other processes are reported to
     /// CHANGE_NOTIFY and break directory leases (as Samba's `kernel change
     /// notify`), and host writes break the caching of files.
@@ -113,6 +117,7 @@ impl ShareConfig {
             snapshots: None,
             mac: MacShareOptions::default(),
             change_notify: true,
+            continuous_availability: false,
             notify_host_changes: true,
             protocols: Protocols::default(),
             nfs: Default::default(),

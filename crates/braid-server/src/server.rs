@@ -74,6 +74,9 @@ impl Server {
                 workloads: state.metrics.workloads.clone(),
             });
         }
+        // Persistent opens (and durable ones a graceful stop kept) wait
+        // for their clients before the first connection is accepted.
+        crate::smb::persistent::restore_all(&state).await;
         Ok(Server {
             state,
             listeners,
@@ -105,6 +108,12 @@ impl Server {
     /// The admin API's address, when it is on.
     pub fn admin_addr(&self) -> Option<std::net::SocketAddr> {
         self.admin.as_ref().and_then(|l| l.local_addr().ok())
+    }
+
+    /// A graceful stop: keep every durable open in the state store, so
+    /// that a restart with the same store resumes them (blocking).
+    pub fn save_state(state: &ServerState) -> usize {
+        crate::smb::persistent::save_all_durable(state)
     }
 
     pub async fn run(self) {

@@ -29,6 +29,8 @@ pub struct Share {
     pub mac: crate::config::MacShareOptions,
     /// CHANGE_NOTIFY is served (`smb/ops/change_notify.rs`).
     pub change_notify: bool,
+    /// MS-SMB2 Share.IsCA (`smb/persistent.rs`).
+    pub continuous_availability: bool,
     /// Changes made on the host are reported and break directory leases
     /// and cached files' caching (`host_watch.rs`).
     pub notify_host_changes: bool,
@@ -105,6 +107,7 @@ impl Share {
             browseable: s.browseable,
             mac: s.mac.clone(),
             change_notify: s.change_notify,
+            continuous_availability: s.continuous_availability,
             notify_host_changes: s.notify_host_changes,
             protocols: s.protocols,
             retired: Default::default(),
@@ -154,6 +157,8 @@ impl Share {
             browseable: self.browseable,
             mac: self.mac.clone(),
             change_notify: self.change_notify,
+            // A snapshot is read-only: nothing to keep available.
+            continuous_availability: false,
             // A snapshot does not change.
             notify_host_changes: false,
             protocols: self.protocols,
@@ -245,6 +250,9 @@ pub struct ServerState {
     /// (`server.rs`), and each protocol's opens and writes break the
     /// other's grants through it.
     pub caching: Arc<braid_fs::caching::CachingGrants>,
+    /// What must outlive the process (braid-fs `state_store.rs`): files
+    /// under `state_dir`, or memory when there is none.
+    pub store: Arc<dyn braid_fs::state_store::StateStore>,
 }
 
 impl ServerState {
@@ -267,6 +275,10 @@ impl ServerState {
         users: LiveUsers,
         files: Arc<FileService>,
     ) -> Result<Self, String> {
+        let store: Arc<dyn braid_fs::state_store::StateStore> = match &config.state_dir {
+            Some(dir) => Arc::new(braid_fs::state_store::LocalStore::new(dir)),
+            None => Arc::new(braid_fs::state_store::MemoryStore::default()),
+        };
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         metrics.ops.set_enabled(config.operation_metrics);
         let smb = crate::smb::state::SmbState::new(&config);
@@ -289,6 +301,7 @@ impl ServerState {
             start_time: SystemTime::now(),
             nfs: std::sync::OnceLock::new(),
             // SMB's acknowledgement timer bounds the longest break.
+            store,
             caching: Arc::new(braid_fs::caching::CachingGrants::new(
                 crate::smb::oplock::BREAK_ACK_TIMEOUT,
             )),

@@ -174,6 +174,10 @@ pub struct ShareEntry {
     pub snapshot_format: Option<String>,
     /// Answer CHANGE_NOTIFY (default true); false: NOT_IMPLEMENTED.
     pub change_notify: Option<bool>,
+    /// SMB continuous availability (default false): persistent handles,
+    /// kept in the state store, and write-through writes.
+    #[serde(default)]
+    pub continuous_availability: bool,
     /// Report changes made on the host by other processes to change
     /// notifications and directory leases (default true).
     pub notify_host_changes: Option<bool>,
@@ -299,6 +303,7 @@ impl ShareEntry {
             snapshot_dir: None,
             snapshot_format: None,
             change_notify: None,
+            continuous_availability: false,
             notify_host_changes: None,
             macos: None,
             time_machine: false,

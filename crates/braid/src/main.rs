@@ -760,9 +760,23 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         }
         use std::io::Write;
         let _ = std::io::stdout().flush();
+        let state = server.state.clone();
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
         tokio::select! {
             _ = server.run() => {}
-            _ = tokio::signal::ctrl_c() => { println!("braid: stopping"); }
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        // A graceful stop (SIGTERM, SIGINT): durable opens are kept for
+        // the next start (persistent ones already are).
+        println!("braid: stopping");
+        let kept = tokio::task::spawn_blocking(move || braid_server::server::Server::save_state(&state))
+            .await
+            .unwrap_or(0);
+        if kept > 0 {
+            println!("braid: {kept} durable open(s) kept in the state store for the next start");
         }
         Ok(())
     })
@@ -872,6 +886,7 @@ fn served_share(s: &config::ShareEntry) -> Result<(ShareConfig, bool), String> {
         snapshots,
         mac,
         change_notify: s.change_notify.unwrap_or(true),
+        continuous_availability: s.continuous_availability,
         notify_host_changes: s.notify_host_changes.unwrap_or(true),
         name: s.name.clone(),
         path: s.path.clone(),

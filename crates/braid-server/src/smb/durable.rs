@@ -33,6 +33,8 @@ pub const V2_MAX_TIMEOUT_MS: u32 = 300_000;
 pub struct Durability {
     /// 1 (DHnQ) or 2 (DH2Q).
     pub version: u8,
+    /// MS-SMB2 3.3.1.10 Open.IsPersistent (`persistent.rs`).
+    pub persistent: bool,
     /// MS-SMB2 3.3.1.10 Open.CreateGuid (version 2).
     pub create_guid: [u8; 16],
     /// Open.DurableOpenTimeout.
@@ -65,32 +67,44 @@ impl PreservedOpens {
     /// Keep `open` after its connection was lost; it is closed if nobody
     /// reconnects it within its timeout or a new open must break it.
     pub fn preserve(self: &Arc<Self>, open: Arc<Open>) {
-        let Some(timeout) = open.durable.lock().unwrap().as_ref().map(|d| d.timeout) else {
+        let Some((timeout, persistent)) = open
+            .durable
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|d| (d.timeout, d.persistent))
+        else {
             return;
         };
         let generation = open.disconnects.fetch_add(1, Ordering::AcqRel) + 1;
         let id = open.persistent_id;
-        if let Some(o) = &open.oplock {
-            let me = Arc::downgrade(self);
-            let weak_open = Arc::downgrade(&open);
-            o.file.disconnect(
-                o.key,
-                Arc::new(move || {
-                    // The open may not be in the table yet (a new open can
-                    // purge it as soon as it is marked disconnected), so it
-                    // is closed through its own reference as well.
-                    if let Some(t) = me.upgrade() {
-                        t.opens.remove(&id);
-                    }
-                    if let Some(open) = weak_open.upgrade() {
-                        debug!(
-                            file = id,
-                            "disconnected durable open closed by a conflicting open"
-                        );
-                        close_now(&open);
-                    }
-                }),
-            );
+        match &open.oplock {
+            // MS-SMB2 3.3.4.6 / 3.3.4.7: a persistent open is never closed
+            // for a break; the opens that need one are refused meanwhile.
+            Some(o) if persistent => o.file.park(o.key),
+            Some(o) => {
+                let me = Arc::downgrade(self);
+                let weak_open = Arc::downgrade(&open);
+                o.file.disconnect(
+                    o.key,
+                    Arc::new(move || {
+                        // The open may not be in the table yet (a new open can
+                        // purge it as soon as it is marked disconnected), so it
+                        // is closed through its own reference as well.
+                        if let Some(t) = me.upgrade() {
+                            t.opens.remove(&id);
+                        }
+                        if let Some(open) = weak_open.upgrade() {
+                            debug!(
+                                file = id,
+                                "disconnected durable open closed by a conflicting open"
+                            );
+                            close_now(&open);
+                        }
+                    }),
+                );
+            }
+            None => {}
         }
         self.opens.insert(id, open.clone());
         if open.closed.load(Ordering::Acquire) {
@@ -144,7 +158,7 @@ impl PreservedOpens {
 /// Close an open that no session holds any more.
 pub fn close_now(open: &Arc<Open>) {
     if open.mark_closed() {
-        let _ = open.handle.close();
+        let _ = open.close_handle();
         open.release_caching();
     }
 }

@@ -23,6 +23,7 @@ pub mod oplock;
 pub mod ops;
 pub mod order;
 pub mod per_client;
+pub mod persistent;
 pub mod qos;
 pub mod replay;
 pub mod send;

@@ -31,7 +31,10 @@ use crate::smb::conn::Connection;
 use crate::smb::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
 use crate::smb::session::Session;
 
+mod parked;
 mod unwaited;
+
+pub use parked::RestoredLease;
 
 /// MS-SMB2 3.3.2.1 Oplock Break Acknowledgment Timer (Windows: 35 s).
 pub const BREAK_ACK_TIMEOUT: Duration = Duration::from_secs(35);
@@ -52,6 +55,10 @@ struct Holder {
     /// Set while the open is a disconnected durable open: a break it
     /// would need closes it instead (it cannot be told; MS-SMB2 3.3.4.6).
     purge: Option<Purge>,
+    /// Set while the open is a disconnected persistent open (MS-SMB2
+    /// 3.3.4.6 / 3.3.4.7: never closed for a break): it is sent no break,
+    /// and a new open that would need one is refused (`parked_conflict`).
+    parked: bool,
 }
 
 /// Closes a disconnected durable open (called without the holders lock).
@@ -241,7 +248,9 @@ impl FileOplocks {
         let mut seen: Vec<LeaseId> = Vec::new();
         let mut lease_breaks = Vec::new();
         for h in holders.iter_mut() {
-            if Some(h.open_key) == new.own_key {
+            // A parked persistent open cannot be told; `parked_conflict`
+            // refused the opens that needed it broken.
+            if Some(h.open_key) == new.own_key || h.parked {
                 continue;
             }
             if let Some(lease) = &h.lease {
@@ -364,6 +373,7 @@ impl FileOplocks {
             session: Arc::downgrade(g.session),
             stat_open: g.stat_open,
             purge: None,
+            parked: false,
         };
         let granted = match g.lease {
             // MS-SMB2 3.3.5.9.11: a directory gets Read and Handle caching,
@@ -552,7 +562,10 @@ impl FileOplocks {
     /// The open's connection was lost and it is kept as a durable open:
     /// a break it would need runs `purge` instead.
     pub fn disconnect(&self, key: u64, purge: Purge) {
-        self.with_holder(key, |h| h.purge = Some(purge));
+        self.with_holder(key, |h| {
+            h.purge = Some(purge);
+            h.parked = false;
+        });
         // A new open may be waiting for a break this open can no longer
         // acknowledge: have it look again, and close this open instead.
         self.changed.notify_waiters();
@@ -575,6 +588,7 @@ impl FileOplocks {
     pub fn reconnect(&self, key: u64, conn: &Arc<Connection>, session: &Arc<Session>) {
         self.with_holder(key, |h| {
             h.purge = None;
+            h.parked = false;
             h.conn = Arc::downgrade(conn);
             h.session = Arc::downgrade(session);
         });

@@ -396,6 +396,10 @@ pub struct Open {
     /// This open's place in its client address's count of opens, given
     /// back when the open is closed.
     pub client_slot: Mutex<Option<crate::smb::per_client::PerClientSlot>>,
+    /// Where the open's record is kept in the state store, while it has one
+    /// (a persistent open; a durable one at a graceful stop). Closing the
+    /// open forgets it (`close_handle`).
+    pub persisted: Mutex<Option<crate::smb::persistent::Persisted>>,
 }
 
 /// Tree connects one session may hold at once; one more is
@@ -428,6 +432,16 @@ impl Open {
         }
         self.close_signal.cancel();
         first
+    }
+
+    /// Close the file service handle and forget the open's record in the
+    /// state store (blocking: call from the blocking pool).
+    pub fn close_handle(&self) -> braid_fs::FsResult<braid_fs::FileInfo> {
+        let closed = self.handle.close();
+        if let Some(p) = self.persisted.lock().unwrap().take() {
+            p.forget();
+        }
+        closed
     }
 
     /// Drop the open's oplock or lease entry, waking the opens that wait

@@ -81,6 +81,13 @@ impl SmbState {
         self.next_file_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// File ids restored from the state store up to `highest` are taken:
+    /// new opens get ids above them.
+    pub fn reserve_file_ids_through(&self, highest: u64) {
+        self.next_file_id
+            .fetch_max(highest.saturating_add(1), Ordering::Relaxed);
+    }
+
     pub fn new_connection_id(&self) -> u64 {
         self.next_connection_id.fetch_add(1, Ordering::Relaxed)
     }

@@ -36,11 +36,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if session.opens.remove(&open.volatile_id).is_none() || !open.mark_closed() {
         return Err(NtStatus::FILE_CLOSED);
     }
-    let handle = open.handle.clone();
     let path = open.handle.path();
     let wrote = !open.is_directory && open.handle.has_written();
     let spared = crate::smb::dir_lease::spared_by(&open);
-    let closed = blocking(move || handle.close()).await;
+    let closing = open.clone();
+    let closed = blocking(move || closing.close_handle()).await;
     open.release_caching();
     let info = closed?;
     let renamed = open.renamed.load(std::sync::atomic::Ordering::Relaxed);
@@ -134,7 +134,7 @@ pub async fn close_opens(opens: Vec<Arc<Open>>) {
     let _ = blocking(move || {
         for o in opens {
             if o.mark_closed() {
-                let _ = o.handle.close();
+                let _ = o.close_handle();
                 o.release_caching();
             }
         }

@@ -312,6 +312,13 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     // smb2.lease.unlink).
     new_open.sharing_violation =
         opts & create_options::DELETE_ON_CLOSE != 0 && opened.action != CreateAction::Created;
+    if oplock_file.parked_conflict(&new_open) {
+        // MS-SMB2 3.3.5.9: the caching this open needs broken belongs to a
+        // persistent open whose client is away.
+        let handle = opened.handle;
+        let _ = blocking(move || handle.close()).await;
+        return Err(NtStatus::FILE_NOT_AVAILABLE);
+    }
     oplock_file
         .break_for_new_open(&new_open, || wait_on_break(req))
         .await;
@@ -364,6 +371,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             .map(|l| l.st.lock().unwrap().state),
         &session,
         &share.name,
+        share.continuous_availability,
     );
     let open = Arc::new(Open {
         oplock: Some(crate::smb::oplock::OplockRef {
@@ -393,6 +401,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         lock_sequences: std::sync::Mutex::new(crate::smb::session::NO_LOCK_SEQUENCES),
         mode: open_mode(opts).into(),
         client_slot: Mutex::new(Some(client_slot)),
+        persisted: Mutex::new(None),
     });
     // MS-FSA 2.1.4.17: tell watchers of the parent directory (of changes
     // to the file; streams are not reported).
@@ -437,6 +446,23 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if let Err(gone) = session.admit_open(&open) {
         super::close::close_opens(vec![open]).await;
         return Err(gone);
+    }
+    if durable.as_ref().is_some_and(|(d, _)| d.persistent) {
+        // MS-SMB2 3.3.5.9.10: a persistent open is in the state store
+        // before the client is told it has one.
+        let store = req.conn.server.store.clone();
+        let saving = open.clone();
+        let saved = tokio::task::spawn_blocking(move || {
+            crate::smb::persistent::save(&store, &saving)
+                .inspect_err(|e| tracing::warn!("state store: persistent open not granted: {e}"))
+        })
+        .await;
+        if !matches!(saved, Ok(Ok(()))) {
+            let e = NtStatus::INSUFFICIENT_RESOURCES;
+            session.opens.remove(&open.volatile_id);
+            super::close::close_opens(vec![open]).await;
+            return Err(e);
+        }
     }
 
     let mut contexts = Vec::new();

@@ -9,7 +9,8 @@ use braid_smb_proto::codec::FileId;
 use braid_smb_proto::header::flags;
 use braid_smb_proto::messages::create::{context_name, create_action, oplock_level};
 use braid_smb_proto::messages::durable::{
-    DurableReconnect, DurableReconnectV2, DurableRequestV2, DurableResponseV2, V1_RESPONSE_LEN,
+    DurableReconnect, DurableReconnectV2, DurableRequestV2, DurableResponseV2, FLAG_PERSISTENT,
+    V1_RESPONSE_LEN,
 };
 use braid_smb_proto::messages::lease::LeaseContext;
 use braid_smb_proto::messages::negotiate::dialect;
@@ -109,7 +110,10 @@ pub fn parse(contexts: &[CreateContext], conn_dialect: u16) -> Result<DurableCon
 
 /// "Successful Open Initialization" of 3.3.5.9.6 / 3.3.5.9.10: a file (not
 /// a directory) opened with a batch oplock or a lease that caches handles
-/// is durable. Returns the durability and the response context.
+/// is durable; one asking for persistence on a continuously available
+/// share is persistent (and durable) whatever it caches. Returns the
+/// durability and the response context.
+#[allow(clippy::too_many_arguments)]
 pub fn grant(
     req: &Request<'_>,
     ask: &DurableContexts,
@@ -118,20 +122,31 @@ pub fn grant(
     lease_state: Option<u32>,
     session: &Session,
     share: &str,
+    continuously_available: bool,
 ) -> Option<(Durability, CreateContext)> {
     if is_directory || !(ask.v1 || ask.v2.is_some()) {
         return None;
     }
+    // MS-SMB2 3.3.5.9.10: Open.IsPersistent when the flag is set, the share
+    // is CA and the connection negotiated persistent handles.
+    let persistent = continuously_available
+        && ask.v2.is_some_and(|q| q.flags & FLAG_PERSISTENT != 0)
+        && req.conn.negotiated.get().is_some_and(|n| {
+            n.server_capabilities
+                & braid_smb_proto::messages::negotiate::capabilities::PERSISTENT_HANDLES
+                != 0
+        });
     let caches_handle = match lease_state {
         Some(state) => state & H != 0,
         None => oplock == oplock_level::BATCH,
     };
-    if !caches_handle {
+    if !caches_handle && !persistent {
         return None;
     }
     let owner = session.user_name();
     let mut d = Durability {
         version: 1,
+        persistent: false,
         create_guid: [0; 16],
         timeout: V1_TIMEOUT,
         owner,
@@ -143,15 +158,14 @@ pub fn grant(
         Some(q) => {
             let ms = v2_timeout_ms(q.timeout);
             d.version = 2;
+            d.persistent = persistent;
             d.create_guid = q.create_guid;
             d.timeout = std::time::Duration::from_millis(ms as u64);
-            // Persistent handles need a continuously available share,
-            // which Braid does not offer: the flag is never granted.
             CreateContext {
                 name: context_name::DURABLE_HANDLE_REQUEST_V2.to_vec(),
                 data: DurableResponseV2 {
                     timeout: ms,
-                    flags: 0,
+                    flags: if persistent { FLAG_PERSISTENT } else { 0 },
                 }
                 .encode(),
             }
@@ -339,6 +353,11 @@ pub async fn reconnect(
     // version (a version 1 open's CreateGuid is zero).
     if let Reconnect::V2(r) = rc {
         if r.create_guid != d.create_guid {
+            return Err(not_found);
+        }
+        // MS-SMB2 3.3.5.9.12: a persistent open is reconnected only by a
+        // DH2C that says so.
+        if d.persistent && r.flags & FLAG_PERSISTENT == 0 {
             return Err(not_found);
         }
     }

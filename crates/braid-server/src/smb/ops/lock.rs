@@ -35,6 +35,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     if let (Some(i), Ok(_)) = (bucket, &result) {
         open.lock_sequences.lock().unwrap()[i] = r.lock_sequence_number;
     }
+    if result.is_ok() {
+        // A persistent open's locks are held again after a restart.
+        crate::smb::persistent::resave_if_persistent(&req.conn.server, &open).await;
+    }
     result
 }
 

@@ -49,6 +49,19 @@ fn server_capabilities(conn: &Connection, dialect: u16) -> u32 {
     if dialect >= dialect::SMB300 && conn.config.multichannel {
         caps |= capabilities::MULTI_CHANNEL;
     }
+    // MS-SMB2 3.3.5.4: CAP_PERSISTENT_HANDLES on 3.x when the server
+    // supports them: when a share is continuously available
+    // (`smb/persistent.rs`). Given only to clients that ask (`negotiate`).
+    if dialect >= dialect::SMB300
+        && conn
+            .server
+            .served()
+            .shares
+            .values()
+            .any(|s| s.continuous_availability)
+    {
+        caps |= capabilities::PERSISTENT_HANDLES;
+    }
     // MS-SMB2 3.3.5.4: CAP_DIRECTORY_LEASING on 3.x (dir_lease.rs).
     if dialect >= dialect::SMB300 && conn.config.leases {
         caps |= capabilities::DIRECTORY_LEASING;
@@ -87,6 +100,10 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let mut out_contexts = Vec::new();
     let mut cipher = None;
     let mut server_caps = server_capabilities(conn, chosen);
+    // 3.3.5.4: persistent handles only for a client that offers them.
+    if r.capabilities & capabilities::PERSISTENT_HANDLES == 0 {
+        server_caps &= !capabilities::PERSISTENT_HANDLES;
+    }
     // 3.3.5.4: 3.0/3.0.2 encrypt with AES-128-CCM when both sides can.
     if (chosen == dialect::SMB300 || chosen == dialect::SMB302)
         && r.capabilities & capabilities::ENCRYPTION != 0

@@ -20,6 +20,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         return Err(NtStatus::INVALID_OPLOCK_PROTOCOL);
     };
     let level = o.file.acknowledge(o.key, ack.oplock_level)?;
+    crate::smb::persistent::resave_if_persistent(&req.conn.server, &open).await;
     Ok(Reply::of(&OplockBreakResponse {
         oplock_level: level,
         file_id: ack.file_id,
@@ -44,6 +45,20 @@ fn lease_ack(req: &mut Request<'_>, ack: LeaseBreakAck) -> OpResult {
         .upgrade()
         .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     let state = file.acknowledge_lease(&lease, ack.lease_state)?;
+    let session = req.session()?;
+    for open in session.opens.values() {
+        let holds = open
+            .oplock
+            .as_ref()
+            .and_then(|o| o.file.lease_of(o.key))
+            .is_some_and(|l| l.id == id);
+        if holds {
+            let server = req.conn.server.clone();
+            tokio::spawn(async move {
+                crate::smb::persistent::resave_if_persistent(&server, &open).await
+            });
+        }
+    }
     Ok(Reply::of(&LeaseBreakResponse {
         flags: 0,
         lease_key: ack.lease_key,

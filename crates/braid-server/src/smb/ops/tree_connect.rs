@@ -88,10 +88,23 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         session.remove_tree(tree.id);
         return Box::pin(handle(req)).await;
     }
+    // MS-SMB2 3.3.5.7: SMB2_SHARE_CAP_CONTINUOUS_AVAILABILITY for a share
+    // with Share.IsCA, on 3.x.
+    let dialect = req.conn.negotiated.get().map_or(0, |n| n.dialect);
+    let capabilities = if dialect >= braid_smb_proto::messages::negotiate::dialect::SMB300
+        && tree
+            .share
+            .as_ref()
+            .is_some_and(|s| s.continuous_availability)
+    {
+        braid_smb_proto::messages::tree_connect::share_capabilities::CONTINUOUS_AVAILABILITY
+    } else {
+        0
+    };
     let mut reply = Reply::of(&TreeConnectResponse {
         share_type: kind,
         share_flags,
-        capabilities: 0,
+        capabilities,
         maximal_access: tree.maximal_access,
     });
     reply.tree_id = Some(tree.id);

@@ -54,7 +54,11 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
     let handle = open.handle.clone();
     let payload = req.msg_bytes.slice(data_range);
     let offset = w.offset;
-    let write_through = w.flags & WRITE_THROUGH != 0;
+    // A continuously available share writes through: what a client was
+    // told is written survives the server's process and machine
+    // (`smb/persistent.rs`).
+    let write_through =
+        w.flags & WRITE_THROUGH != 0 || req.share().is_ok_and(|s| s.continuous_availability);
     if let Some(o) = &open.oplock {
         o.file.break_level2_except(o.key);
     }
