@@ -117,7 +117,10 @@ def owner(result_name: str, names: list[str]) -> str | None:
 # runs them (run with --start, the server has these shares):
 # smb2.acls_non_canonical expects DACL inheritance bits kept as sent.
 # smb2.create_no_streams expects a share without named streams.
-TEST_SHARES = {"smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams",
+# Persistent handles need a continuously available share ("ca").
+TEST_SHARES = {"smb2.durable-v2-open.persistent-open-oplock": "ca",
+               "smb2.durable-v2-open.persistent-open-lease": "ca", "smb2.replay.replay5": "ca",
+               "smb2.acls_non_canonical": "noncanon", "smb2.create_no_streams": "nostreams",
                "smb2.twrp": "snaps", "smb2.ioctl.shadow_copy": "snaps",
                "vfs.fruit": "fruit", "vfs.fruit_timemachine": "timemachine",
                "vfs.fruit_file_id": "zerofileid", "vfs.fruit_conversion": "adconvert_plain",

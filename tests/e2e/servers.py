@@ -481,6 +481,10 @@ OPTION_SHARES = {
     "adconvert_plain": ("adconvert", "macos = false\n",
                         "vfs objects = streams_xattr acl_xattr\n"),
     "nonotify": ("nonotify", "change_notify = false\n", "vfs objects = acl_xattr\n"),
+    # Persistent handles (smb2.durable-v2-open.persistent-open-*,
+    # smb2.replay.replay5). Samba 4.17 has no continuous availability: its
+    # share stays plain, and those tests check the non-CA answers there.
+    "ca": ("ca", "continuous_availability = true\n", "vfs objects = acl_xattr\n"),
     # What a file gets below a directory whose ACL has no inheritable ACE
     # (vfs.acl_xattr): Braid's default is Samba's "windows" style.
     "acl_xattr_ign_sysacl_windows": ("aclwindows", "",

@@ -208,6 +208,20 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
                 lease_request.as_ref(),
             );
         }
+        if let Some(open) = super::create_durable::preserved_with_create_guid(
+            &req.conn.server,
+            client,
+            q.create_guid,
+        ) {
+            return super::create_durable::replay_preserved(
+                req,
+                &session,
+                &tree,
+                open,
+                r.requested_oplock_level,
+                lease_request.as_ref(),
+            );
+        }
         _pending = Some(super::create_durable::PendingCreate::start(
             req,
             &session,

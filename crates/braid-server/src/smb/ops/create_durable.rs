@@ -192,6 +192,65 @@ pub fn open_with_create_guid(
     })
 }
 
+/// MS-SMB2 3.3.5.9.10: a replay-eligible open with this CreateGuid and
+/// ClientGuid whose connection was lost (smbtorture smb2.replay.replay5:
+/// a client replays its persistent CREATE on a new session after the
+/// connection that made it failed).
+pub fn preserved_with_create_guid(
+    server: &ServerState,
+    client_guid: [u8; 16],
+    guid: [u8; 16],
+) -> Option<Arc<Open>> {
+    server.smb.preserved.all().into_iter().find(|o| {
+        !o.closed.load(std::sync::atomic::Ordering::Acquire)
+            && o.replay_eligible.load(std::sync::atomic::Ordering::Relaxed)
+            && o.create_guid == Some((guid, client_guid))
+    })
+}
+
+/// The replay of a CREATE whose open waits for its client (3.3.5.9.10):
+/// without the replay flag STATUS_DUPLICATE_OBJECTID; by another user
+/// ACCESS_DENIED; otherwise the open joins this session and tree connect
+/// and the first execution's response is sent again.
+pub fn replay_preserved(
+    req: &Request<'_>,
+    session: &Arc<Session>,
+    tree: &Arc<Tree>,
+    open: Arc<Open>,
+    requested_oplock: u8,
+    lease: Option<&LeaseContext>,
+) -> OpResult {
+    if req.header.flags & flags::REPLAY_OPERATION == 0 {
+        return Err(NtStatus::DUPLICATE_OBJECTID);
+    }
+    let owner = open
+        .durable
+        .lock()
+        .unwrap()
+        .as_ref()
+        .map(|d| d.owner.clone());
+    if owner.as_deref() != Some(session.user_name().as_str()) {
+        return Err(NtStatus::ACCESS_DENIED);
+    }
+    let reply = replay(req, open.clone(), requested_oplock, lease)?;
+    let server = &req.conn.server;
+    let open = server
+        .smb
+        .preserved
+        .take(open.persistent_id)
+        .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
+    open.tree_id
+        .store(tree.id, std::sync::atomic::Ordering::Relaxed);
+    if let Some(o) = &open.oplock {
+        o.file.reconnect(o.key, req.conn, session);
+    }
+    if let Err(gone) = session.admit_open(&open) {
+        server.smb.preserved.preserve(open);
+        return Err(gone);
+    }
+    Ok(reply)
+}
+
 /// A durable v2 CREATE in progress, registered by its CreateGuid until it
 /// completes (dropped).
 pub struct PendingCreate {
