@@ -32,6 +32,7 @@ import os
 import secrets
 import signal
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -79,10 +80,11 @@ class Braid:
             d.mkdir()
         self.password = "Pw-" + secrets.token_hex(8)
         self.port = servers.free_port()
+        self.admin = f"127.0.0.1:{servers.free_port()}"
         self.log = base / "braid.log"
         self.config = base / "braid.toml"
         self.config.write_text(
-            f'listen = ["127.0.0.1:{self.port}"]\nadmin_listen = "off"\n'
+            f'listen = ["127.0.0.1:{self.port}"]\nadmin_listen = "{self.admin}"\n'
             f"state_dir = {json.dumps(str(self.state_dir))}\n"
             f'[[share]]\nname = "ca"\npath = {json.dumps(str(self.dirs["ca"]))}\n'
             "continuous_availability = true\n"
@@ -108,6 +110,17 @@ class Braid:
                 raise
             self.proc = proc
             return
+
+    def get(self, path: str) -> str:
+        """GET `path` from the admin API."""
+        with urllib.request.urlopen(f"http://{self.admin}{path}", timeout=10) as r:
+            return r.read().decode()
+
+    def metric(self, name: str) -> float:
+        for line in self.get("/metrics").splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError(f"{name} not in /metrics")
 
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
@@ -297,9 +310,19 @@ def test_persistent_handle_with_a_lease_survives_a_kill(braid, clients):
     braid.kill()
     braid.start()
 
+    # The admin API and /metrics show the open waiting for its client.
+    waiting = [o for o in json.loads(braid.get("/api/v1/opens"))["opens"]
+               if o["path"] == name]
+    assert len(waiting) == 1 and waiting[0]["persistent"] and waiting[0]["disconnected"], waiting
+    assert waiting[0]["caching"] == "lease RWH"
+    assert braid.metric("braid_smb_opens_restored_total") == 1
+    assert braid.metric("braid_smb_durable_opens_waiting") == 1
+
     again, got = reconnect(clients(guid=guid), name, file_id, create_guid, lease_key=key)
     assert again.file_id[:8] == file_id[:8]
     assert got.get("lease") == RWH
+    assert braid.metric("braid_smb_durable_reconnects_total") == 1
+    assert braid.metric("braid_smb_durable_opens_waiting") == 0
     assert again.read(0, len(data)) == data
     again.write(b"after the restart", len(data))
     again.close()
@@ -370,6 +393,7 @@ def test_persistent_open_is_released_when_its_timeout_runs_out(braid, clients):
         f"status {status:#x} {elapsed:.1f} s after the restart"
     time.sleep(max(0.0, restarted + timeout_ms / 1000 + 2 - time.monotonic()))
 
+    assert braid.metric("braid_smb_durable_expired_total") == 1
     taker = open_plain(third, name, 0)
     assert taker.read(0, 6) == b"before"
     taker.close()

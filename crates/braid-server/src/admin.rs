@@ -394,6 +394,9 @@ pub struct OpenView {
     /// What the client caches: "lease RWH", "oplock batch", or "none".
     pub caching: String,
     pub durable: bool,
+    /// A persistent open (a continuously available share): kept in the
+    /// state store, it survives a restart of Braid.
+    pub persistent: bool,
     /// Its connection was lost; it waits for the client to reconnect it.
     pub disconnected: bool,
     /// Byte-range locks the open holds.
@@ -419,6 +422,12 @@ impl OpenView {
                 .collect(),
             caching: caching_of(o.oplock.as_ref()),
             durable: o.durable.lock().unwrap().is_some(),
+            persistent: o
+                .durable
+                .lock()
+                .unwrap()
+                .as_ref()
+                .is_some_and(|d| d.persistent),
             disconnected: false,
             locks: o.handle.lock_count(),
         }
@@ -578,7 +587,10 @@ pub fn shares_view(state: &ServerState) -> SharesView {
 
 /// Sessions and channels right now, for `/metrics`.
 pub fn gauges(state: &ServerState) -> Gauges {
-    let mut g = Gauges::default();
+    let mut g = Gauges {
+        durable: state.smb.preserved.counts(),
+        ..Gauges::default()
+    };
     for s in state.smb.sessions.values() {
         if s.phase() != SessionPhase::Valid {
             continue;
@@ -738,7 +750,8 @@ mod tests {
             gauges(&st),
             Gauges {
                 sessions: 1,
-                channels: 0
+                channels: 0,
+                durable: Default::default(),
             }
         );
         let _ = std::fs::remove_dir_all(&dir);

@@ -155,6 +155,8 @@ fn command_name(i: usize) -> &'static str {
 pub struct Gauges {
     pub sessions: u64,
     pub channels: u64,
+    /// The SMB durable and persistent opens' counts (`smb/durable.rs`).
+    pub durable: crate::smb::durable::DurableCounts,
 }
 
 pub struct Metrics {
@@ -374,7 +376,7 @@ impl Metrics {
                 "braid_smb_bytes_total{{share=\"{share}\",direction=\"out\"}} {bout}"
             );
         }
-        let simple: [(&str, &str, &str, u64); 7] = [
+        let simple: [(&str, &str, &str, u64); 11] = [
             (
                 "braid_connections",
                 "gauge",
@@ -398,6 +400,30 @@ impl Metrics {
                 "gauge",
                 "Channels (connections bound to a session) over all sessions.",
                 gauges.channels,
+            ),
+            (
+                "braid_smb_durable_opens_waiting",
+                "gauge",
+                "SMB durable and persistent opens waiting for their client to reconnect.",
+                gauges.durable.waiting,
+            ),
+            (
+                "braid_smb_durable_reconnects_total",
+                "counter",
+                "SMB durable and persistent opens reconnected (DHnC/DH2C, or a replayed CREATE).",
+                gauges.durable.reconnects,
+            ),
+            (
+                "braid_smb_durable_expired_total",
+                "counter",
+                "SMB durable and persistent opens closed because their client did not come back in time.",
+                gauges.durable.expired,
+            ),
+            (
+                "braid_smb_opens_restored_total",
+                "counter",
+                "SMB opens restored from the state store at start.",
+                gauges.durable.restored,
             ),
             (
                 "braid_auth_failures_total",
@@ -622,6 +648,12 @@ mod tests {
         let text = m.render_prometheus(Gauges {
             sessions: 3,
             channels: 5,
+            durable: crate::smb::durable::DurableCounts {
+                waiting: 2,
+                reconnects: 4,
+                expired: 1,
+                restored: 6,
+            },
         });
         let has = |line: &str| {
             assert!(
@@ -650,6 +682,10 @@ mod tests {
         has("braid_channels 5");
         has("braid_auth_failures_total 1");
         has("braid_logons_throttled_total 2");
+        has("braid_smb_durable_opens_waiting 2");
+        has("braid_smb_durable_reconnects_total 4");
+        has("braid_smb_durable_expired_total 1");
+        has("braid_smb_opens_restored_total 6");
         has("braid_connections_refused_total 3");
         // Shares with no traffic have no series.
         assert!(!text.contains("share=\"IPC$\""));

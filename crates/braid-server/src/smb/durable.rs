@@ -9,7 +9,7 @@
 //! closes it instead (oplock::FileOplocks). LOGOFF, TREE_DISCONNECT and
 //! CLOSE end durable opens like any other.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -61,6 +61,18 @@ pub fn v2_timeout_ms(requested: u32) -> u32 {
 #[derive(Default)]
 pub struct PreservedOpens {
     opens: ShardedMap<u64, Arc<Open>>,
+    reconnects: AtomicU64,
+    expired: AtomicU64,
+    restored: AtomicU64,
+}
+
+/// What `/metrics` shows of durable and persistent opens.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DurableCounts {
+    pub waiting: u64,
+    pub reconnects: u64,
+    pub expired: u64,
+    pub restored: u64,
 }
 
 impl PreservedOpens {
@@ -121,6 +133,9 @@ impl PreservedOpens {
             });
             if !expired.is_empty() {
                 debug!(file = id, "durable open timed out");
+                table
+                    .expired
+                    .fetch_add(expired.len() as u64, Ordering::Relaxed);
                 let _ =
                     tokio::task::spawn_blocking(move || expired.iter().for_each(close_now)).await;
             }
@@ -133,7 +148,25 @@ impl PreservedOpens {
 
     /// Take a disconnected open back for a reconnect.
     pub fn take(&self, persistent_id: u64) -> Option<Arc<Open>> {
-        self.opens.remove(&persistent_id)
+        let open = self.opens.remove(&persistent_id);
+        if open.is_some() {
+            self.reconnects.fetch_add(1, Ordering::Relaxed);
+        }
+        open
+    }
+
+    /// An open restored from the state store at start.
+    pub fn count_restored(&self) {
+        self.restored.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn counts(&self) -> DurableCounts {
+        DurableCounts {
+            waiting: self.opens.len() as u64,
+            reconnects: self.reconnects.load(Ordering::Relaxed),
+            expired: self.expired.load(Ordering::Relaxed),
+            restored: self.restored.load(Ordering::Relaxed),
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -394,6 +394,7 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
         let _ = tokio::task::spawn_blocking(move || persisted.forget()).await;
     }
     server.smb.preserved.preserve(open);
+    server.smb.preserved.count_restored();
     Ok(())
 }
 
