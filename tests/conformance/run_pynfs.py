@@ -44,6 +44,10 @@ sys.path.insert(0, str(HERE.parent / "e2e"))
 import nfs_rpc  # noqa: E402  (tests/e2e/nfs_rpc.py)
 import servers  # noqa: E402  (tests/e2e/servers.py)
 
+# The reboot tests' lease and grace time: each test sleeps through a lease
+# and a grace period, so short; the grace period is still extended while
+# clients reclaim (nfs/state/grace.rs).
+REBOOT_LEASE_SECS = 10
 PYTHON = "/usr/bin/python3"  # pynfs runs on the system Python (3.11 on Debian 12)
 BUILD_DIR = ROOT / "target" / "pynfs"
 NOT_FOUND = ("pynfs: not found (set BRAID_PYNFS to a built pynfs checkout, see "
@@ -155,12 +159,17 @@ def parse_target(text: str) -> tuple[str, int, str]:
 
 
 def run_pynfs(tree: Path, target: str, codes: list[str], timeout: float, log,
-              out_json: Path, minorversion: int = 1
+              out_json: Path, minorversion: int = 1, helper: list[str] | None = None
               ) -> tuple[dict[str, dict], dict[str, str], str | None]:
-    """Run codes in one testserver.py call. Returns (JSON entry by code,
-    summary outcome by code, why pynfs did not finish or None)."""
+    """Run codes in one testserver.py call (with `helper`, pynfs's
+    --serverhelper and its argument, for the reboot tests). Returns (JSON
+    entry by code, summary outcome by code, why pynfs did not finish or
+    None)."""
     cmd = [PYTHON, "testserver.py", target, "--minorversion", str(minorversion), "--maketree",
-           "--json", str(out_json), *codes]
+           "--json", str(out_json)]
+    if helper:
+        cmd += ["--serverhelper", helper[0], "--serverhelperarg", helper[1]]
+    cmd += codes
     log.write(f"\n===== {' '.join(cmd)}\n")
     log.flush()
     problem = None
@@ -229,6 +238,10 @@ def main() -> int:
     p.add_argument("--list", type=Path, default=HERE / "pynfs.txt",
                    help="the codes to run (default tests/conformance/pynfs.txt)")
     p.add_argument("--codes", nargs="+", metavar="CODE", help="run just these codes")
+    p.add_argument("--reboot", action="store_true",
+                   help="the list holds pynfs's reboot tests (REBT): start Braid with a"
+                        " state_dir and 10 s lease and grace times, and let pynfs restart it"
+                        " (SIGKILL, then the same command) through reboot_braid.py")
     p.add_argument("--minorversion", type=int, choices=[1, 2], default=1,
                    help="the NFSv4 minor version pynfs speaks (default 1; pynfs-42.txt"
                         " holds the NFSv4.2 tests, run with 2)")
@@ -239,6 +252,8 @@ def main() -> int:
     args = p.parse_args()
     if bool(args.start) == bool(args.target):
         p.error("give one of --start or --target")
+    if args.reboot and args.start != "braid":
+        p.error("--reboot restarts a Braid it starts: give --start braid")
 
     source = find_pynfs()
     if source is None:
@@ -268,13 +283,20 @@ def main() -> int:
             return 2
         codes = [c for c, _ in tests]
 
-        server, base, died = None, None, False
+        server, base, died, helper = None, None, False, None
         if args.start:
             base = Path(tempfile.mkdtemp(prefix=f"pynfs-{args.start}-"))
             (base / "export").mkdir()
             (base / "server").mkdir()
             try:
-                server = servers.start_nfs(args.start, base / "export", base / "server")
+                kwargs = {}
+                if args.reboot:
+                    (base / "state").mkdir(mode=0o700)
+                    kwargs["top_config"] = (f'state_dir = "{base / "state"}"\n'
+                                            f"nfs_lease_time_secs = {REBOOT_LEASE_SECS}\n"
+                                            f"nfs_grace_time_secs = {REBOOT_LEASE_SECS}\n")
+                server = servers.start_nfs(args.start, base / "export", base / "server",
+                                           **kwargs)
             except (RuntimeError, OSError, subprocess.SubprocessError) as e:
                 print(f"run_pynfs: could not start {args.start}: {e}")
                 print(f"server files kept in {base}")
@@ -283,6 +305,13 @@ def main() -> int:
             target = server.pynfs_target
             print(f"started {args.start} on port {server.port} (pid {server.pid}, "
                   f"log {server.log_path})")
+            if args.reboot:
+                reboot_state = base / "server" / "reboot.json"
+                reboot_state.write_text(json.dumps({
+                    "pid": server.pid, "argv": servers._cmdline(server.pid),
+                    "cwd": str(base / "server"), "log": str(server.log_path),
+                    "host": server.host, "port": server.port}))
+                helper = [str(HERE / "reboot_braid.py"), str(reboot_state)]
         else:
             target = args.target
         try:
@@ -297,8 +326,16 @@ def main() -> int:
             else:
                 with tempfile.TemporaryDirectory(prefix="pynfs-json-") as tmp:
                     results = run_pynfs(tree, target, codes, args.timeout, log,
-                                        Path(tmp) / "out.json", args.minorversion)
+                                        Path(tmp) / "out.json", args.minorversion, helper)
         finally:
+            if server is not None and helper:
+                # The Braid running now is the last one the helper started
+                # (the first, killed, is reaped here).
+                new_pid = json.loads(reboot_state.read_text())["pid"]
+                if new_pid != server.pid and server.proc is not None:
+                    server.proc.poll()
+                    server.proc = None
+                server.pid = new_pid
             if server is not None:
                 died = not server.alive()
                 if died:

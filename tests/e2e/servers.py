@@ -733,10 +733,11 @@ def start_ganesha(export_dir: Path, workdir: Path, port: int | None = None,
 
 def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
                     export: str = DEFAULT_SHARE, host: str = "127.0.0.1",
-                    wrap=None, extra_config: str = "") -> NfsServer:
+                    wrap=None, extra_config: str = "", top_config: str = "") -> NfsServer:
     """Braid serving export_dir as share `export`, over NFSv4.1 on
     host:port (its pseudo path /export) and over SMB on a loopback port.
-    `extra_config` is TOML appended to its config (more [[share]] tables)."""
+    `extra_config` is TOML appended to its config (more [[share]] tables);
+    `top_config` top-level keys put before them (state_dir, lease times)."""
     if not BRAID_BIN.exists():
         raise RuntimeError(f"{BRAID_BIN} not found: run `cargo build --release -p braid`")
     port = port or free_port(host if wrap is None else "127.0.0.1")
@@ -746,7 +747,7 @@ def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
     # ganesha's is (Squash = No_Root_Squash), since pynfs and the kernel
     # client's tests run as root and create device nodes and chown.
     config = workdir / "braid-nfs.toml"
-    config.write_text(f'[[share]]\nname = "{export}"\npath = "{export_dir}"\n'
+    config.write_text(top_config + f'[[share]]\nname = "{export}"\npath = "{export_dir}"\n'
                       'root_squash = false\n' + extra_config)
     argv = [str(BRAID_BIN), "serve", "--config", str(config),
             "--listen", f"127.0.0.1:{free_port()}",

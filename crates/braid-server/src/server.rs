@@ -59,7 +59,11 @@ impl Server {
             },
             None => None,
         };
-        let nfs = crate::nfs::NfsServer::bind(&config).await?;
+        // NFS client records go to the server's store only where it
+        // outlives the process (without state_dir nothing is recorded and a
+        // restart has no grace period).
+        let store = config.state_dir.is_some().then(|| state.store.clone());
+        let nfs = crate::nfs::NfsServer::bind(&config, store).await?;
         if let Some(nfs) = &nfs {
             let _ = state.nfs.set(nfs.state.clone());
             let _ = nfs.state.files.set(state.files.clone());

@@ -137,6 +137,15 @@ pub struct NfsState {
 
 impl NfsState {
     pub fn new(config: &ServerConfig) -> Result<Arc<NfsState>, String> {
+        let store = state::store::LocalStore::open(config.state_dir.as_deref())?;
+        Self::with_store(config, store)
+    }
+
+    /// The NFS state with its client records kept in `store`.
+    pub fn with_store(
+        config: &ServerConfig,
+        store: state::store::LocalStore,
+    ) -> Result<Arc<NfsState>, String> {
         let state_dir = config.state_dir.clone();
         let key = exports::handle_key(state_dir.as_deref())?;
         let exports = exports::Exports::new(config, key)?;
@@ -145,8 +154,8 @@ impl NfsState {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as u32)
             .unwrap_or(1);
-        let store = state::store::LocalStore::open(state_dir.as_deref())?;
-        let grace = state::grace::Grace::start(&store, config.nfs_grace_time);
+        let grace =
+            state::grace::Grace::start(&store, config.nfs_grace_time, config.nfs_lease_time);
         let host = hostname();
         Ok(Arc::new(NfsState {
             exports,
@@ -197,11 +206,19 @@ pub struct NfsServer {
 impl NfsServer {
     /// Bind every `nfs_listen` address; errors are one line naming the
     /// setting and the fix.
-    pub async fn bind(config: &ServerConfig) -> Result<Option<NfsServer>, String> {
+    /// `store`: the server's state store, where client records are kept
+    /// (None: files under `state_dir`, when there is one).
+    pub async fn bind(
+        config: &ServerConfig,
+        store: Option<Arc<dyn braid_fs::state_store::StateStore>>,
+    ) -> Result<Option<NfsServer>, String> {
         if config.nfs_listen.is_empty() {
             return Ok(None);
         }
-        let state = NfsState::new(config)?;
+        let state = match store {
+            Some(s) => NfsState::with_store(config, state::store::LocalStore::over(s))?,
+            None => NfsState::new(config)?,
+        };
         let mut listeners = Vec::new();
         for addr in &config.nfs_listen {
             let l = TcpListener::bind(addr).await.map_err(|e| match e.kind() {

@@ -37,9 +37,11 @@ fn complete(c: &mut Compound, a: &RECLAIM_COMPLETE4args) -> nfsstat4 {
         return NFS4ERR_COMPLETE_ALREADY;
     }
     c.state.grace.done(&client.owner);
-    // A client of the last run that reclaimed nothing holds nothing now:
-    // its stored record is stale (it is written again with its first
-    // state).
-    c.state.clients.forget_record(&client.owner);
+    // RFC 8881 8.4.2.1: from here on the client may take state, and after
+    // a restart it may reclaim: it is recorded now, as Linux's nfsd records
+    // a client at its RECLAIM_COMPLETE. A server that recorded only
+    // clients holding state would end the next grace period while a
+    // client holding none yet (pynfs REBT's "block") was still coming.
+    c.state.clients.record(client);
     NFS4_OK
 }

@@ -361,6 +361,15 @@ impl ClientTable {
         !client.recorded.load(Ordering::Acquire) && client.has_state()
     }
 
+    /// Record `client` in stable storage now (its RECLAIM_COMPLETE).
+    pub fn record(&self, client: &Client) {
+        if !client.recorded.swap(true, Ordering::AcqRel) {
+            self.store.add(&ClientRecord {
+                owner: client.owner.clone(),
+            });
+        }
+    }
+
     pub fn note_state(&self, client: &Client) {
         if client.recorded.load(Ordering::Acquire) || !client.has_state() {
             return;

@@ -1,9 +1,15 @@
 //! State that outlives the process: the NFS client records a restarted
-//! server needs to let clients reclaim (RFC 8881 8.4.2.1). A small
-//! interface with a local implementation (one file per client under
-//! `state_dir/nfs-clients/`), so that a cluster store can implement it.
+//! server needs to let clients reclaim (RFC 8881 8.4.2.1), kept in the
+//! server's one state store (braid-fs `state_store.rs`, space
+//! `nfs-clients`, one record per client named by the hex of its owner).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::Arc;
+
+use braid_fs::state_store::{self, StateStore as Store};
+
+/// The store's space for NFS client records.
+pub const SPACE: &str = "nfs-clients";
 
 /// What a restarted server must know of a client that held state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,18 +27,18 @@ pub trait StateStore: Send + Sync {
     fn remove(&self, owner: &[u8]);
 }
 
-/// Records as files named by the hex of the owner; without a state
+/// Client records in the state store under `state_dir`; without a state
 /// directory nothing is kept (and a restart has no grace period).
 pub struct LocalStore {
-    dir: Option<PathBuf>,
+    store: Option<Arc<dyn Store>>,
 }
 
 impl LocalStore {
     pub fn open(state_dir: Option<&Path>) -> Result<LocalStore, String> {
         let Some(state_dir) = state_dir else {
-            return Ok(LocalStore { dir: None });
+            return Ok(LocalStore { store: None });
         };
-        let dir = state_dir.join("nfs-clients");
+        let dir = state_dir.join(SPACE);
         std::fs::create_dir_all(&dir).map_err(|e| {
             format!(
                 "state_dir {}: cannot create {}: {e}; make the directory writable or choose another state_dir",
@@ -40,18 +46,26 @@ impl LocalStore {
                 dir.display()
             )
         })?;
-        Ok(LocalStore { dir: Some(dir) })
+        Ok(LocalStore {
+            store: Some(Arc::new(state_store::LocalStore::new(state_dir))),
+        })
     }
 
-    fn path(&self, owner: &[u8]) -> Option<PathBuf> {
-        let name: String = owner.iter().map(|b| format!("{b:02x}")).collect();
-        // Owners are at most 1024 bytes; file names at most 255.
-        let name = if name.len() > 200 {
-            format!("{}-{:016x}", &name[..160], fnv1a64(owner))
-        } else {
-            name
-        };
-        Some(self.dir.as_ref()?.join(name))
+    /// Client records in the server's state store (`ServerState::store`:
+    /// local files or etcd).
+    pub fn over(store: Arc<dyn Store>) -> LocalStore {
+        LocalStore { store: Some(store) }
+    }
+}
+
+/// A record's name: the hex of the owner, cut and hashed past 200
+/// characters (owners are at most 1024 bytes; file names at most 255).
+fn record_key(owner: &[u8]) -> String {
+    let name: String = owner.iter().map(|b| format!("{b:02x}")).collect();
+    if name.len() > 200 {
+        format!("{}-{:016x}", &name[..160], fnv1a64(owner))
+    } else {
+        name
     }
 }
 
@@ -66,27 +80,57 @@ fn fnv1a64(data: &[u8]) -> u64 {
 
 impl StateStore for LocalStore {
     fn load(&self) -> Vec<ClientRecord> {
-        let Some(dir) = &self.dir else {
+        let Some(store) = &self.store else {
             return Vec::new();
         };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return Vec::new();
+        let loaded = match store.load(SPACE) {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!("{e}; NFS clients of the last run cannot reclaim");
+                return Vec::new();
+            }
         };
-        entries
-            .filter_map(|e| std::fs::read(e.ok()?.path()).ok())
-            .map(|owner| ClientRecord { owner })
-            .collect()
+        let mut out: Vec<ClientRecord> = loaded
+            .records
+            .into_iter()
+            .filter(|(key, owner)| *key == record_key(owner))
+            .map(|(_, owner)| ClientRecord { owner })
+            .collect();
+        for c in loaded.corrupt {
+            // Before the state store, a record was the bare owner, in a
+            // file named by its hex: taken once and written anew.
+            let legacy = std::fs::read(&c.location).ok().filter(|owner| {
+                Path::new(&c.location)
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy() == record_key(owner))
+            });
+            match legacy {
+                Some(owner) => {
+                    let record = ClientRecord { owner };
+                    self.add(&record);
+                    out.push(record);
+                }
+                None => tracing::warn!(
+                    "state store: corrupt record {} skipped ({}); that NFS client cannot reclaim",
+                    c.location,
+                    c.reason
+                ),
+            }
+        }
+        out
     }
 
     fn add(&self, record: &ClientRecord) {
-        if let Some(p) = self.path(&record.owner) {
-            let _ = std::fs::write(p, &record.owner);
+        if let Some(store) = &self.store {
+            if let Err(e) = store.put(SPACE, &record_key(&record.owner), &record.owner) {
+                tracing::warn!("{e}; this NFS client could not reclaim after a restart");
+            }
         }
     }
 
     fn remove(&self, owner: &[u8]) {
-        if let Some(p) = self.path(owner) {
-            let _ = std::fs::remove_file(p);
+        if let Some(store) = &self.store {
+            let _ = store.delete(SPACE, &record_key(owner));
         }
     }
 }
@@ -106,12 +150,17 @@ mod tests {
         s.add(&ClientRecord {
             owner: vec![7u8; 1024],
         });
+        // A record from before the state store: the bare owner.
+        std::fs::write(dir.join("nfs-clients").join(record_key(b"old")), b"old").unwrap();
         let again = LocalStore::open(Some(&dir)).unwrap();
         let mut owners: Vec<_> = again.load().into_iter().map(|r| r.owner).collect();
         owners.sort();
-        assert_eq!(owners, vec![vec![7u8; 1024], b"linux-client-1".to_vec()]);
+        assert_eq!(
+            owners,
+            vec![vec![7u8; 1024], b"linux-client-1".to_vec(), b"old".to_vec()]
+        );
         again.remove(b"linux-client-1");
-        assert_eq!(LocalStore::open(Some(&dir)).unwrap().load().len(), 1);
+        assert_eq!(LocalStore::open(Some(&dir)).unwrap().load().len(), 2);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
