@@ -406,6 +406,9 @@ pub struct OpenView {
 impl OpenView {
     fn of(o: &Open, share: String) -> OpenView {
         let share_access = o.handle.share_access();
+        // Read once: a guard held across the struct literal below would
+        // deadlock a second lock of it.
+        let durability = o.durable.lock().unwrap().as_ref().map(|d| d.persistent);
         OpenView {
             session_id: None,
             session_id_hex: None,
@@ -421,13 +424,8 @@ impl OpenView {
                 .map(|(_, c)| *c)
                 .collect(),
             caching: caching_of(o.oplock.as_ref()),
-            durable: o.durable.lock().unwrap().is_some(),
-            persistent: o
-                .durable
-                .lock()
-                .unwrap()
-                .as_ref()
-                .is_some_and(|d| d.persistent),
+            durable: durability.is_some(),
+            persistent: durability.is_some_and(|persistent| persistent),
             disconnected: false,
             locks: o.handle.lock_count(),
         }
