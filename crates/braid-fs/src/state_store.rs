@@ -23,6 +23,10 @@ pub enum StoreError {
     BadKey(String),
     #[error("state store unavailable: {0}")]
     Unavailable(String),
+    /// The record is not what this process last wrote or read: another
+    /// writer changed it (a cluster store's revision check).
+    #[error("state store conflict: {0}")]
+    Conflict(String),
 }
 
 /// A record that could not be read back.
@@ -43,7 +47,9 @@ pub struct Loaded {
 
 pub trait StateStore: Send + Sync {
     /// Write `value` under `space`/`key`, replacing what was there; durable
-    /// when this returns.
+    /// when this returns. A store shared by several writers (etcd) replaces
+    /// only the record this process last wrote or loaded, else
+    /// [`StoreError::Conflict`].
     fn put(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError>;
     /// Forget `space`/`key` (no error when it is not there).
     fn delete(&self, space: &str, key: &str) -> Result<(), StoreError>;
