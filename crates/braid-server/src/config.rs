@@ -286,6 +286,25 @@ pub struct ServerConfig {
     /// handle key, NFS client records); None: nothing is kept, and NFS
     /// file handles go stale when the server restarts.
     pub state_dir: Option<PathBuf>,
+    /// Where what must outlive the process (and the node) is kept:
+    /// braid-fs's state store (`ServerState::store`).
+    pub state_store: StateStoreConfig,
+}
+
+/// `state_store`: which implementation of braid-fs's `StateStore` the
+/// server keeps its records in.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum StateStoreConfig {
+    /// Files under `state_dir` (braid-fs `LocalStore`), or memory when
+    /// there is none.
+    #[default]
+    Local,
+    /// etcd (braid-etcd `EtcdStore`), which the nodes of a cluster share:
+    /// keys `<prefix>/<space>/<key>`.
+    Etcd {
+        endpoints: Vec<String>,
+        prefix: String,
+    },
 }
 
 /// `nfs_lease_time`'s default (RFC 8881 8.1; Linux nfsd's 90 s).
@@ -340,6 +359,7 @@ impl Default for ServerConfig {
             nfs_lease_time: DEFAULT_NFS_LEASE_TIME,
             nfs_grace_time: DEFAULT_NFS_LEASE_TIME,
             state_dir: None,
+            state_store: StateStoreConfig::Local,
         }
     }
 }

@@ -354,6 +354,29 @@ fn restart_needed(old: &ServerConfig, new: &ServerConfig) -> Vec<&'static str> {
     if old.state_dir != new.state_dir {
         keys.push("state_dir");
     }
+    // The state store is opened at start, and what it holds read then.
+    use crate::config::StateStoreConfig::{Etcd, Local};
+    match (&old.state_store, &new.state_store) {
+        (Local, Local) => {}
+        (
+            Etcd {
+                endpoints: e1,
+                prefix: p1,
+            },
+            Etcd {
+                endpoints: e2,
+                prefix: p2,
+            },
+        ) => {
+            if e1 != e2 {
+                keys.push("etcd_endpoints");
+            }
+            if p1 != p2 {
+                keys.push("etcd_prefix");
+            }
+        }
+        _ => keys.push("state_store"),
+    }
     keys
 }
 
@@ -521,10 +544,25 @@ mod tests {
         new.nfs_listen = vec!["127.0.0.1:20490".parse().unwrap()];
         new.nfs_lease_time = std::time::Duration::from_secs(60);
         new.state_dir = Some("/var/lib/braid".into());
+        new.state_store = crate::config::StateStoreConfig::Etcd {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            prefix: "/braid".into(),
+        };
         assert_eq!(
             restart_needed(&old, &new),
-            ["nfs_listen", "nfs_lease_time_secs", "state_dir"]
+            [
+                "nfs_listen",
+                "nfs_lease_time_secs",
+                "state_dir",
+                "state_store"
+            ]
         );
         assert!(settings_changed(&old, &new).is_empty());
+        let mut moved = new.clone();
+        moved.state_store = crate::config::StateStoreConfig::Etcd {
+            endpoints: vec!["http://127.0.0.2:2379".into()],
+            prefix: "/braid".into(),
+        };
+        assert_eq!(restart_needed(&new, &moved), ["etcd_endpoints"]);
     }
 }

@@ -250,8 +250,9 @@ pub struct ServerState {
     /// (`server.rs`), and each protocol's opens and writes break the
     /// other's grants through it.
     pub caching: Arc<braid_fs::caching::CachingGrants>,
-    /// What must outlive the process (braid-fs `state_store.rs`): files
-    /// under `state_dir`, or memory when there is none.
+    /// What must outlive the process (braid-fs `state_store.rs`): etcd
+    /// (`state_store = "etcd"`), else files under `state_dir`, or memory
+    /// when there is none.
     pub store: Arc<dyn braid_fs::state_store::StateStore>,
 }
 
@@ -275,10 +276,21 @@ impl ServerState {
         users: LiveUsers,
         files: Arc<FileService>,
     ) -> Result<Self, String> {
-        let store: Arc<dyn braid_fs::state_store::StateStore> = match &config.state_dir {
-            Some(dir) => Arc::new(braid_fs::state_store::LocalStore::new(dir)),
-            None => Arc::new(braid_fs::state_store::MemoryStore::default()),
-        };
+        use crate::config::StateStoreConfig;
+        let store: Arc<dyn braid_fs::state_store::StateStore> =
+            match (&config.state_store, &config.state_dir) {
+                // Nothing is sent yet: an unreachable etcd does not stop
+                // the start (restore_all says so in one line).
+                (StateStoreConfig::Etcd { endpoints, prefix }, _) => {
+                    Arc::new(braid_etcd::EtcdStore::new(endpoints, prefix)?)
+                }
+                (StateStoreConfig::Local, Some(dir)) => {
+                    Arc::new(braid_fs::state_store::LocalStore::new(dir))
+                }
+                (StateStoreConfig::Local, None) => {
+                    Arc::new(braid_fs::state_store::MemoryStore::default())
+                }
+            };
         let metrics = crate::metrics::Metrics::new(config.shares.iter().map(|s| s.name.as_str()));
         metrics.ops.set_enabled(config.operation_metrics);
         let smb = crate::smb::state::SmbState::new(&config);

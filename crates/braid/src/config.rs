@@ -94,6 +94,16 @@ pub struct FileConfig {
     /// Directory for state that must outlive the process (the NFS file
     /// handle key, NFS client records); created (0700) if missing.
     pub state_dir: Option<PathBuf>,
+    /// Where SMB durable and persistent opens (and what else must outlive
+    /// the process) are kept: "local" (default: files under state_dir, or
+    /// memory without one) or "etcd" (shared by a cluster's nodes).
+    pub state_store: Option<String>,
+    /// etcd's client URLs for state_store = "etcd", e.g.
+    /// ["http://127.0.0.1:2379"].
+    pub etcd_endpoints: Option<Vec<String>>,
+    /// The prefix of Braid's etcd keys (default "/braid"): nodes of one
+    /// cluster share it, other clusters on the same etcd use their own.
+    pub etcd_prefix: Option<String>,
     /// Interfaces reported to multichannel clients; none: auto-detect.
     #[serde(default, rename = "interface")]
     pub interfaces: Vec<InterfaceEntry>,
@@ -450,6 +460,53 @@ pub fn prepare_state_dir(dir: &Path) -> Result<(), String> {
                 )
             }),
         Err(e) => Err(format!("state_dir = {}: {e}", dir.display())),
+    }
+}
+
+/// `state_store`, `etcd_endpoints` and `etcd_prefix`.
+pub fn state_store(file: &FileConfig) -> Result<braid_server::config::StateStoreConfig, String> {
+    use braid_server::config::StateStoreConfig;
+    let kind = file.state_store.as_deref().unwrap_or("local");
+    match kind {
+        "local" => {
+            if file.etcd_endpoints.is_some() || file.etcd_prefix.is_some() {
+                let key = if file.etcd_endpoints.is_some() {
+                    "etcd_endpoints"
+                } else {
+                    "etcd_prefix"
+                };
+                return Err(format!(
+                    "{key} is set but state_store is \"local\": add state_store = \"etcd\" \
+                     or remove {key}"
+                ));
+            }
+            Ok(StateStoreConfig::Local)
+        }
+        "etcd" => {
+            let endpoints = match &file.etcd_endpoints {
+                Some(list) if !list.is_empty() => list
+                    .iter()
+                    .map(|e| {
+                        braid_etcd::endpoint_url(e).map_err(|m| format!("etcd_endpoints: {m}"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+                _ => {
+                    return Err("state_store = \"etcd\" needs etcd_endpoints, e.g. \
+                                etcd_endpoints = [\"http://127.0.0.1:2379\"]"
+                        .into())
+                }
+            };
+            let prefix = file
+                .etcd_prefix
+                .clone()
+                .unwrap_or_else(|| braid_etcd::DEFAULT_PREFIX.into());
+            braid_etcd::check_prefix(&prefix).map_err(|m| format!("etcd_prefix = {m}"))?;
+            Ok(StateStoreConfig::Etcd { endpoints, prefix })
+        }
+        other => Err(format!(
+            "state_store = \"{other}\": use \"local\" (files under state_dir, the default) \
+             or \"etcd\" (with etcd_endpoints)"
+        )),
     }
 }
 
@@ -1192,6 +1249,68 @@ mod tests {
             "{e}"
         );
         assert!(secs(None, Some(4000)).is_err());
+    }
+
+    #[test]
+    fn state_store_keys() {
+        use braid_server::config::StateStoreConfig;
+        let store = |text: &str| state_store(&parse(text).unwrap());
+        assert_eq!(store(""), Ok(StateStoreConfig::Local));
+        assert_eq!(
+            store("state_store = \"local\""),
+            Ok(StateStoreConfig::Local)
+        );
+        assert_eq!(
+            store("state_store = \"etcd\"\netcd_endpoints = [\"127.0.0.1:2379\", \"http://[::1]:2379\"]"),
+            Ok(StateStoreConfig::Etcd {
+                endpoints: vec!["http://127.0.0.1:2379".into(), "http://[::1]:2379".into()],
+                prefix: "/braid".into(),
+            })
+        );
+        assert_eq!(
+            store("state_store = \"etcd\"\netcd_endpoints = [\"http://h:1\"]\netcd_prefix = \"/braid/a\""),
+            Ok(StateStoreConfig::Etcd {
+                endpoints: vec!["http://h:1".into()],
+                prefix: "/braid/a".into(),
+            })
+        );
+        for (text, says) in [
+            (
+                "state_store = \"zk\"",
+                "state_store = \"zk\": use \"local\"",
+            ),
+            (
+                "state_store = \"etcd\"",
+                "state_store = \"etcd\" needs etcd_endpoints, e.g.",
+            ),
+            (
+                "state_store = \"etcd\"\netcd_endpoints = []",
+                "state_store = \"etcd\" needs etcd_endpoints",
+            ),
+            (
+                "etcd_endpoints = [\"http://h:1\"]",
+                "etcd_endpoints is set but state_store is \"local\": add state_store = \"etcd\"",
+            ),
+            ("etcd_prefix = \"/x\"", "etcd_prefix is set but state_store"),
+            (
+                "state_store = \"etcd\"\netcd_endpoints = [\"https://h:1\"]",
+                "etcd_endpoints: 'https://h:1': TLS to etcd is not supported yet",
+            ),
+            (
+                "state_store = \"etcd\"\netcd_endpoints = [\"h:1/x\"]",
+                "etcd_endpoints: 'h:1/x' is not an etcd client URL such as http://127.0.0.1:2379",
+            ),
+            (
+                "state_store = \"etcd\"\netcd_endpoints = [\"h:1\"]\netcd_prefix = \"braid\"",
+                "etcd_prefix = 'braid' is not a key prefix such as /braid",
+            ),
+        ] {
+            let e = store(text).unwrap_err();
+            assert!(e.starts_with(says) && !e.contains('\n'), "{text}: {e}");
+        }
+        assert!(parse("etcd_endpoint = [\"h:1\"]")
+            .unwrap_err()
+            .contains("etcd_endpoint"));
     }
 
     #[test]

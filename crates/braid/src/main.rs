@@ -292,6 +292,7 @@ fn build(args: &ServeArgs) -> Result<(ServerConfig, LiveUsers, bool), String> {
         config::prepare_state_dir(dir)?;
         cfg.state_dir = Some(dir.clone());
     }
+    cfg.state_store = config::state_store(&file)?;
     let mut shares = file.shares;
     // Shares given by flag have no other way to be opened to guests:
     // `--allow-guest` opens them (`[[share]]` tables say `guest_ok`).

@@ -244,6 +244,13 @@ pub async fn restore_all(server: &Arc<ServerState>) -> Restored {
     let store = server.store.clone();
     let loaded = match tokio::task::spawn_blocking(move || store.load(SPACE)).await {
         Ok(Ok(l)) => l,
+        Ok(Err(e @ braid_fs::state_store::StoreError::Unavailable(_))) => {
+            warn!(
+                "{e}; Braid starts without the durable and persistent opens kept there, \
+                 and refuses new persistent opens until it answers"
+            );
+            return Restored::default();
+        }
         Ok(Err(e)) => {
             warn!("{e}; no durable or persistent open is restored");
             return Restored::default();
