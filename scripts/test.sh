@@ -182,6 +182,11 @@ install_dependencies() {
     # tests/e2e/test_dashboard.py loads the admin dashboard in headless
     # Chromium (DevTools protocol over --remote-debugging-pipe).
     command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+    # The etcd state store (crates/braid-etcd's tests, the etcd variant of
+    # tests/e2e/test_persistent_handles.py) runs against Debian's etcd;
+    # etcdctl alters a record there.
+    command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+    command -v etcdctl >/dev/null 2>&1 || missing+=(etcd-client)
     if [ ${#missing[@]} -gt 0 ]; then
         say "installing Debian packages: ${missing[*]}"
         if [ "$(id -u)" -ne 0 ]; then

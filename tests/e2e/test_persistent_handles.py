@@ -19,6 +19,13 @@ true`) and a share "plain", on one port kept across restarts:
 - A durable (not persistent) v2 handle with a batch oplock on "plain"
   survives a graceful stop (SIGTERM) and start.
 
+Each test that uses `braid` runs twice: with the local store (files under
+`state_dir`) and with `state_store = "etcd"`, against one etcd (Debian's
+etcd-server) started for the pytest session on free loopback ports, each
+Braid under a key prefix of its own; the corrupt record is then altered
+with etcdctl. With etcd unreachable Braid starts, names the endpoint in its
+log, refuses persistent opens and serves the rest.
+
 The client offers SMB2_GLOBAL_CAP_PERSISTENT_HANDLES in its NEGOTIATE, as
 Windows does and smbprotocol does not by itself: MS-SMB2 3.3.5.4 offers
 persistent handles only to a client that does.
@@ -30,7 +37,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
+import subprocess
 import time
 import urllib.request
 import uuid
@@ -66,15 +75,69 @@ STATUS_FILE_LOCK_CONFLICT = 0xC0000054
 STATUS_LOCK_NOT_GRANTED = 0xC0000055
 
 
+class Etcd:
+    """Debian's etcd on free loopback ports with a data directory under
+    `base`, stopped by PID."""
+
+    def __init__(self, base: Path):
+        binary = shutil.which("etcd") or "/usr/bin/etcd"
+        if not os.path.exists(binary) or not shutil.which("etcdctl"):
+            pytest.fail("etcd or etcdctl is missing: apt-get install etcd-server etcd-client "
+                        "(scripts/test.sh installs them)")
+        self.url = f"http://127.0.0.1:{servers.free_port()}"
+        peer = f"http://127.0.0.1:{servers.free_port()}"
+        self.log = base / "etcd.log"
+        self.proc = servers._spawn(
+            [binary, "--name", "braid-e2e", "--data-dir", str(base / "data"),
+             "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+             "--initial-cluster", f"braid-e2e={peer}"], self.log, base)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2) as r:
+                    if json.loads(r.read()).get("health") == "true":
+                        return
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"etcd did not become healthy:\n{self.log.read_text()[-4000:]}")
+            time.sleep(0.2)
+
+    def etcdctl(self, *args: str, data: bytes | None = None) -> str:
+        r = subprocess.run(["etcdctl", "--endpoints", self.url, *args], input=data,
+                           capture_output=True, env={**os.environ, "ETCDCTL_API": "3"},
+                           timeout=30, check=True)
+        return r.stdout.decode()
+
+    def stop(self) -> None:
+        servers.stop_pid(self.proc.pid)
+        self.proc.wait(30)
+
+
+@pytest.fixture(scope="session")
+def etcd(tmp_path_factory):
+    """One etcd for the session, started by the first test that asks."""
+    e = Etcd(tmp_path_factory.mktemp("etcd"))
+    yield e
+    e.stop()
+
+
 class Braid:
     """Braid with a state_dir (made 0700), share "ca" (continuously
     available) and share "plain", for USER; killed, stopped and started
-    again on the same port, config and state_dir."""
+    again on the same port, config and state_dir. With `etcd_url` the
+    state store is etcd, under a key prefix of this Braid's own."""
 
-    def __init__(self, base: Path):
+    def __init__(self, base: Path, etcd_url: str | None = None):
         self.base = base
         self.state_dir = base / "state"
         self.state_dir.mkdir(mode=0o700)
+        self.etcd_url = etcd_url
+        self.etcd_prefix = f"/braid-e2e/{uuid.uuid4().hex}"
+        store = (f'state_store = "etcd"\netcd_endpoints = ["{etcd_url}"]\n'
+                 f'etcd_prefix = "{self.etcd_prefix}"\n') if etcd_url else ""
         self.dirs = {"ca": base / "ca", "plain": base / "plain"}
         for d in self.dirs.values():
             d.mkdir()
@@ -85,7 +148,7 @@ class Braid:
         self.config = base / "braid.toml"
         self.config.write_text(
             f'listen = ["127.0.0.1:{self.port}"]\nadmin_listen = "{self.admin}"\n'
-            f"state_dir = {json.dumps(str(self.state_dir))}\n"
+            f"state_dir = {json.dumps(str(self.state_dir))}\n{store}"
             f'[[share]]\nname = "ca"\npath = {json.dumps(str(self.dirs["ca"]))}\n'
             "continuous_availability = true\n"
             f'[[share]]\nname = "plain"\npath = {json.dumps(str(self.dirs["plain"]))}\n')
@@ -176,9 +239,11 @@ class Client:
             pass
 
 
-@pytest.fixture
-def braid(tmp_path):
-    srv = Braid(tmp_path)
+@pytest.fixture(params=["local", "etcd"])
+def braid(request, tmp_path):
+    """Braid with the local store, then with etcd (the session's)."""
+    url = request.getfixturevalue("etcd").url if request.param == "etcd" else None
+    srv = Braid(tmp_path, url)
     srv.start()
     yield srv
     srv.finish()
@@ -401,7 +466,7 @@ def test_persistent_open_is_released_when_its_timeout_runs_out(braid, clients):
     assert status == NtStatus.STATUS_OBJECT_NAME_NOT_FOUND
 
 
-def test_a_corrupt_store_record_is_logged_and_grants_nothing(braid, clients):
+def test_a_corrupt_store_record_is_logged_and_grants_nothing(braid, clients, request):
     guid, create_guid = uuid.uuid4(), uuid.uuid4()
     name = "corrupt.bin"
     op, got = open_durable(clients(guid=guid), name, create_guid, share=SHARE_READ)
@@ -410,10 +475,19 @@ def test_a_corrupt_store_record_is_logged_and_grants_nothing(braid, clients):
     file_id = op.file_id
     braid.kill()
 
-    records = sorted(p for p in (braid.state_dir / "smb-opens").rglob("*") if p.is_file())
-    assert records, f"no record in {braid.state_dir / 'smb-opens'} after a persistent open"
-    for path in records:
-        path.write_bytes(b"\xff\x00 not a record \xfe" + os.urandom(64))
+    garbage = b"\xff\x00 not a record \xfe" + os.urandom(64)
+    if braid.etcd_url:
+        etcd = request.getfixturevalue("etcd")
+        space = f"{braid.etcd_prefix}/smb-opens/"
+        records = etcd.etcdctl("get", "--prefix", "--keys-only", space).split()
+        assert records, f"no record under {space} after a persistent open"
+        for key in records:
+            etcd.etcdctl("put", key, data=garbage)  # the value from stdin
+    else:
+        records = sorted(p for p in (braid.state_dir / "smb-opens").rglob("*") if p.is_file())
+        assert records, f"no record in {braid.state_dir / 'smb-opens'} after a persistent open"
+        for path in records:
+            path.write_bytes(garbage)
     offset = braid.log_size()
     braid.start()
     log = braid.log_since(offset)
@@ -446,3 +520,35 @@ def test_durable_v2_handle_survives_a_graceful_restart(braid, clients):
     assert again.oplock_level == batch
     assert again.read(0, len(data)) == data
     again.close()
+
+
+def test_without_etcd_braid_starts_and_refuses_only_persistent_opens(tmp_path):
+    dead = f"http://127.0.0.1:{servers.free_port()}"
+    braid = Braid(tmp_path, dead)
+    braid.start()
+    try:
+        # One line at start names the endpoint.
+        deadline = time.monotonic() + 10
+        while "refuses new persistent opens" not in braid.log_since(0):
+            assert time.monotonic() < deadline, braid.log_since(0)[-4000:]
+            time.sleep(0.1)
+        line = next(ln for ln in braid.log_since(0).splitlines() if "refuses new persistent" in ln)
+        assert dead in line, line
+
+        client = Client(braid, "ca", uuid.uuid4())
+        try:
+            op, _ = create(client, "plain.bin", [], SHARE_READ, CreateDisposition.FILE_OVERWRITE_IF,
+                           RequestedOplockLevel.SMB2_OPLOCK_LEVEL_NONE, None)
+            op.write(b"before", 0)
+            started = time.monotonic()
+            status = status_of(lambda: open_durable(client, "persistent.bin", uuid.uuid4()))
+            assert status == NtStatus.STATUS_INSUFFICIENT_RESOURCES, hex(status)
+            assert time.monotonic() - started < 5
+            # The open that needs no store goes on.
+            op.write(b"after", 6)
+            assert op.read(0, 11) == b"beforeafter"
+            op.close()
+        finally:
+            client.close()
+    finally:
+        braid.finish()
