@@ -20,8 +20,9 @@
 #   4. the smbtorture conformance list (tests/conformance) against it, and
 #      its smb2.create and smb2.rename suites again with the metadata cache
 #      off (--no-metadata-cache; it is on by default)
-#   5. the pynfs NFSv4.1 conformance list (tests/conformance/pynfs.txt) and the
-#      NFSv4.2 list (pynfs-42.txt, Braid only) against
+#   5. the pynfs NFSv4.1 conformance list (tests/conformance/pynfs.txt), the
+#      NFSv4.2 list (pynfs-42.txt, Braid only) and the reboot list
+#      (pynfs-reboot.txt, Braid killed and restarted by pynfs) against
 #      it (about 7 minutes for the full list); pynfs is not packaged: it is
 #      found at $BRAID_PYNFS or ../shared/pynfs, and when it is not there the
 #      step shows as SKIPPED in the summary, counted neither passed nor failed
@@ -71,13 +72,15 @@ record() {
         "$1" "$2" "$3" "${5:-0}" "$4")")
 }
 
-# run_pynfs_list NAME LIST MINOR: one pynfs list against $TARGET, recorded as NAME.
+# run_pynfs_list NAME LIST MINOR [OPTION...]: one pynfs list against $TARGET,
+# recorded as NAME; OPTIONs go to run_pynfs.py (--reboot).
 run_pynfs_list() {
     local name=$1 list=$2 minor=$3 t0 rc np nf ns
+    shift 3
     say "$name: $list against $TARGET (minor version $minor)"
     t0=$SECONDS
     timeout --kill-after=30 1800 python3 tests/conformance/run_pynfs.py --start "$TARGET" \
-        --list "$list" --minorversion "$minor" \
+        --list "$list" --minorversion "$minor" "$@" \
         --log "$LOGS/$name.log" >"$LOGS/$name-results.txt" 2>&1
     rc=$?
     grep -v '^PASS ' "$LOGS/$name-results.txt"
@@ -372,8 +375,11 @@ EOF
         run_pynfs_list pynfs tests/conformance/pynfs.txt 1
         if [ "$TARGET" = braid ]; then
             run_pynfs_list pynfs-4.2 tests/conformance/pynfs-42.txt 2
+            # The reboot tests (REBT): pynfs kills and restarts Braid.
+            run_pynfs_list pynfs-reboot tests/conformance/pynfs-reboot.txt 1 --reboot
         else
             skipped pynfs-4.2 "the peer's private config serves NFSv4.1 only"
+            skipped pynfs-reboot "reboot_braid.py restarts Braid only"
         fi
     fi
 fi

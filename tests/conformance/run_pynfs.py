@@ -44,10 +44,12 @@ sys.path.insert(0, str(HERE.parent / "e2e"))
 import nfs_rpc  # noqa: E402  (tests/e2e/nfs_rpc.py)
 import servers  # noqa: E402  (tests/e2e/servers.py)
 
-# The reboot tests' lease and grace time: each test sleeps through a lease
-# and a grace period, so short; the grace period is still extended while
-# clients reclaim (nfs/state/grace.rs).
+# The reboot tests' lease time: each test sleeps through one, so short. The
+# grace period is long, but ends as soon as every recorded client sent
+# RECLAIM_COMPLETE, as it does in each REBT test (nfs/state/grace.rs); it
+# only has to outlast the slowest reclaim (hundreds of pynfs clients).
 REBOOT_LEASE_SECS = 10
+REBOOT_GRACE_SECS = 120
 PYTHON = "/usr/bin/python3"  # pynfs runs on the system Python (3.11 on Debian 12)
 BUILD_DIR = ROOT / "target" / "pynfs"
 NOT_FOUND = ("pynfs: not found (set BRAID_PYNFS to a built pynfs checkout, see "
@@ -240,8 +242,11 @@ def main() -> int:
     p.add_argument("--codes", nargs="+", metavar="CODE", help="run just these codes")
     p.add_argument("--reboot", action="store_true",
                    help="the list holds pynfs's reboot tests (REBT): start Braid with a"
-                        " state_dir and 10 s lease and grace times, and let pynfs restart it"
+                        " state_dir, a short lease and a long grace time, and let pynfs restart it"
                         " (SIGKILL, then the same command) through reboot_braid.py")
+    p.add_argument("--reboot-lease", type=int, default=REBOOT_LEASE_SECS, metavar="SECS",
+                   help="with --reboot: Braid's lease time (default %(default)s); its grace"
+                        f" time is {REBOOT_GRACE_SECS} s or the lease, whichever is longer")
     p.add_argument("--minorversion", type=int, choices=[1, 2], default=1,
                    help="the NFSv4 minor version pynfs speaks (default 1; pynfs-42.txt"
                         " holds the NFSv4.2 tests, run with 2)")
@@ -292,9 +297,10 @@ def main() -> int:
                 kwargs = {}
                 if args.reboot:
                     (base / "state").mkdir(mode=0o700)
+                    grace = max(REBOOT_GRACE_SECS, args.reboot_lease)
                     kwargs["top_config"] = (f'state_dir = "{base / "state"}"\n'
-                                            f"nfs_lease_time_secs = {REBOOT_LEASE_SECS}\n"
-                                            f"nfs_grace_time_secs = {REBOOT_LEASE_SECS}\n")
+                                            f"nfs_lease_time_secs = {args.reboot_lease}\n"
+                                            f"nfs_grace_time_secs = {grace}\n")
                 server = servers.start_nfs(args.start, base / "export", base / "server",
                                            **kwargs)
             except (RuntimeError, OSError, subprocess.SubprocessError) as e:

@@ -60,9 +60,11 @@ impl Server {
             None => None,
         };
         // NFS client records go to the server's store only where it
-        // outlives the process (without state_dir nothing is recorded and a
-        // restart has no grace period).
-        let store = config.state_dir.is_some().then(|| state.store.clone());
+        // outlives the process (etcd, or files under state_dir; in memory
+        // nothing is recorded and a restart has no grace period).
+        let lasting = config.state_dir.is_some()
+            || !matches!(config.state_store, crate::config::StateStoreConfig::Local);
+        let store = lasting.then(|| state.store.clone());
         let nfs = crate::nfs::NfsServer::bind(&config, store).await?;
         if let Some(nfs) = &nfs {
             let _ = state.nfs.set(nfs.state.clone());
