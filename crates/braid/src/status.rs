@@ -380,10 +380,17 @@ pub fn render_opens(v: &Value) -> String {
                 s(&o["share_access"]),
                 s(&o["caching"]),
                 s(&o["locks"]),
-                match (o["disconnected"].as_bool(), o["durable"].as_bool()) {
-                    (Some(true), _) => "waiting",
-                    (_, Some(true)) => "yes",
-                    _ => "no",
+                match (
+                    o["disconnected"].as_bool() == Some(true),
+                    o["durable"].as_bool() == Some(true),
+                    // Kept in the state store: it outlives a restart.
+                    o["persistent"].as_bool() == Some(true),
+                ) {
+                    (true, _, true) => "waiting, persistent",
+                    (true, _, false) => "waiting",
+                    (false, _, true) => "persistent",
+                    (false, true, false) => "yes",
+                    (false, false, false) => "no",
                 }
                 .into(),
             ]
@@ -510,10 +517,14 @@ mod tests {
             {"session_id_hex": null, "user": "bob", "client_address": null,
              "share": "data", "path": "b.bin", "directory": false, "access": "0x0012019f",
              "share_access": "", "caching": "oplock batch", "locks": 0, "durable": true,
-             "disconnected": true}]});
+             "disconnected": true},
+            {"session_id_hex": null, "user": "carol", "client_address": null,
+             "share": "ca", "path": "c.bin", "directory": false, "access": "0x0012019f",
+             "share_access": "R", "caching": "none", "locks": 1, "durable": true,
+             "persistent": true, "disconnected": true}]});
         let t = render_opens(&v);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 5, "{t}");
+        assert_eq!(lines.len(), 6, "{t}");
         assert!(
             lines[0].starts_with("Session") && lines[0].ends_with("Locks  Durable"),
             "{t}"
@@ -528,6 +539,7 @@ mod tests {
             lines[4].starts_with("-  ") && lines[4].ends_with(" waiting"),
             "{t}"
         );
+        assert!(lines[5].ends_with(" waiting, persistent"), "{t}");
         assert_eq!(
             render_opens(&serde_json::json!({"opens": []})),
             "no open files\n"
