@@ -314,7 +314,9 @@ def main() -> int:
             if args.reboot:
                 reboot_state = base / "server" / "reboot.json"
                 reboot_state.write_text(json.dumps({
-                    "pid": server.pid, "argv": servers._cmdline(server.pid),
+                    "pid": server.pid,
+                    # /proc's cmdline ends each argument with a NUL.
+                    "argv": servers._cmdline(server.pid)[:-1],
                     "cwd": str(base / "server"), "log": str(server.log_path),
                     "host": server.host, "port": server.port}))
                 helper = [str(HERE / "reboot_braid.py"), str(reboot_state)]
