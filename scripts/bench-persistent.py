@@ -66,6 +66,8 @@ class Braid:
         self.config = base / "braid.toml"
         self.config.write_text(
             f'listen = ["127.0.0.1:{self.port}"]\nadmin_listen = "off"\n'
+            # One client holds every recorded handle of the restart test.
+            "max_open_files = 100000\nmax_open_files_per_client = 100000\n"
             f'state_dir = "{self.state}"\n'
             f'[[share]]\nname = "ca"\npath = "{base / "ca"}"\ncontinuous_availability = true\n'
             f'[[share]]\nname = "plain"\npath = "{base / "plain"}"\n')

@@ -31,6 +31,9 @@ use crate::state::ServerState;
 /// The store's space for SMB open records.
 pub const SPACE: &str = "smb-opens";
 
+/// Records restored at once at start.
+const RESTORES_IN_FLIGHT: usize = 16;
+
 /// SMB byte-range locks are held by the open, one owner per open
 /// (`ops/lock.rs`).
 const LOCK_OWNER: LockOwner = LockOwner(0);
@@ -268,26 +271,53 @@ pub async fn restore_all(server: &Arc<ServerState>) -> Restored {
         );
     }
     let mut highest = 0;
+    let mut records = Vec::new();
     for (key, bytes) in loaded.records {
-        let record = match serde_json::from_slice::<OpenRecord>(&bytes) {
-            Ok(r) if r.persistent_id != 0 && r.key() == key => r,
+        match serde_json::from_slice::<OpenRecord>(&bytes) {
+            Ok(r) if r.persistent_id != 0 && r.key() == key => {
+                highest = highest.max(r.persistent_id);
+                records.push(r);
+            }
             Ok(_) | Err(_) => {
                 warn!("state store: corrupt record {SPACE}/{key} skipped (not an open record); the open it held is not restored");
                 out.corrupt += 1;
                 let _ = server.store.delete(SPACE, &key);
-                continue;
             }
+        }
+    }
+    // Several at once: a restore is mostly its reopen's system calls, and
+    // 10,000 one after another take about a second before the first
+    // client is served (docs/BENCHMARKS.md).
+    let mut running = tokio::task::JoinSet::new();
+    let mut records = records.into_iter();
+    loop {
+        while running.len() < RESTORES_IN_FLIGHT {
+            let Some(record) = records.next() else { break };
+            let server = server.clone();
+            running.spawn(async move {
+                let result = restore_one(&server, &record).await;
+                (record, result)
+            });
+        }
+        let Some(done) = running.join_next().await else {
+            break;
         };
-        highest = highest.max(record.persistent_id);
-        match restore_one(server, &record).await {
+        let Ok((record, result)) = done else {
+            out.failed += 1;
+            continue;
+        };
+        match result {
             Ok(()) => out.opens += 1,
             Err(why) => {
                 warn!(
-                    "state store: open {key} of {}\\{} not restored: {why}",
-                    record.share, record.path
+                    "state store: open {} of {}\\{} not restored: {why}",
+                    record.key(),
+                    record.share,
+                    record.path
                 );
                 out.failed += 1;
                 let store = server.store.clone();
+                let key = record.key();
                 let _ = tokio::task::spawn_blocking(move || store.delete(SPACE, &key)).await;
             }
         }

@@ -70,7 +70,16 @@ impl FileOplocks {
         level: u8,
         lease: Option<RestoredLease>,
     ) -> Option<Arc<Lease>> {
+        let mut holders = self.holders.lock().unwrap();
         let lease = lease.map(|r| {
+            // Opens made with one lease key share its lease (MS-SMB2
+            // 3.3.5.9.8): a second restored open of the key joins it.
+            let shared = holders
+                .iter()
+                .find_map(|h| h.lease.as_ref().filter(|l| l.id == r.id).cloned());
+            if let Some(lease) = shared {
+                return lease;
+            }
             let lease = Arc::new(Lease {
                 id: r.id,
                 version: r.version,
@@ -86,7 +95,7 @@ impl FileOplocks {
             table.insert(&lease);
             lease
         });
-        self.holders.lock().unwrap().push(Holder {
+        holders.push(Holder {
             open_key: key,
             file_id,
             level: if lease.is_some() {
