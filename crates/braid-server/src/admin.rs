@@ -156,6 +156,20 @@ pub struct SessionsView {
     /// NFS client records, when NFS is served (admin_nfs.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nfs_clients: Option<Vec<crate::admin_nfs::NfsClientView>>,
+    /// The NFS grace period after a restart, when NFS is served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nfs_grace: Option<GraceView>,
+}
+
+/// RFC 8881 8.4.2.1: the grace period (`nfs/state/grace.rs`).
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub struct GraceView {
+    /// Only reclaims are served now.
+    pub active: bool,
+    /// Clients of the last run that may still reclaim.
+    pub clients_to_reclaim: usize,
+    /// How long it lasts at most, unless clients are still reclaiming then.
+    pub ends_in_ms: Option<u64>,
 }
 
 /// An SMB or an NFS session, in one list and one shape.
@@ -283,6 +297,14 @@ pub fn sessions_view(state: &ServerState) -> SessionsView {
     SessionsView {
         sessions,
         nfs_clients: nfs.map(|n| crate::admin_nfs::clients(n)),
+        nfs_grace: nfs.map(|n| {
+            let (active, clients_to_reclaim, left) = n.grace.view();
+            GraceView {
+                active,
+                clients_to_reclaim,
+                ends_in_ms: left.map(|d| d.as_millis() as u64),
+            }
+        }),
     }
 }
 

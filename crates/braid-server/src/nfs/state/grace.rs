@@ -82,6 +82,20 @@ impl Grace {
         may
     }
 
+    /// For the admin view: whether the period is on, how many clients of
+    /// the last run may still reclaim, and how long it lasts at most (not
+    /// counting extensions while clients reclaim).
+    pub fn view(&self) -> (bool, usize, Option<Duration>) {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let active = inner.active_now(now);
+        let left = inner
+            .ends
+            .filter(|_| active)
+            .map(|t| t.saturating_duration_since(now));
+        (active, if active { inner.waiting.len() } else { 0 }, left)
+    }
+
     /// Tests: the period as if `by` had passed.
     #[cfg(test)]
     fn shift(&self, by: Duration) {
@@ -167,8 +181,10 @@ mod tests {
         g.done(b"a");
         assert!(g.active());
         assert!(!g.may_reclaim(b"a"));
+        assert_eq!(g.view().1, 1);
         g.done(b"b");
         assert!(!g.active());
+        assert_eq!(g.view(), (false, 0, None));
         assert!(g.take_unreclaimed().is_empty());
     }
 
