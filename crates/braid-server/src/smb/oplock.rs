@@ -136,6 +136,16 @@ pub struct Granted {
     pub lease: Option<Arc<Lease>>,
 }
 
+/// Whether caching `current` must be broken for a new open that needs
+/// `must_go` gone (and, when it overwrites, Read and Handle caching too).
+fn needs_break(current: u32, must_go: u32, overwrites: bool) -> bool {
+    let mut to = current & !must_go;
+    if overwrites {
+        to &= !(H | R);
+    }
+    current & !to != 0
+}
+
 /// Oplock levels seen as lease states, so that one rule breaks both.
 fn oplock_caching(level: u8) -> u32 {
     match level {
@@ -641,13 +651,7 @@ fn take_disconnected_to_break(
     new: &NewOpen,
     must_go: u32,
 ) -> Vec<Purge> {
-    let broken = |current: u32| {
-        let mut to = current & !must_go;
-        if new.overwrites {
-            to &= !(H | R);
-        }
-        current & !to != 0
-    };
+    let broken = |current: u32| needs_break(current, must_go, new.overwrites);
     let mut doomed: Vec<u64> = Vec::new();
     for h in holders.iter().filter(|h| h.purge.is_some()) {
         let hit = match &h.lease {

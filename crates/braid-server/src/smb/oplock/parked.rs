@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, Weak};
 use braid_smb_proto::codec::FileId;
 use braid_smb_proto::messages::create::oplock_level;
 
-use super::{oplock_caching, FileOplocks, Holder, NewOpen};
-use crate::smb::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, R, W};
+use super::{needs_break, oplock_caching, FileOplocks, Holder, NewOpen};
+use crate::smb::lease::{Lease, LeaseId, LeaseState, LeaseTable, H, W};
 
 /// A lease as a persistent open's record kept it.
 pub struct RestoredLease {
@@ -39,13 +39,7 @@ impl FileOplocks {
             return false;
         }
         let must_go = if new.sharing_violation { H } else { W };
-        let broken = |current: u32| {
-            let mut to = current & !must_go;
-            if new.overwrites {
-                to &= !(H | R);
-            }
-            current & !to != 0
-        };
+        let broken = |current: u32| needs_break(current, must_go, new.overwrites);
         self.holders.lock().unwrap().iter().any(|h| {
             h.parked
                 && match &h.lease {

@@ -233,11 +233,21 @@ pub fn replay_preserved(
         return Err(NtStatus::ACCESS_DENIED);
     }
     let reply = replay(req, open.clone(), requested_oplock, lease)?;
-    let server = &req.conn.server;
-    let open = server
-        .smb
-        .preserved
-        .take(open.persistent_id)
+    rejoin(req, session, tree, open.persistent_id)?;
+    Ok(reply)
+}
+
+/// Take the waiting open `persistent_id` back into `session` on `tree`,
+/// its breaks going to this connection from now on.
+fn rejoin(
+    req: &Request<'_>,
+    session: &Arc<Session>,
+    tree: &Arc<Tree>,
+    persistent_id: u64,
+) -> Result<Arc<Open>, NtStatus> {
+    let preserved = &req.conn.server.smb.preserved;
+    let open = preserved
+        .take(persistent_id)
         .ok_or(NtStatus::OBJECT_NAME_NOT_FOUND)?;
     open.tree_id
         .store(tree.id, std::sync::atomic::Ordering::Relaxed);
@@ -245,10 +255,12 @@ pub fn replay_preserved(
         o.file.reconnect(o.key, req.conn, session);
     }
     if let Err(gone) = session.admit_open(&open) {
-        server.smb.preserved.preserve(open);
+        // The session or tree ended meanwhile: the open waits for the
+        // next reconnect, as before this one.
+        preserved.preserve(open);
         return Err(gone);
     }
-    Ok(reply)
+    Ok(open)
 }
 
 /// A durable v2 CREATE in progress, registered by its CreateGuid until it
@@ -431,18 +443,7 @@ pub async fn reconnect(
     if !on_share {
         return Err(not_found);
     }
-    let open = server.smb.preserved.take(id.persistent).ok_or(not_found)?;
-    open.tree_id
-        .store(tree.id, std::sync::atomic::Ordering::Relaxed);
-    if let Some(o) = &open.oplock {
-        o.file.reconnect(o.key, req.conn, session);
-    }
-    if let Err(gone) = session.admit_open(&open) {
-        // The session or tree ended meanwhile: the open waits for the
-        // next reconnect, as before this one.
-        server.smb.preserved.preserve(open);
-        return Err(gone);
-    }
+    let open = rejoin(req, session, tree, id.persistent)?;
     tracing::debug!(
         session = session.id,
         file = id.persistent,
