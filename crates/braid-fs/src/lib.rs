@@ -49,6 +49,8 @@ pub mod share_reservation;
 pub mod shortname;
 pub mod snapshot;
 mod sparse;
+pub mod state_deferred;
+mod state_journal;
 pub mod state_store;
 pub mod stream;
 mod stream_handle;

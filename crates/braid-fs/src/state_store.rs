@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::state_journal::Journal;
+
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -55,6 +57,22 @@ pub trait StateStore: Send + Sync {
     fn delete(&self, space: &str, key: &str) -> Result<(), StoreError>;
     /// Every record of `space`.
     fn load(&self, space: &str) -> Result<Loaded, StoreError>;
+    /// Write `value` under `space`/`key` without waiting for it to be
+    /// durable: it outlives the process at once and the machine after the
+    /// next [`StateStore::flush`] (for records changed on hot paths, such
+    /// as what each NFS client holds). A space is written either this way
+    /// or with `put`, not both.
+    fn put_soon(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.put(space, key, value)
+    }
+    /// `delete`, as `put_soon` writes.
+    fn delete_soon(&self, space: &str, key: &str) -> Result<(), StoreError> {
+        self.delete(space, key)
+    }
+    /// Make every `put_soon` and `delete_soon` so far durable.
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
     /// One line for logs and the admin view ("local /var/lib/braid").
     fn describe(&self) -> String;
 }
@@ -77,7 +95,7 @@ pub fn check_key(key: &str) -> Result<(), StoreError> {
 /// (first 16 bytes), payload. A torn or altered file fails the length or the
 /// digest and is reported instead of read.
 const MAGIC: &[u8; 4] = b"BRS1";
-const HEADER_LEN: usize = 4 + 4 + 16;
+pub(crate) const HEADER_LEN: usize = 4 + 4 + 16;
 
 fn digest16(payload: &[u8]) -> [u8; 16] {
     let d = Sha256::digest(payload);
@@ -116,6 +134,9 @@ pub fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
 /// synced: after a crash a record is the old one or the new one, whole.
 pub struct LocalStore {
     root: PathBuf,
+    /// Spaces written with `put_soon`: one append-only file each
+    /// (`state_journal.rs`), opened on first use.
+    journals: std::sync::Mutex<std::collections::HashMap<String, Journal>>,
 }
 
 /// Temporary files start with this; a crash may leave one behind, which
@@ -126,7 +147,29 @@ impl LocalStore {
     pub fn new(state_dir: &Path) -> LocalStore {
         LocalStore {
             root: state_dir.to_path_buf(),
+            journals: Default::default(),
         }
+    }
+
+    /// Run `f` on `space`'s journal, opening it first (a torn tail found
+    /// then is reported once, in one line).
+    fn with_journal<R>(
+        &self,
+        space: &str,
+        f: impl FnOnce(&mut Journal) -> std::io::Result<R>,
+    ) -> Result<R, StoreError> {
+        check_key(space)?;
+        let path = self.root.join(format!("{space}.journal"));
+        let io = |e| StoreError::Io(path.display().to_string(), e);
+        let mut journals = self.journals.lock().unwrap_or_else(|e| e.into_inner());
+        if !journals.contains_key(space) {
+            let (journal, corrupt) = Journal::open(&path).map_err(io)?;
+            if let Some(c) = corrupt {
+                tracing::warn!("state store: journal {}: {}", c.location, c.reason);
+            }
+            journals.insert(space.to_string(), journal);
+        }
+        f(journals.get_mut(space).expect("just opened")).map_err(io)
     }
 
     fn space_dir(&self, space: &str) -> Result<PathBuf, StoreError> {
@@ -214,8 +257,33 @@ impl StateStore for LocalStore {
                 Err(e) => out.corrupt.push(corrupt(e.to_string())),
             }
         }
+        if self.root.join(format!("{space}.journal")).exists() {
+            let journaled = self.with_journal(space, |j| Ok(j.live().clone()))?;
+            out.records.retain(|(k, _)| !journaled.contains_key(k));
+            out.records.extend(journaled);
+        }
         out.records.sort();
         Ok(out)
+    }
+
+    fn put_soon(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        check_key(key)?;
+        self.with_journal(space, |j| j.append(key, Some(value)))
+    }
+
+    fn delete_soon(&self, space: &str, key: &str) -> Result<(), StoreError> {
+        check_key(key)?;
+        self.with_journal(space, |j| j.append(key, None))
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        let mut journals = self.journals.lock().unwrap_or_else(|e| e.into_inner());
+        for (space, j) in journals.iter_mut() {
+            j.sync().map_err(|e| {
+                StoreError::Io(self.root.join(format!("{space}.journal")).display().to_string(), e)
+            })?;
+        }
+        Ok(())
     }
 
     fn describe(&self) -> String {
@@ -345,6 +413,29 @@ mod tests {
         bad.sort();
         assert_eq!(bad, vec!["flipped", "garbage", "torn"]);
         assert!(!dir.join("smb-opens/.tmp-whole").exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn records_put_soon_survive_a_new_store() {
+        let dir = temp_dir("soon");
+        let s = LocalStore::new(&dir);
+        s.put_soon("nfs-held", "a", b"open").unwrap();
+        s.put_soon("nfs-held", "b", b"lock").unwrap();
+        s.delete_soon("nfs-held", "a").unwrap();
+        s.flush().unwrap();
+        // Not synced, not dropped: a process killed now leaves them too.
+        s.put_soon("nfs-held", "c", b"deleg").unwrap();
+        let again = LocalStore::new(&dir);
+        let loaded = again.load("nfs-held").unwrap();
+        assert_eq!(
+            loaded.records,
+            vec![
+                ("b".to_string(), b"lock".to_vec()),
+                ("c".to_string(), b"deleg".to_vec())
+            ]
+        );
+        assert!(again.put_soon("nfs-held", "../x", b"v").is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

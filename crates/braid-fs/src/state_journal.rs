@@ -1,0 +1,261 @@
+//! Records written often and read only after a restart (what each NFS
+//! client holds, for checking its reclaims): one append-only file per
+//! space, `state_dir/<space>.journal`, instead of a synced file per record.
+//!
+//! A change is one `write(2)` of a sealed frame (put or delete of a key):
+//! it survives the process at once, and the machine once [`Journal::sync`]
+//! ran (the caller syncs on a timer and at a graceful stop). Reading stops
+//! at the first frame that does not unseal — a tail torn by a crash —
+//! which is reported and dropped: the file is rewritten with the live
+//! records when it is opened, and again whenever it has grown past twice
+//! their size, so it never holds much more than what is live.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::state_store::{seal, CorruptRecord, HEADER_LEN};
+
+const PUT: u8 = 1;
+const DELETE: u8 = 2;
+
+/// Rewritten when the file is this much larger than its live records
+/// (and at least `COMPACT_MIN` bytes).
+const COMPACT_RATIO: u64 = 2;
+const COMPACT_MIN: u64 = 1 << 20;
+
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    live: BTreeMap<String, Vec<u8>>,
+    /// Bytes in the file, and what a rewrite of the live records would take.
+    file_bytes: u64,
+    live_bytes: u64,
+    /// Written since the last sync.
+    unsynced: bool,
+}
+
+fn frame(op: u8, key: &str, value: &[u8]) -> Vec<u8> {
+    let mut payload = Vec::with_capacity(2 + key.len() + value.len());
+    payload.push(op);
+    // Keys are at most 200 bytes (`check_key`).
+    payload.push(key.len() as u8);
+    payload.extend_from_slice(key.as_bytes());
+    payload.extend_from_slice(value);
+    seal(&payload)
+}
+
+fn frame_len(key: &str, value: &[u8]) -> u64 {
+    (HEADER_LEN + 2 + key.len() + value.len()) as u64
+}
+
+/// The frames of `bytes` applied in order; where they stop being whole,
+/// the reason and the offset.
+fn replay(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Option<(usize, String)>) {
+    let mut live = BTreeMap::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        let whole = rest
+            .get(4..8)
+            .map(|l| HEADER_LEN + u32::from_le_bytes(l.try_into().unwrap()) as usize)
+            .filter(|n| *n <= rest.len());
+        let Some(n) = whole else {
+            return (live, Some((at, "torn frame at the end".into())));
+        };
+        let payload = match crate::state_store::unseal(&rest[..n]) {
+            Ok(p) => p,
+            Err(reason) => return (live, Some((at, reason))),
+        };
+        let parsed = payload.split_first().and_then(|(op, p)| {
+            let (len, p) = p.split_first()?;
+            let key = std::str::from_utf8(p.get(..*len as usize)?).ok()?;
+            Some((*op, key.to_string(), p[*len as usize..].to_vec()))
+        });
+        match parsed {
+            Some((PUT, key, value)) => {
+                live.insert(key, value);
+            }
+            Some((DELETE, key, _)) => {
+                live.remove(&key);
+            }
+            _ => return (live, Some((at, "unknown frame".into()))),
+        }
+        at += n;
+    }
+    (live, None)
+}
+
+impl Journal {
+    /// Read the journal at `path` (none yet: empty) and rewrite it with its
+    /// live records; a torn or altered tail is reported and dropped.
+    pub fn open(path: &Path) -> std::io::Result<(Journal, Option<CorruptRecord>)> {
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let (live, torn) = replay(&bytes);
+        let corrupt = torn.map(|(at, reason)| CorruptRecord {
+            location: path.display().to_string(),
+            reason: format!("{reason} (byte {at} of {}); the rest is dropped", bytes.len()),
+        });
+        let mut journal = Journal {
+            path: path.to_path_buf(),
+            file: rewrite(path, &live)?,
+            live_bytes: 0,
+            file_bytes: 0,
+            live,
+            unsynced: false,
+        };
+        journal.live_bytes = journal.live.iter().map(|(k, v)| frame_len(k, v)).sum();
+        journal.file_bytes = journal.live_bytes;
+        Ok((journal, corrupt))
+    }
+
+    pub fn live(&self) -> &BTreeMap<String, Vec<u8>> {
+        &self.live
+    }
+
+    /// Put `key` (Some) or delete it (None): one write, not synced.
+    pub fn append(&mut self, key: &str, value: Option<&[u8]>) -> std::io::Result<()> {
+        if value.is_none() && !self.live.contains_key(key) {
+            return Ok(());
+        }
+        let bytes = match value {
+            Some(v) => frame(PUT, key, v),
+            None => frame(DELETE, key, &[]),
+        };
+        self.file.write_all(&bytes)?;
+        self.unsynced = true;
+        self.file_bytes += bytes.len() as u64;
+        if let Some(old) = self.live.remove(key) {
+            self.live_bytes -= frame_len(key, &old);
+        }
+        if let Some(v) = value {
+            self.live_bytes += frame_len(key, v);
+            self.live.insert(key.to_string(), v.to_vec());
+        }
+        if self.file_bytes > COMPACT_MIN.max(COMPACT_RATIO * self.live_bytes) {
+            self.file = rewrite(&self.path, &self.live)?;
+            self.file_bytes = self.live_bytes;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// Make what was appended survive the machine.
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        if self.unsynced {
+            self.file.sync_data()?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+}
+
+/// The live records to a temporary file, synced, renamed over `path`, the
+/// directory synced; the new file, open for appending.
+fn rewrite(path: &Path, live: &BTreeMap<String, Vec<u8>>) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".tmp-{name}"));
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        let mut all = Vec::new();
+        for (k, v) in live {
+            all.extend_from_slice(&frame(PUT, k, v));
+        }
+        f.write_all(&all)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    std::fs::OpenOptions::new().append(true).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("braid-journal-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn puts_and_deletes_survive_reopening() {
+        let dir = temp("reopen");
+        let path = dir.join("space.journal");
+        let (mut j, corrupt) = Journal::open(&path).unwrap();
+        assert!(corrupt.is_none());
+        j.append("a", Some(b"1")).unwrap();
+        j.append("b", Some(b"2")).unwrap();
+        j.append("a", Some(b"3")).unwrap();
+        j.append("b", None).unwrap();
+        j.append("never", None).unwrap();
+        drop(j);
+        let (j, corrupt) = Journal::open(&path).unwrap();
+        assert!(corrupt.is_none());
+        assert_eq!(j.live().len(), 1);
+        assert_eq!(j.live()["a"], b"3");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_torn_tail_is_reported_and_dropped_and_the_rest_kept() {
+        let dir = temp("torn");
+        let path = dir.join("space.journal");
+        let (mut j, _) = Journal::open(&path).unwrap();
+        j.append("whole", Some(b"kept")).unwrap();
+        j.append("torn", Some(b"lost in the crash")).unwrap();
+        drop(j);
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 4]).unwrap();
+        let (mut j, corrupt) = Journal::open(&path).unwrap();
+        let corrupt = corrupt.expect("the torn frame is reported");
+        assert!(corrupt.location.ends_with("space.journal"));
+        assert_eq!(j.live().keys().collect::<Vec<_>>(), vec!["whole"]);
+        // Appends after the rewrite read back: the tail is gone.
+        j.append("next", Some(b"after")).unwrap();
+        drop(j);
+        let (j, corrupt) = Journal::open(&path).unwrap();
+        assert!(corrupt.is_none());
+        assert_eq!(j.live().len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_file_is_rewritten_when_it_grows_past_its_live_records() {
+        let dir = temp("compact");
+        let path = dir.join("space.journal");
+        let (mut j, _) = Journal::open(&path).unwrap();
+        let value = vec![7u8; 1000];
+        for i in 0..5000 {
+            j.append(&format!("k{}", i % 10), Some(&value)).unwrap();
+        }
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size <= COMPACT_MIN + 2000, "{size}");
+        drop(j);
+        let (j, _) = Journal::open(&path).unwrap();
+        assert_eq!(j.live().len(), 10);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn replay_of_any_bytes_never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let _ = replay(&bytes);
+        }
+    }
+}
