@@ -50,9 +50,11 @@ fn frame_len(key: &str, value: &[u8]) -> u64 {
     (HEADER_LEN + 2 + key.len() + value.len()) as u64
 }
 
-/// The frames of `bytes` applied in order; where they stop being whole,
-/// the reason and the offset.
-fn replay(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Option<(usize, String)>) {
+/// Where a journal stops being whole: the offset and why.
+type Torn = Option<(usize, String)>;
+
+/// The frames of `bytes` applied in order, and where they stop being whole.
+fn replay(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Torn) {
     let mut live = BTreeMap::new();
     let mut at = 0;
     while at < bytes.len() {
@@ -99,7 +101,10 @@ impl Journal {
         let (live, torn) = replay(&bytes);
         let corrupt = torn.map(|(at, reason)| CorruptRecord {
             location: path.display().to_string(),
-            reason: format!("{reason} (byte {at} of {}); the rest is dropped", bytes.len()),
+            reason: format!(
+                "{reason} (byte {at} of {}); the rest is dropped",
+                bytes.len()
+            ),
         });
         let mut journal = Journal {
             path: path.to_path_buf(),

@@ -280,7 +280,13 @@ impl StateStore for LocalStore {
         let mut journals = self.journals.lock().unwrap_or_else(|e| e.into_inner());
         for (space, j) in journals.iter_mut() {
             j.sync().map_err(|e| {
-                StoreError::Io(self.root.join(format!("{space}.journal")).display().to_string(), e)
+                StoreError::Io(
+                    self.root
+                        .join(format!("{space}.journal"))
+                        .display()
+                        .to_string(),
+                    e,
+                )
             })?;
         }
         Ok(())

@@ -281,8 +281,12 @@ impl ServerState {
             match (&config.state_store, &config.state_dir) {
                 // Nothing is sent yet: an unreachable etcd does not stop
                 // the start (restore_all says so in one line).
+                // Records written on hot paths (`put_soon`) go to etcd from
+                // a thread of their own, in order.
                 (StateStoreConfig::Etcd { endpoints, prefix }, _) => {
-                    Arc::new(braid_etcd::EtcdStore::new(endpoints, prefix)?)
+                    Arc::new(braid_fs::state_deferred::Deferred::new(Arc::new(
+                        braid_etcd::EtcdStore::new(endpoints, prefix)?,
+                    )))
                 }
                 (StateStoreConfig::Local, Some(dir)) => {
                     Arc::new(braid_fs::state_store::LocalStore::new(dir))

@@ -133,6 +133,9 @@ pub struct NfsState {
     /// The server's per-operation metrics and workload table; set by the
     /// server at start (tests may run without).
     pub metrics: std::sync::OnceLock<op_class::NfsMetrics>,
+    /// What each client holds, recorded for checking reclaims after a
+    /// restart (`state/held.rs`; the state table writes to it).
+    pub held: Arc<state::held::HeldLog>,
 }
 
 impl NfsState {
@@ -156,6 +159,12 @@ impl NfsState {
             .unwrap_or(1);
         let grace =
             state::grace::Grace::start(&store, config.nfs_grace_time, config.nfs_lease_time);
+        let held = Arc::new(state::held::HeldLog::start(store.inner()));
+        if held.unchecked() && grace.active() {
+            tracing::info!(
+                "NFS clients of the last run reclaim unchecked: it did not record what they held"
+            );
+        }
         let host = hostname();
         Ok(Arc::new(NfsState {
             exports,
@@ -172,7 +181,8 @@ impl NfsState {
             next_connection_id: AtomicU64::new(1),
             connections: state::connections::ConnectionTable::default(),
             started: Instant::now(),
-            stateids: state::stateids::StateTable::new(boot_epoch),
+            stateids: state::stateids::StateTable::with_held(boot_epoch, held.clone()),
+            held,
             files: std::sync::OnceLock::new(),
             grants: std::sync::OnceLock::new(),
             host_watch: std::sync::OnceLock::new(),

@@ -29,7 +29,7 @@ pub fn require_file(kind: ObjectKind) -> Result<(), nfsstat4> {
 
 fn lock(c: &mut Compound, a: &LOCK4args) -> Result<stateid4, LockError> {
     let client = session_client(c)?;
-    let (_, obj) = c.current_object(NFS4ERR_ISDIR)?;
+    let (export, obj) = c.current_object(NFS4ERR_ISDIR)?;
     require_file(obj.kind())?;
     if a.locktype.0 < READ_LT.0 || a.locktype.0 > WRITEW_LT.0 {
         return Err(NFS4ERR_INVAL.into());
@@ -43,6 +43,14 @@ fn lock(c: &mut Compound, a: &LOCK4args) -> Result<stateid4, LockError> {
             || !c.state.grace.may_reclaim(&client.owner)
         {
             return Err(NFS4ERR_NO_GRACE.into());
+        }
+        // RFC 8881 8.4.2.1: only a lock the client held in the last run
+        // (`state/held.rs`).
+        let range = locks::range(a.offset, a.length)?;
+        let write = a.locktype == WRITE_LT || a.locktype == WRITEW_LT;
+        let file = (export.name.as_str(), obj.fileid());
+        if !c.state.held.may_relock(&client.owner, file, range, write) {
+            return Err(NFS4ERR_RECLAIM_BAD.into());
         }
     } else if c.state.grace.active() {
         return Err(NFS4ERR_GRACE.into());

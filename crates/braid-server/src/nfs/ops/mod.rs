@@ -31,6 +31,7 @@ pub mod lookupp;
 pub mod nverify;
 pub mod open;
 pub mod open_downgrade;
+pub mod open_reclaim;
 pub mod putfh;
 pub mod putpubfh;
 pub mod putrootfh;

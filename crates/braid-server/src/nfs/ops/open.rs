@@ -15,6 +15,7 @@ use crate::nfs::compound::Compound;
 use crate::nfs::errors::nfs_status;
 use crate::nfs::exports::Export;
 use crate::nfs::fh::{check_component, Fh};
+use crate::nfs::ops::open_reclaim::{self, Reclaim};
 use crate::nfs::state::delegations;
 use crate::nfs::state::opens::{self, OpenArgs, Refused};
 use crate::nfs::state::stateids::{courtesy, resolve_real, session_client, IoFile, Kind};
@@ -66,13 +67,8 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
 
     // RFC 8881 8.4.2, 18.16.3: reclaims only during the grace period and
     // only by a client that held state before; nothing new during it.
-    let reclaim = matches!(
-        a.claim,
-        open_claim4::CLAIM_PREVIOUS(_)
-            | open_claim4::CLAIM_DELEG_PREV_FH
-            | open_claim4::CLAIM_DELEGATE_PREV(_)
-    );
-    if reclaim {
+    let reclaim = open_reclaim::of_claim(&a.claim)?;
+    if reclaim != Reclaim::No {
         if client
             .reclaim_complete
             .load(std::sync::atomic::Ordering::Acquire)
@@ -150,7 +146,8 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
             };
             target
         }
-        // Delegations are not kept across a restart: nothing to reclaim.
+        // RFC 8881 10.2.1: delegations kept across the client's own
+        // restart; Braid keeps none.
         open_claim4::CLAIM_DELEGATE_PREV(_) | open_claim4::CLAIM_DELEG_PREV_FH => {
             return Err(NFS4ERR_RECLAIM_BAD)
         }
@@ -164,6 +161,7 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
     if access & OPEN4_SHARE_ACCESS_WRITE != 0 {
         c.require_write(&export)?;
     }
+    open_reclaim::check(c, &client, reclaim, (&export, &obj), (access, a.share_deny))?;
 
     // Issue 42, MS-FSA 2.1.4.12: an open breaks SMB clients' write caching
     // of the file (they flush first); a client slow to answer gets
@@ -328,7 +326,7 @@ fn delegation(
     client: &Arc<crate::nfs::state::clients::Client>,
     access: u32,
     want: u32,
-    reclaim: bool,
+    reclaim: Reclaim,
     (export, obj, open): (&Export, &Object, &crate::nfs::state::stateids::Other),
 ) -> open_delegation4 {
     let none = |why| {
@@ -338,24 +336,35 @@ fn delegation(
             open_delegation4::OPEN_DELEGATE_NONE_EXT(why)
         }
     };
-    if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
-        return none(open_none_delegation4::Default(WND4_NOT_WANTED));
-    }
-    // The kind an open of this access may have: a write delegation only
-    // with write access (as knfsd), a read one only without (10.4: a
-    // read delegation holder does not write).
-    let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
-    let kind_refused = if write {
-        want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG
-    } else {
-        want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG
+    // RFC 8881 18.16.3: a reclaimed delegation (checked against what the
+    // client held) is granted again, to be returned at once when the
+    // client cannot be called back (as knfsd sets `recall`).
+    let reachable = callback::reachable(&c.state, client.clientid);
+    let (write, recall) = match reclaim {
+        Reclaim::Delegation { write } => (write, !reachable),
+        Reclaim::Open => return none(open_none_delegation4::WND4_CONTENTION(false)),
+        Reclaim::No => {
+            if want == OPEN4_SHARE_ACCESS_WANT_NO_DELEG {
+                return none(open_none_delegation4::Default(WND4_NOT_WANTED));
+            }
+            // The kind an open of this access may have: a write delegation
+            // only with write access (as knfsd), a read one only without
+            // (10.4: a read delegation holder does not write).
+            let write = access & OPEN4_SHARE_ACCESS_WRITE != 0;
+            let kind_refused = if write {
+                want == OPEN4_SHARE_ACCESS_WANT_READ_DELEG
+            } else {
+                want == OPEN4_SHARE_ACCESS_WANT_WRITE_DELEG
+            };
+            if kind_refused {
+                return none(open_none_delegation4::WND4_CONTENTION(false));
+            }
+            if !reachable {
+                return none(open_none_delegation4::WND4_RESOURCE(false));
+            }
+            (write, false)
+        }
     };
-    if reclaim || kind_refused {
-        return none(open_none_delegation4::WND4_CONTENTION(false));
-    }
-    if !callback::reachable(&c.state, client.clientid) {
-        return none(open_none_delegation4::WND4_RESOURCE(false));
-    }
     // Issue 42: a delegated file is watched for changes made on the
     // host, which recall its delegations (`crate::host_watch`); one that
     // cannot be watched is not delegated, so no client serves stale data
@@ -390,13 +399,13 @@ fn delegation(
     if !write {
         return open_delegation4::OPEN_DELEGATE_READ(open_read_delegation4 {
             stateid,
-            recall: false,
+            recall,
             permissions,
         });
     }
     open_delegation4::OPEN_DELEGATE_WRITE(open_write_delegation4 {
         stateid,
-        recall: false,
+        recall,
         space_limit: space_limit(export, obj),
         permissions,
     })

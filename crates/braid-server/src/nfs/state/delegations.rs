@@ -55,6 +55,8 @@ pub fn conflicting(
                 // RFC 8881 10.4.6? no: 8.3 / 10.2 — not returned within a
                 // lease period of the recall: revoked.
                 d.revoked = true;
+                // A revoked delegation is nothing to reclaim.
+                inner.held.released(&other);
                 if let Some(cl) = d.client.upgrade() {
                     cl.status_flags
                         .fetch_or(SEQ4_STATUS_RECALLABLE_STATE_REVOKED, Ordering::AcqRel);
@@ -417,6 +419,7 @@ fn record_grant(
         .unwrap_or_else(|e| e.into_inner())
         .delegs
         .insert(other);
+    inner.note_held(client, &other);
     Some(stateid4 { seqid: 1, other })
 }
 

@@ -316,6 +316,7 @@ pub fn lock(
         end,
         write,
     });
+    inner.note_held(client, &other);
     Ok(stateid4 { seqid, other })
 }
 
@@ -396,10 +397,12 @@ pub fn unlock(
         return Err(NFS4ERR_BAD_STATEID);
     };
     st.seqid = next_seqid(st.seqid);
-    Ok(stateid4 {
+    let stateid = stateid4 {
         seqid: st.seqid,
         other: sid.other,
-    })
+    };
+    inner.note_held(client, &sid.other);
+    Ok(stateid)
 }
 
 /// RFC 8881 18.38.3: FREE_STATEID. A lock stateid with no lock held, or a

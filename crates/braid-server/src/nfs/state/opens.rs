@@ -153,11 +153,13 @@ pub fn open(table: &StateTable, a: OpenArgs<'_>) -> Result<Granted, Refused> {
             if let Some(io) = a.io {
                 o.io = io;
             }
+            let stateid = stateid4 {
+                seqid: *seqid,
+                other,
+            };
+            inner.note_held(a.client, &other);
             return Ok(Granted {
-                stateid: stateid4 {
-                    seqid: *seqid,
-                    other,
-                },
+                stateid,
                 new: false,
             });
         }
@@ -210,6 +212,7 @@ pub fn open(table: &StateTable, a: OpenArgs<'_>) -> Result<Granted, Refused> {
         .unwrap_or_else(|e| e.into_inner())
         .opens
         .insert(other);
+    inner.note_held(a.client, &other);
     Ok(Granted {
         stateid: stateid4 { seqid: 1, other },
         new: true,
@@ -294,8 +297,10 @@ pub fn downgrade(
     o.access = access;
     o.deny = deny;
     *seqid = next_seqid(*seqid);
-    Ok(stateid4 {
+    let stateid = stateid4 {
         seqid: *seqid,
         other: sid.other,
-    })
+    };
+    inner.note_held(client, &sid.other);
+    Ok(stateid)
 }

@@ -32,6 +32,10 @@ pub async fn run(state: Arc<NfsState>) {
     loop {
         tokio::time::sleep(period).await;
         expire(&state);
+        // What clients hold was appended without a sync: synced now, so
+        // that a crash of the machine loses at most one period of it.
+        let held = state.held.clone();
+        let _ = tokio::task::spawn_blocking(move || held.flush()).await;
     }
 }
 
@@ -41,6 +45,9 @@ pub fn expire(state: &NfsState) {
     // the grace period may not reclaim any more; its record goes.
     for owner in state.grace.take_unreclaimed() {
         state.clients.forget_record(&owner);
+    }
+    if !state.grace.active() {
+        state.held.forget_previous();
     }
     let lease = state.lease_time;
     let crowded = state.clients.len() * 4 > state.limits.max_clients * 3;

@@ -211,6 +211,15 @@ pub struct Inner {
     pub open_owners: HashMap<(clientid4, Vec<u8>, FileKey), Other>,
     /// (client, lock owner, file) → its lock stateid.
     pub lock_owners: HashMap<(clientid4, Vec<u8>, FileKey), Other>,
+    /// Where each change is recorded for reclaims after a restart.
+    pub held: Arc<super::held::HeldLog>,
+}
+
+impl Inner {
+    /// Record what `other` now stands for (`held.rs`).
+    pub fn note_held(&self, client: &Client, other: &Other) {
+        self.held.note(self, client, other);
+    }
 }
 
 pub struct StateTable {
@@ -317,10 +326,18 @@ pub fn session_client(c: &Compound) -> Result<Arc<Client>, nfsstat4> {
 
 impl StateTable {
     pub fn new(epoch: u32) -> StateTable {
+        Self::with_held(epoch, Arc::default())
+    }
+
+    /// A table whose changes are recorded in `held`.
+    pub fn with_held(epoch: u32, held: Arc<super::held::HeldLog>) -> StateTable {
         StateTable {
             epoch,
             next: AtomicU64::new(1),
-            inner: RwLock::new(Inner::default()),
+            inner: RwLock::new(Inner {
+                held,
+                ..Inner::default()
+            }),
             cb_slots: Mutex::new(HashMap::new()),
         }
     }
@@ -403,6 +420,7 @@ impl Inner {
         let Some(st) = self.states.remove(other) else {
             return gone;
         };
+        self.held.released(other);
         let key = st.key;
         let mut cs = client.state.lock().unwrap_or_else(|e| e.into_inner());
         match &st.kind {
@@ -414,6 +432,7 @@ impl Inner {
                     f.opens.retain(|x| x != other);
                 }
                 for l in &o.locks {
+                    self.held.released(l);
                     if let Some(ls) = self.states.remove(l) {
                         cs.locks.remove(l);
                         self.lock_owners

@@ -56,11 +56,16 @@ impl LocalStore {
     pub fn over(store: Arc<dyn Store>) -> LocalStore {
         LocalStore { store: Some(store) }
     }
+
+    /// The store underneath (None without a state directory).
+    pub fn inner(&self) -> Option<Arc<dyn Store>> {
+        self.store.clone()
+    }
 }
 
 /// A record's name: the hex of the owner, cut and hashed past 200
 /// characters (owners are at most 1024 bytes; file names at most 255).
-fn record_key(owner: &[u8]) -> String {
+pub fn record_key(owner: &[u8]) -> String {
     let name: String = owner.iter().map(|b| format!("{b:02x}")).collect();
     if name.len() > 200 {
         format!("{}-{:016x}", &name[..160], fnv1a64(owner))
