@@ -150,13 +150,16 @@ impl Journal {
         Ok(())
     }
 
-    /// Make what was appended survive the machine.
-    pub fn sync(&mut self) -> std::io::Result<()> {
-        if self.unsynced {
-            self.file.sync_data()?;
-            self.unsynced = false;
+    /// What to sync to make what was appended survive the machine (None:
+    /// nothing new): a second descriptor of the file, synced by the caller
+    /// without holding the journal, so appends go on meanwhile.
+    pub fn to_sync(&mut self) -> std::io::Result<Option<File>> {
+        if !self.unsynced {
+            return Ok(None);
         }
-        Ok(())
+        let dup = self.file.try_clone()?;
+        self.unsynced = false;
+        Ok(Some(dup))
     }
 }
 
@@ -209,6 +212,8 @@ mod tests {
         j.append("a", Some(b"3")).unwrap();
         j.append("b", None).unwrap();
         j.append("never", None).unwrap();
+        j.to_sync().unwrap().unwrap().sync_data().unwrap();
+        assert!(j.to_sync().unwrap().is_none());
         drop(j);
         let (j, corrupt) = Journal::open(&path).unwrap();
         assert!(corrupt.is_none());

@@ -277,17 +277,27 @@ impl StateStore for LocalStore {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        let mut journals = self.journals.lock().unwrap_or_else(|e| e.into_inner());
-        for (space, j) in journals.iter_mut() {
-            j.sync().map_err(|e| {
-                StoreError::Io(
-                    self.root
-                        .join(format!("{space}.journal"))
-                        .display()
-                        .to_string(),
-                    e,
-                )
-            })?;
+        let io = |space: &str, e| {
+            StoreError::Io(
+                self.root
+                    .join(format!("{space}.journal"))
+                    .display()
+                    .to_string(),
+                e,
+            )
+        };
+        let mut to_sync = Vec::new();
+        {
+            let mut journals = self.journals.lock().unwrap_or_else(|e| e.into_inner());
+            for (space, j) in journals.iter_mut() {
+                if let Some(f) = j.to_sync().map_err(|e| io(space, e))? {
+                    to_sync.push((space.clone(), f));
+                }
+            }
+        }
+        // Synced without the journals' lock: appends go on meanwhile.
+        for (space, f) in to_sync {
+            f.sync_data().map_err(|e| io(&space, e))?;
         }
         Ok(())
     }
