@@ -113,9 +113,10 @@ RESTARTTOOL_C = r"""
 #include <unistd.h>
 
 static int failed;
+static const char *prefix = "";
 static void result(const char *name, int good, const char *detail) {
-    if (good) printf("OK %s\n", name);
-    else { printf("FAIL %s %s (errno %d %s)\n", name, detail, errno, strerror(errno)); failed = 1; }
+    if (good) printf("OK %s%s\n", prefix, name);
+    else { printf("FAIL %s%s %s (errno %d %s)\n", prefix, name, detail, errno, strerror(errno)); failed = 1; }
     fflush(stdout);
 }
 static void touch(const char *path) { close(open(path, O_WRONLY | O_CREAT, 0644)); }
@@ -134,40 +135,46 @@ static int put(int fd, const char *buf, size_t len, off_t off) {
 }
 
 int main(int argc, char **argv) {
-    /* hold FILE DATA SPLIT DIR: lock FILE (write, whole file), write DATA's
-       first SPLIT bytes with fsync, touch DIR/locked; at DIR/go write the
-       rest with fsync, touch DIR/wrote; at DIR/release unlock. */
-    if (argc == 6 && !strcmp(argv[1], "hold")) {
+    /* hold NAME FILE DATA SPLIT DIR: lock FILE (write, whole file), write
+       DATA's first SPLIT bytes with fsync, touch DIR/locked; at DIR/go
+       write the rest with fsync, touch DIR/wrote; at DIR/release unlock.
+       Its results are NAME-lock, NAME-write-before, NAME-write-after and
+       NAME-unlock. */
+    if (argc == 7 && !strcmp(argv[1], "hold")) {
+        static char name[64];
+        snprintf(name, sizeof name, "%s-", argv[2]);
+        prefix = name;
+        argv++;
         const char *dir = argv[5];
         char path[512];
         long split = atol(argv[4]);
         int in = open(argv[3], O_RDONLY);
         struct stat st;
-        if (in < 0 || fstat(in, &st) != 0) { result("hold-lock", 0, argv[3]); return 2; }
+        if (in < 0 || fstat(in, &st) != 0) { result("lock", 0, argv[3]); return 2; }
         char *data = malloc(st.st_size);
-        if (!data || read(in, data, st.st_size) != st.st_size) { result("hold-lock", 0, "read"); return 2; }
+        if (!data || read(in, data, st.st_size) != st.st_size) { result("lock", 0, "read"); return 2; }
         int fd = open(argv[2], O_RDWR | O_CREAT | O_TRUNC, 0644);
-        if (fd < 0) { result("hold-lock", 0, argv[2]); return 2; }
+        if (fd < 0) { result("lock", 0, argv[2]); return 2; }
         struct flock fl;
         memset(&fl, 0, sizeof fl);
         fl.l_type = F_WRLCK;
         fl.l_whence = SEEK_SET;
         int locked = fcntl(fd, F_SETLKW, &fl) == 0;
-        result("hold-lock", locked, "F_SETLKW");
+        result("lock", locked, "F_SETLKW");
         if (!locked) return 2;
-        result("hold-write-before", put(fd, data, split, 0) && fsync(fd) == 0, "pwrite/fsync");
+        result("write-before", put(fd, data, split, 0) && fsync(fd) == 0, "pwrite/fsync");
         snprintf(path, sizeof path, "%s/locked", dir);
         touch(path);
         snprintf(path, sizeof path, "%s/go", dir);
-        if (!wait_for(path)) { result("hold-write-after", 0, "never told to go on"); return 2; }
-        result("hold-write-after", put(fd, data + split, st.st_size - split, split) && fsync(fd) == 0,
+        if (!wait_for(path)) { result("write-after", 0, "never told to go on"); return 2; }
+        result("write-after", put(fd, data + split, st.st_size - split, split) && fsync(fd) == 0,
                "pwrite/fsync under the lock after the restart");
         snprintf(path, sizeof path, "%s/wrote", dir);
         touch(path);
         snprintf(path, sizeof path, "%s/release", dir);
-        if (!wait_for(path)) { result("hold-unlock", 0, "never told to unlock"); return 2; }
+        if (!wait_for(path)) { result("unlock", 0, "never told to unlock"); return 2; }
         fl.l_type = F_UNLCK;
-        result("hold-unlock", fcntl(fd, F_SETLK, &fl) == 0 && close(fd) == 0, "F_UNLCK/close");
+        result("unlock", fcntl(fd, F_SETLK, &fl) == 0 && close(fd) == 0, "F_UNLCK/close");
         return failed;
     }
     /* getlk FILE: what F_GETLK says of a write lock on the whole file. */
@@ -183,7 +190,7 @@ int main(int argc, char **argv) {
                     (long long)fl.l_start, (long long)fl.l_len);
         return 0;
     }
-    fprintf(stderr, "usage: restarttool hold FILE DATA SPLIT DIR | getlk FILE\n");
+    fprintf(stderr, "usage: restarttool hold NAME FILE DATA SPLIT DIR | getlk FILE\n");
     return 2;
 }
 """
@@ -229,7 +236,7 @@ pause copy-host
 # open since pause copy-host: no delegation for this client, so its lock
 # is held at the server) ---
 mkdir -p /tmp/h
-$rt hold $M/locked.bin /lock.bin {split} /tmp/h & holder=$!
+$rt hold hold $M/locked.bin /lock.bin {split} /tmp/h & holder=$!
 if await /tmp/h/locked; then
     pause lock-kill
     t0=$(date +%s)
