@@ -37,7 +37,17 @@ config and state_dir on the same address and port
   testing for a conflicting lock and asking for one is DENIED, and the
   export holds both parts' bytes; when the guest process has unlocked,
   that client gets its lock; the guest reads the whole file back after
-  dropping its page cache.
+  dropping its page cache;
+- the same at the same restart with a lock held under a write delegation:
+  another guest process locks a file nobody else has open, so the kernel
+  holds a write delegation of it and keeps the lock to itself (the admin
+  API shows one of its two locks at the server). At the reclaim the kernel
+  asks for the delegation back (CLAIM_PREVIOUS, delegate_type WRITE); RFC
+  8881 10.2.1 has the server grant it (recalled at once if it wants it
+  back), and the kernel then sends its locks. A server that grants none
+  leaves Linux's client treating the open as delegated: it never sends
+  the lock (no LOCK in the `trace` lines). After the grace period a second
+  client asking for a conflicting lock on that file must be DENIED.
 
 The copy runs first, while the kernel is the only client Braid recorded:
 that restart's grace period ends at its RECLAIM_COMPLETE.
@@ -232,28 +242,41 @@ want=$(sum /copy.bin); got=$(sum $M/copy.bin)
 [ "$want" = "$got" ] && ok copy-read-back || fail copy-read-back "sha256 $got, copied $want ($(stat -c %s $M/copy.bin) bytes)"
 pause copy-host
 
-# --- a lock across a restart (the host's second client has had the file
-# open since pause copy-host: no delegation for this client, so its lock
-# is held at the server) ---
-mkdir -p /tmp/h
+# --- a lock across a restart, two of them: on locked.bin, which the host's
+# second client has had open since pause copy-host (so this client has no
+# delegation of it and its lock is held at the server), and on deleg.bin,
+# which nobody else has open (this client holds a write delegation of it,
+# and its lock under the delegation only) ---
+mkdir -p /tmp/h /tmp/d
 $rt hold hold $M/locked.bin /lock.bin {split} /tmp/h & holder=$!
-if await /tmp/h/locked; then
+$rt hold deleg $M/deleg.bin /lock.bin {split} /tmp/d & dholder=$!
+if await /tmp/h/locked && await /tmp/d/locked; then
     pause lock-kill
     t0=$(date +%s)
-    touch /tmp/h/go
+    touch /tmp/h/go /tmp/d/go
     await /tmp/h/wrote 120 || {{ fail hold-write-after "no answer in 120 s"; kill -9 $holder; }}
-    echo "the write after the restart took $(($(date +%s) - t0)) s"
+    await /tmp/d/wrote 120 || {{ fail deleg-write-after "no answer in 120 s"; kill -9 $dholder; }}
+    echo "the writes after the restart took $(($(date +%s) - t0)) s"
+    # The host's checks come first: this client's OPEN of deleg.bin now
+    # would get it a new delegation, whose recall by the host's client
+    # would send the lock.
     pause lock-grace
     got=$($rt getlk $M/locked.bin)
     [ "$got" = "locked w 0 0" ] && ok getlk-after || fail getlk-after "'$got'"
-    touch /tmp/h/release
+    got=$($rt getlk $M/deleg.bin)
+    [ "$got" = "locked w 0 0" ] && ok deleg-getlk-after || fail deleg-getlk-after "'$got'"
+    touch /tmp/h/release /tmp/d/release
     wait $holder && ok holder-exit || fail holder-exit "exit $?"
+    wait $dholder && ok deleg-holder-exit || fail deleg-holder-exit "exit $?"
     pause lock-released
     echo 3 > /proc/sys/vm/drop_caches
-    want=$(sum /lock.bin); got=$(sum $M/locked.bin)
+    want=$(sum /lock.bin)
+    got=$(sum $M/locked.bin)
     [ "$want" = "$got" ] && ok lock-read-back || fail lock-read-back "sha256 $got, wrote $want ($(stat -c %s $M/locked.bin) bytes)"
+    got=$(sum $M/deleg.bin)
+    [ "$want" = "$got" ] && ok deleg-read-back || fail deleg-read-back "sha256 $got, wrote $want ($(stat -c %s $M/deleg.bin) bytes)"
 else
-    fail hold-lock "the holder never got its lock"; kill $holder
+    fail hold-lock "the holders never got their locks"; kill $holder $dholder
 fi
 umount $M && ok umount || fail umount "exit $?"
 grep -v '^#' $T/trace | tail -n 300 | sed 's/^ */trace /'
@@ -262,13 +285,17 @@ echo "@@ checks-done"
 
 CHECKS = ["mount", "copy-done", "copy-read-back",
           "hold-lock", "hold-write-before", "hold-write-after", "getlk-after", "holder-exit",
-          "hold-unlock", "lock-read-back", "umount"]
+          "hold-unlock", "lock-read-back",
+          "deleg-lock", "deleg-write-before", "deleg-write-after", "deleg-getlk-after",
+          "deleg-holder-exit", "deleg-unlock", "deleg-read-back", "umount"]
 # What the host checks at the guest's pauses.
 HOST_CHECKS = ["host-copy-mid", "host-copy-restart", "host-copy-bytes",
                "host-lock-open", "host-lock-at-server", "host-lock-restart",
                "host-reclaimed", "host-grace-refused", "host-grace-over",
                "host-lock-test-denied", "host-lock-denied", "host-lock-bytes",
-               "host-lock-free"]
+               "host-lock-free",
+               "host-deleg-lock-local", "host-deleg-lock-test-denied", "host-deleg-lock-denied",
+               "host-deleg-lock-free"]
 
 
 def admin_view(ns: kernel_vm.NetNs, log: Path) -> dict:
@@ -380,7 +407,8 @@ def restart_vm(tmp_path_factory):
     ns = kernel_vm.NetNs([SERVER])
     server = None
     locker: Locker | None = None   # the second client, after the restart
-    blocker: Locker | None = None  # and before it
+    dlocker: Locker | None = None  # the same on deleg.bin
+    blocker: Locker | None = None  # the second client before the restart
     restarted = 0.0
     try:
         server = servers.start_braid_nfs(export_dir, workdir, port=PORT, export=EXPORT,
@@ -418,6 +446,12 @@ def restart_vm(tmp_path_factory):
             held = len(clients) == 1 and clients[0].get("locks", 0) >= 1
             host["host-lock-at-server"] = (held, "the kernel's clients before the kill: "
                                            + json.dumps(clients))
+            # Of its two locks, the server holds one: deleg.bin's is under
+            # the kernel's write delegation.
+            local = (len(clients) == 1 and clients[0].get("locks") == 1
+                     and clients[0].get("delegations", 0) >= 1)
+            host["host-deleg-lock-local"] = (local, "the kernel's clients before the kill: "
+                                             + json.dumps(clients))
             if blocker is not None and blocker.opened == "OPEN":
                 got = blocker(f"test 0 {len(lock_data)} w")
                 if got != "DENIED":
@@ -430,7 +464,7 @@ def restart_vm(tmp_path_factory):
             RECLAIM_COMPLETE; only the second client's record, which never
             comes back, is waited for); a new client's OPEN is refused
             with NFS4ERR_GRACE. After it: conflicting locks are DENIED."""
-            nonlocal locker
+            nonlocal locker, dlocker
             view = admin_view(ns, server.log_path)
             clients, grace = kernel_clients(view), view.get("nfs_grace") or {}
             reclaimed = (grace.get("active") is True and grace.get("clients_to_reclaim") == 1
@@ -456,6 +490,20 @@ def restart_vm(tmp_path_factory):
             want = hashlib.sha256(lock_data).hexdigest()
             host["host-lock-bytes"] = (got == want, f"sha256 in the export {got}, "
                                        f"written {want}")
+            # deleg.bin: the kernel held its lock under a write delegation;
+            # whether the restarted Braid gave the delegation back at the
+            # reclaim (RFC 8881 10.2.1: granted, and recalled at once if it
+            # wants it back) or not, the lock must be held at the server
+            # now.
+            dlocker = Locker(ns, tree, "deleg.bin")
+            if dlocker.opened != "OPEN":
+                host["host-deleg-lock-denied"] = (False, f"the second client's OPEN: "
+                                                  f"{dlocker.opened}")
+                return
+            got = dlocker(f"test 0 {len(lock_data)} w")
+            host["host-deleg-lock-test-denied"] = (got == "DENIED", f"LOCKT (write): {got}")
+            got = dlocker("lock 0 1 w")
+            host["host-deleg-lock-denied"] = (got == "DENIED", f"LOCK 0-1 (write): {got}")
 
         def at_pause(name: str) -> None:
             nonlocal locker, blocker
@@ -478,21 +526,22 @@ def restart_vm(tmp_path_factory):
             elif name == "lock-grace":
                 lock_grace()
             elif name == "lock-released":
-                if locker is None or locker.opened != "OPEN":
-                    host["host-lock-free"] = (False, "no second client")
-                    return
-                got = locker("lock 0 1 w")
-                host["host-lock-free"] = (got == "OK", f"LOCK 0-1 (write) once the guest "
-                                          f"unlocked: {got}")
-                locker.close()
-                locker = None
+                for check, helper in (("host-lock-free", locker),
+                                      ("host-deleg-lock-free", dlocker)):
+                    if helper is None or helper.opened != "OPEN":
+                        host[check] = (False, "no second client")
+                        continue
+                    got = helper("lock 0 1 w")
+                    host[check] = (got == "OK", f"LOCK 0-1 (write) once the guest "
+                                   f"unlocked: {got}")
+                    helper.close()
 
         lines = kernel_vm.run_nfs_script(kernel, ns, script, base, VM_TIMEOUT, files=files,
                                          at_pause=at_pause)
         if server.alive() is False:
             pytest.fail(f"braid died during the VM run; log tail:\n{server.log_tail()}")
     finally:
-        for helper in (locker, blocker):
+        for helper in (locker, dlocker, blocker):
             if helper is not None:
                 helper.close()
         if server is not None:
