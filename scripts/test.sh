@@ -164,10 +164,11 @@ install_dependencies() {
     if ! /usr/bin/python3 -c 'import samba.dcerpc.srvsvc' >/dev/null 2>&1; then
         missing+=(python3-samba)
     fi
-    # tests/e2e/test_kernel_client.py and test_nfs_kernel.py boot Debian's
-    # kernel (its SMB3 client, cifs.ko, and NFSv4.1 client, nfsv4.ko) under
-    # qemu with a static busybox as its userland; test_nfs_kernel.py builds
-    # a small static lock tool for it with cc (which Rust needs anyway).
+    # tests/e2e/test_kernel_client.py, test_nfs_kernel.py and
+    # test_nfs_kernel_restart.py boot Debian's kernel (its SMB3 client,
+    # cifs.ko, and NFSv4.1 client, nfsv4.ko) under qemu with a static
+    # busybox as its userland; the NFS ones build small static lock tools
+    # for it with cc (which Rust needs anyway).
     command -v qemu-system-x86_64 >/dev/null 2>&1 || missing+=(qemu-system-x86)
     # The NFS peer (tests/e2e/servers.py start_nfs), with its VFS back end;
     # run_pynfs.py builds pynfs's XDR code with ply on the system Python.

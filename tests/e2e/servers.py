@@ -761,6 +761,27 @@ def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
                      log_path, proc)
 
 
+def crash_and_restart_braid_nfs(server: NfsServer, wrap=None) -> float:
+    """Kill the Braid that start_braid_nfs started with SIGKILL, as a crash
+    would (its PID only), and start it again with the same command line,
+    config and state_dir on the same address and port (in wrap's network
+    namespace when given, as it was started). Returns once the new process
+    answers an NFS NULL call; `server` then names it. The seconds it took."""
+    started = time.monotonic()
+    argv = _cmdline(server.pid)[:-1]  # /proc's cmdline ends each argument with a NUL
+    if not argv or Path(argv[0]).resolve() != BRAID_BIN.resolve():
+        raise RuntimeError(f"pid {server.pid} is not the Braid started ({argv})")
+    os.kill(server.pid, signal.SIGKILL)
+    if server.proc is not None:
+        server.proc.wait(30)
+    with open(server.log_path, "ab") as log:
+        log.write(b"\n===== servers.py: SIGKILL and start again\n")
+    proc = _spawn(wrap(argv) if wrap else argv, server.log_path, server.workdir)
+    server.proc, server.pid = proc, proc.pid
+    _wait_for_nfs(server.host, server.port, proc, server.log_path, wrap)
+    return time.monotonic() - started
+
+
 def start_braid_smb_nfs(share_dir: Path, workdir: Path,
                         share: str = DEFAULT_SHARE,
                         share_options: str = "") -> tuple[Server, NfsServer]:
