@@ -2,34 +2,44 @@
 //! client holds, for checking its reclaims): one append-only file per
 //! space, `state_dir/<space>.journal`, instead of a synced file per record.
 //!
-//! A change is one `write(2)` of a sealed frame (put or delete of a key):
-//! it survives the process at once, and the machine once [`Journal::sync`]
-//! ran (the caller syncs on a timer and at a graceful stop). Reading stops
-//! at the first frame that does not unseal — a tail torn by a crash —
-//! which is reported and dropped: the file is rewritten with the live
-//! records when it is opened, and again whenever it has grown past twice
-//! their size, so it never holds much more than what is live.
+//! The file is mapped shared, and a change (put or delete of a key) is a
+//! sealed frame copied into the mapping: no system call, yet in the page
+//! cache at once, so it survives the process (`kill -9`); it survives the
+//! machine once [`Journal::to_sync`]'s descriptor was synced (the caller
+//! syncs on a timer and at a graceful stop). The file is longer than its
+//! frames (zeros past them, grown by doubling); reading stops at the
+//! first frame that does not unseal. Zeros there are the clean end;
+//! anything else is a tail torn by a crash of the machine, reported and
+//! dropped: the file is rewritten with the live records when it is
+//! opened, and again whenever its frames have grown past twice their size,
+//! so it never holds much more than what is live.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use memmap2::MmapMut;
+
 use crate::state_store::{seal, CorruptRecord, HEADER_LEN};
 
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
 
-/// Rewritten when the file is this much larger than its live records
+/// Rewritten when the frames take this much more than the live records
 /// (and at least `COMPACT_MIN` bytes).
 const COMPACT_RATIO: u64 = 2;
 const COMPACT_MIN: u64 = 1 << 20;
+/// The smallest mapping: grown by doubling.
+const MIN_CAPACITY: u64 = 1 << 20;
 
 pub struct Journal {
     path: PathBuf,
     file: File,
+    map: MmapMut,
     live: BTreeMap<String, Vec<u8>>,
-    /// Bytes in the file, and what a rewrite of the live records would take.
+    /// Bytes of frames in the file, and what a rewrite of the live records
+    /// would take.
     file_bytes: u64,
     live_bytes: u64,
     /// Written since the last sync.
@@ -53,12 +63,16 @@ fn frame_len(key: &str, value: &[u8]) -> u64 {
 /// Where a journal stops being whole: the offset and why.
 type Torn = Option<(usize, String)>;
 
-/// The frames of `bytes` applied in order, and where they stop being whole.
+/// The frames of `bytes` applied in order, and where they stop being whole
+/// (zeros to the end are the clean end of a mapped file, not a tear).
 fn replay(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Torn) {
     let mut live = BTreeMap::new();
     let mut at = 0;
     while at < bytes.len() {
         let rest = &bytes[at..];
+        if rest.iter().all(|b| *b == 0) {
+            break;
+        }
         let whole = rest
             .get(4..8)
             .map(|l| HEADER_LEN + u32::from_le_bytes(l.try_into().unwrap()) as usize)
@@ -101,29 +115,29 @@ impl Journal {
         let (live, torn) = replay(&bytes);
         let corrupt = torn.map(|(at, reason)| CorruptRecord {
             location: path.display().to_string(),
-            reason: format!(
-                "{reason} (byte {at} of {}); the rest is dropped",
-                bytes.len()
-            ),
+            reason: format!("{reason} (byte {at}); the rest is dropped"),
         });
-        let mut journal = Journal {
-            path: path.to_path_buf(),
-            file: rewrite(path, &live)?,
-            live_bytes: 0,
-            file_bytes: 0,
-            live,
-            unsynced: false,
-        };
-        journal.live_bytes = journal.live.iter().map(|(k, v)| frame_len(k, v)).sum();
-        journal.file_bytes = journal.live_bytes;
-        Ok((journal, corrupt))
+        let live_bytes = live.iter().map(|(k, v)| frame_len(k, v)).sum();
+        let (file, map) = rewrite(path, &live, live_bytes)?;
+        Ok((
+            Journal {
+                path: path.to_path_buf(),
+                file,
+                map,
+                live,
+                live_bytes,
+                file_bytes: live_bytes,
+                unsynced: false,
+            },
+            corrupt,
+        ))
     }
 
     pub fn live(&self) -> &BTreeMap<String, Vec<u8>> {
         &self.live
     }
 
-    /// Put `key` (Some) or delete it (None): one write, not synced.
+    /// Put `key` (Some) or delete it (None): copied into the mapping.
     pub fn append(&mut self, key: &str, value: Option<&[u8]>) -> std::io::Result<()> {
         if value.is_none() && !self.live.contains_key(key) {
             return Ok(());
@@ -132,9 +146,6 @@ impl Journal {
             Some(v) => frame(PUT, key, v),
             None => frame(DELETE, key, &[]),
         };
-        self.file.write_all(&bytes)?;
-        self.unsynced = true;
-        self.file_bytes += bytes.len() as u64;
         if let Some(old) = self.live.remove(key) {
             self.live_bytes -= frame_len(key, &old);
         }
@@ -142,17 +153,32 @@ impl Journal {
             self.live_bytes += frame_len(key, v);
             self.live.insert(key.to_string(), v.to_vec());
         }
-        if self.file_bytes > COMPACT_MIN.max(COMPACT_RATIO * self.live_bytes) {
-            self.file = rewrite(&self.path, &self.live)?;
+        let end = self.file_bytes + bytes.len() as u64;
+        if end > COMPACT_MIN.max(COMPACT_RATIO * self.live_bytes) {
+            // The frame is in `live`, so the rewrite holds it.
+            (self.file, self.map) = rewrite(&self.path, &self.live, self.live_bytes)?;
             self.file_bytes = self.live_bytes;
             self.unsynced = false;
+            return Ok(());
         }
+        if end > self.map.len() as u64 {
+            let capacity = (self.map.len() as u64 * 2).max(end);
+            self.file.set_len(capacity)?;
+            // SAFETY: the file is Braid's own (state_dir, mode 0600) and is
+            // only ever grown while mapped.
+            self.map = unsafe { MmapMut::map_mut(&self.file)? };
+        }
+        let at = self.file_bytes as usize;
+        self.map[at..at + bytes.len()].copy_from_slice(&bytes);
+        self.file_bytes = end;
+        self.unsynced = true;
         Ok(())
     }
 
     /// What to sync to make what was appended survive the machine (None:
     /// nothing new): a second descriptor of the file, synced by the caller
-    /// without holding the journal, so appends go on meanwhile.
+    /// without holding the journal, so appends go on meanwhile (a sync of
+    /// the file writes its pages dirtied through the mapping too).
     pub fn to_sync(&mut self) -> std::io::Result<Option<File>> {
         if !self.unsynced {
             return Ok(None);
@@ -163,31 +189,38 @@ impl Journal {
     }
 }
 
-/// The live records to a temporary file, synced, renamed over `path`, the
-/// directory synced; the new file, open for appending.
-fn rewrite(path: &Path, live: &BTreeMap<String, Vec<u8>>) -> std::io::Result<File> {
+/// The live records to a temporary file with room to grow, synced,
+/// renamed over `path`, the directory synced; the new file and its
+/// mapping.
+fn rewrite(
+    path: &Path,
+    live: &BTreeMap<String, Vec<u8>>,
+    live_bytes: u64,
+) -> std::io::Result<(File, MmapMut)> {
     use std::os::unix::fs::OpenOptionsExt;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = path.with_file_name(format!(".tmp-{name}"));
-    {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        let mut all = Vec::new();
-        for (k, v) in live {
-            all.extend_from_slice(&frame(PUT, k, v));
-        }
-        f.write_all(&all)?;
-        f.sync_all()?;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    let mut all = Vec::with_capacity(live_bytes as usize);
+    for (k, v) in live {
+        all.extend_from_slice(&frame(PUT, k, v));
     }
+    f.write_all(&all)?;
+    f.set_len((live_bytes * 2).next_power_of_two().max(MIN_CAPACITY))?;
+    f.sync_all()?;
     std::fs::rename(&tmp, path)?;
     if let Some(dir) = path.parent() {
         File::open(dir)?.sync_all()?;
     }
-    std::fs::OpenOptions::new().append(true).open(path)
+    // SAFETY: as in `append`: Braid's own file, never shrunk while mapped.
+    let map = unsafe { MmapMut::map_mut(&f)? };
+    Ok((f, map))
 }
 
 #[cfg(test)]
@@ -230,8 +263,12 @@ mod tests {
         j.append("whole", Some(b"kept")).unwrap();
         j.append("torn", Some(b"lost in the crash")).unwrap();
         drop(j);
-        let bytes = std::fs::read(&path).unwrap();
-        std::fs::write(&path, &bytes[..bytes.len() - 4]).unwrap();
+        // A crash of the machine that wrote back part of the last frame:
+        // its last bytes are still zeros.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let end = bytes.iter().rposition(|b| *b != 0).unwrap() + 1;
+        bytes[end - 4..end].fill(0);
+        std::fs::write(&path, &bytes).unwrap();
         let (mut j, corrupt) = Journal::open(&path).unwrap();
         let corrupt = corrupt.expect("the torn frame is reported");
         assert!(corrupt.location.ends_with("space.journal"));
@@ -254,8 +291,8 @@ mod tests {
         for i in 0..5000 {
             j.append(&format!("k{}", i % 10), Some(&value)).unwrap();
         }
-        let size = std::fs::metadata(&path).unwrap().len();
-        assert!(size <= COMPACT_MIN + 2000, "{size}");
+        assert!(j.file_bytes <= COMPACT_MIN + 2000, "{}", j.file_bytes);
+        assert!(std::fs::metadata(&path).unwrap().len() <= 2 * MIN_CAPACITY);
         drop(j);
         let (j, _) = Journal::open(&path).unwrap();
         assert_eq!(j.live().len(), 10);

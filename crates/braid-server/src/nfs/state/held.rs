@@ -89,7 +89,7 @@ impl Default for HeldLog {
 }
 
 fn record_name(other: &Other) -> String {
-    other.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(other)
 }
 
 impl HeldLog {

@@ -66,7 +66,7 @@ impl LocalStore {
 /// A record's name: the hex of the owner, cut and hashed past 200
 /// characters (owners are at most 1024 bytes; file names at most 255).
 pub fn record_key(owner: &[u8]) -> String {
-    let name: String = owner.iter().map(|b| format!("{b:02x}")).collect();
+    let name = hex::encode(owner);
     if name.len() > 200 {
         format!("{}-{:016x}", &name[..160], fnv1a64(owner))
     } else {
