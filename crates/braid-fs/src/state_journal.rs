@@ -5,7 +5,7 @@
 //! The file is mapped shared, and a change (put or delete of a key) is a
 //! sealed frame copied into the mapping: no system call, yet in the page
 //! cache at once, so it survives the process (`kill -9`); it survives the
-//! machine once [`Journal::to_sync`]'s descriptor was synced (the caller
+//! machine once [`Journal::take_unsynced`]'s descriptor was synced (the caller
 //! syncs on a timer and at a graceful stop). The file is longer than its
 //! frames (zeros past them, grown by doubling); reading stops at the
 //! first frame that does not unseal. Zeros there are the clean end;
@@ -179,7 +179,7 @@ impl Journal {
     /// nothing new): a second descriptor of the file, synced by the caller
     /// without holding the journal, so appends go on meanwhile (a sync of
     /// the file writes its pages dirtied through the mapping too).
-    pub fn to_sync(&mut self) -> std::io::Result<Option<File>> {
+    pub fn take_unsynced(&mut self) -> std::io::Result<Option<File>> {
         if !self.unsynced {
             return Ok(None);
         }
@@ -245,8 +245,8 @@ mod tests {
         j.append("a", Some(b"3")).unwrap();
         j.append("b", None).unwrap();
         j.append("never", None).unwrap();
-        j.to_sync().unwrap().unwrap().sync_data().unwrap();
-        assert!(j.to_sync().unwrap().is_none());
+        j.take_unsynced().unwrap().unwrap().sync_data().unwrap();
+        assert!(j.take_unsynced().unwrap().is_none());
         drop(j);
         let (j, corrupt) = Journal::open(&path).unwrap();
         assert!(corrupt.is_none());

@@ -290,7 +290,7 @@ impl StateStore for LocalStore {
         {
             let mut journals = self.journals.lock().unwrap_or_else(|e| e.into_inner());
             for (space, j) in journals.iter_mut() {
-                if let Some(f) = j.to_sync().map_err(|e| io(space, e))? {
+                if let Some(f) = j.take_unsynced().map_err(|e| io(space, e))? {
                     to_sync.push((space.clone(), f));
                 }
             }
