@@ -484,10 +484,15 @@ def test_a_corrupt_store_record_is_logged_and_grants_nothing(braid, clients, req
         for key in records:
             etcd.etcdctl("put", key, data=garbage)  # the value from stdin
     else:
-        records = sorted(p for p in (braid.state_dir / "smb-opens").rglob("*") if p.is_file())
-        assert records, f"no record in {braid.state_dir / 'smb-opens'} after a persistent open"
-        for path in records:
-            path.write_bytes(garbage)
+        # The local store's journal (braid-fs state_journal.rs): the
+        # frames, then zeros; the frames are overwritten.
+        journal = braid.state_dir / "smb-opens.journal"
+        data = bytearray(journal.read_bytes())
+        end = len(data.rstrip(b"\0"))
+        assert end, f"no record in {journal} after a persistent open"
+        data[:end] = (garbage * (end // len(garbage) + 1))[:end]
+        journal.write_bytes(bytes(data))
+        records = [journal]
     offset = braid.log_size()
     braid.start()
     log = braid.log_since(offset)

@@ -1,18 +1,19 @@
-//! Records written often and read only after a restart (what each NFS
-//! client holds, for checking its reclaims): one append-only file per
-//! space, `state_dir/<space>.journal`, instead of a synced file per record.
+//! The local state store's records (`state_store.rs`): one append-only
+//! file per space, `state_dir/<space>.journal`, instead of a file per
+//! record with its fsync, rename and directory fsync.
 //!
 //! The file is mapped shared, and a change (put or delete of a key) is a
 //! sealed frame copied into the mapping: no system call, yet in the page
 //! cache at once, so it survives the process (`kill -9`); it survives the
-//! machine once [`Journal::take_unsynced`]'s descriptor was synced (the caller
-//! syncs on a timer and at a graceful stop). The file is longer than its
-//! frames (zeros past them, grown by doubling); reading stops at the
-//! first frame that does not unseal. Zeros there are the clean end;
-//! anything else is a tail torn by a crash of the machine, reported and
-//! dropped: the file is rewritten with the live records when it is
-//! opened, and again whenever its frames have grown past twice their size,
-//! so it never holds much more than what is live.
+//! machine once [`Journal::take_unsynced`]'s descriptor was synced (the
+//! store does it before `put` returns; for `put_soon`, on the caller's
+//! timer). The file is longer than its frames (zeros past them, grown by
+//! doubling). Reading applies the frames in order up to the zeros; a
+//! stretch that does not unseal (a tail torn by a crash of the machine,
+//! damage) is reported and skipped to the next whole frame. The file is
+//! rewritten with the live records when it is opened, and again whenever
+//! its frames have grown past twice their size, so it never holds much
+//! more than what is live.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -60,47 +61,62 @@ fn frame_len(key: &str, value: &[u8]) -> u64 {
     (HEADER_LEN + 2 + key.len() + value.len()) as u64
 }
 
-/// Where a journal stops being whole: the offset and why.
-type Torn = Option<(usize, String)>;
+/// Stretches of a journal that did not read back: offset, length, why.
+type Skipped = Vec<(usize, usize, String)>;
 
-/// The frames of `bytes` applied in order, and where they stop being whole
-/// (zeros to the end are the clean end of a mapped file, not a tear).
-fn replay(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Torn) {
+/// The frame at the start of `rest`: its length and (op, key, value), or
+/// why it is not one.
+fn read_frame(rest: &[u8]) -> Result<(usize, (u8, String, Vec<u8>)), String> {
+    let n = rest
+        .get(4..8)
+        .map(|l| HEADER_LEN + u32::from_le_bytes(l.try_into().unwrap()) as usize)
+        .filter(|n| *n <= rest.len())
+        .ok_or("torn frame")?;
+    let payload = crate::state_store::unseal(&rest[..n])?;
+    let parsed = payload.split_first().and_then(|(op, p)| {
+        let (len, p) = p.split_first()?;
+        let key = std::str::from_utf8(p.get(..*len as usize)?).ok()?;
+        Some((*op, key.to_string(), p[*len as usize..].to_vec()))
+    });
+    match parsed {
+        Some(f @ (PUT | DELETE, _, _)) => Ok((n, f)),
+        _ => Err("unknown frame".into()),
+    }
+}
+
+/// The frames of `bytes` applied in order (zeros to the end are the clean
+/// end of a mapped file). A stretch that does not read back is skipped to
+/// the next whole frame, and named: a tear or damage loses the records
+/// written there, not those after it.
+fn replay(bytes: &[u8]) -> (BTreeMap<String, Vec<u8>>, Skipped) {
     let mut live = BTreeMap::new();
+    let mut skipped = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         let rest = &bytes[at..];
         if rest.iter().all(|b| *b == 0) {
             break;
         }
-        let whole = rest
-            .get(4..8)
-            .map(|l| HEADER_LEN + u32::from_le_bytes(l.try_into().unwrap()) as usize)
-            .filter(|n| *n <= rest.len());
-        let Some(n) = whole else {
-            return (live, Some((at, "torn frame at the end".into())));
-        };
-        let payload = match crate::state_store::unseal(&rest[..n]) {
-            Ok(p) => p,
-            Err(reason) => return (live, Some((at, reason))),
-        };
-        let parsed = payload.split_first().and_then(|(op, p)| {
-            let (len, p) = p.split_first()?;
-            let key = std::str::from_utf8(p.get(..*len as usize)?).ok()?;
-            Some((*op, key.to_string(), p[*len as usize..].to_vec()))
-        });
-        match parsed {
-            Some((PUT, key, value)) => {
-                live.insert(key, value);
+        match read_frame(rest) {
+            Ok((n, (op, key, value))) => {
+                if op == PUT {
+                    live.insert(key, value);
+                } else {
+                    live.remove(&key);
+                }
+                at += n;
             }
-            Some((DELETE, key, _)) => {
-                live.remove(&key);
+            Err(reason) => {
+                let next = (1..rest.len())
+                    .filter(|i| rest[*i..].starts_with(b"BRS1"))
+                    .find(|i| read_frame(&rest[*i..]).is_ok())
+                    .unwrap_or(rest.len());
+                skipped.push((at, next, reason));
+                at += next;
             }
-            _ => return (live, Some((at, "unknown frame".into()))),
         }
-        at += n;
     }
-    (live, None)
+    (live, skipped)
 }
 
 impl Journal {
@@ -112,10 +128,14 @@ impl Journal {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e),
         };
-        let (live, torn) = replay(&bytes);
-        let corrupt = torn.map(|(at, reason)| CorruptRecord {
+        let (live, skipped) = replay(&bytes);
+        let corrupt = (!skipped.is_empty()).then(|| CorruptRecord {
             location: path.display().to_string(),
-            reason: format!("{reason} (byte {at}); the rest is dropped"),
+            reason: skipped
+                .iter()
+                .map(|(at, len, why)| format!("{why}: {len} bytes at {at} skipped"))
+                .collect::<Vec<_>>()
+                .join("; "),
         });
         let live_bytes = live.iter().map(|(k, v)| frame_len(k, v)).sum();
         let (file, map) = rewrite(path, &live, live_bytes)?;

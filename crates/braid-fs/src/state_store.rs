@@ -9,7 +9,6 @@
 //! answered (a persistent handle).
 
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -129,9 +128,12 @@ pub fn unseal(bytes: &[u8]) -> Result<&[u8], String> {
     Ok(payload)
 }
 
-/// Records as files under `state_dir/<space>/<key>`, each written to a
-/// temporary name, synced, renamed over the old one, and the directory
-/// synced: after a crash a record is the old one or the new one, whole.
+/// Records in one journal per space, `state_dir/<space>.journal`
+/// (`state_journal.rs`): `put` and `delete` append a sealed frame and sync
+/// the file's data, one synced write each; `put_soon` and `delete_soon`
+/// append without the sync. After a crash a record is the old one or the
+/// new one, whole. Records kept by earlier versions as a file each
+/// (`state_dir/<space>/<key>`) are still read, and go when written again.
 pub struct LocalStore {
     root: PathBuf,
     /// Spaces written with `put_soon`: one append-only file each
@@ -171,17 +173,6 @@ impl LocalStore {
         }
         f(journals.get_mut(space).expect("just opened")).map_err(io)
     }
-
-    fn space_dir(&self, space: &str) -> Result<PathBuf, StoreError> {
-        check_key(space)?;
-        let dir = self.root.join(space);
-        if !dir.is_dir() {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| StoreError::Io(dir.display().to_string(), e))?;
-            sync_dir(&self.root)?;
-        }
-        Ok(dir)
-    }
 }
 
 fn sync_dir(dir: &Path) -> Result<(), StoreError> {
@@ -190,34 +181,12 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
         .map_err(|e| StoreError::Io(dir.display().to_string(), e))
 }
 
-impl StateStore for LocalStore {
-    fn put(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
-        check_key(key)?;
-        let dir = self.space_dir(space)?;
-        let tmp = dir.join(format!("{TMP_PREFIX}{key}"));
-        let path = dir.join(key);
-        let io = |p: &Path| {
-            let p = p.display().to_string();
-            move |e| StoreError::Io(p, e)
-        };
-        {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode_0600()
-                .open(&tmp)
-                .map_err(io(&tmp))?;
-            f.write_all(&seal(value)).map_err(io(&tmp))?;
-            f.sync_all().map_err(io(&tmp))?;
-        }
-        std::fs::rename(&tmp, &path).map_err(io(&path))?;
-        sync_dir(&dir)
-    }
-
-    fn delete(&self, space: &str, key: &str) -> Result<(), StoreError> {
-        check_key(key)?;
-        let dir = self.space_dir(space)?;
+impl LocalStore {
+    /// A record's file as Braid wrote records before the journals (each
+    /// in `state_dir/<space>/<key>`): still read; gone once the key is
+    /// written or deleted again.
+    fn remove_legacy(&self, space: &str, key: &str) -> Result<(), StoreError> {
+        let dir = self.root.join(space);
         let path = dir.join(key);
         match std::fs::remove_file(&path) {
             Ok(()) => sync_dir(&dir),
@@ -226,11 +195,43 @@ impl StateStore for LocalStore {
         }
     }
 
-    fn load(&self, space: &str) -> Result<Loaded, StoreError> {
-        let dir = self.space_dir(space)?;
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| StoreError::Io(dir.display().to_string(), e))?;
-        let mut out = Loaded::default();
+    /// One change to `space`'s journal, durable when this returns: one
+    /// synced write (the journal's data), made outside the journals' lock
+    /// so that other changes go on meanwhile.
+    fn change_synced(
+        &self,
+        space: &str,
+        key: &str,
+        value: Option<&[u8]>,
+    ) -> Result<(), StoreError> {
+        check_key(key)?;
+        let unsynced = self.with_journal(space, |j| {
+            j.append(key, value)?;
+            j.take_unsynced()
+        })?;
+        if let Some(f) = unsynced {
+            f.sync_data().map_err(|e| {
+                StoreError::Io(
+                    self.root
+                        .join(format!("{space}.journal"))
+                        .display()
+                        .to_string(),
+                    e,
+                )
+            })?;
+        }
+        self.remove_legacy(space, key)
+    }
+
+    /// Records of `space` in files of their own (written before the
+    /// journals), and those that do not read back.
+    fn load_legacy(&self, space: &str, out: &mut Loaded) -> Result<(), StoreError> {
+        let dir = self.root.join(space);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StoreError::Io(dir.display().to_string(), e)),
+        };
         for entry in entries {
             let entry = entry.map_err(|e| StoreError::Io(dir.display().to_string(), e))?;
             let path = entry.path();
@@ -257,11 +258,26 @@ impl StateStore for LocalStore {
                 Err(e) => out.corrupt.push(corrupt(e.to_string())),
             }
         }
-        if self.root.join(format!("{space}.journal")).exists() {
-            let journaled = self.with_journal(space, |j| Ok(j.live().clone()))?;
-            out.records.retain(|(k, _)| !journaled.contains_key(k));
-            out.records.extend(journaled);
-        }
+        Ok(())
+    }
+}
+
+impl StateStore for LocalStore {
+    fn put(&self, space: &str, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.change_synced(space, key, Some(value))
+    }
+
+    fn delete(&self, space: &str, key: &str) -> Result<(), StoreError> {
+        self.change_synced(space, key, None)
+    }
+
+    fn load(&self, space: &str) -> Result<Loaded, StoreError> {
+        check_key(space)?;
+        let mut out = Loaded::default();
+        self.load_legacy(space, &mut out)?;
+        let journaled = self.with_journal(space, |j| Ok(j.live().clone()))?;
+        out.records.retain(|(k, _)| !journaled.contains_key(k));
+        out.records.extend(journaled);
         out.records.sort();
         Ok(out)
     }
@@ -304,17 +320,6 @@ impl StateStore for LocalStore {
 
     fn describe(&self) -> String {
         format!("local {}", self.root.display())
-    }
-}
-
-trait Mode0600 {
-    fn mode_0600(&mut self) -> &mut Self;
-}
-
-impl Mode0600 for std::fs::OpenOptions {
-    fn mode_0600(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.mode(0o600)
     }
 }
 
@@ -400,22 +405,21 @@ mod tests {
     }
 
     #[test]
-    fn torn_and_altered_records_are_reported_not_read() {
-        let dir = temp_dir("corrupt");
-        let s = LocalStore::new(&dir);
-        s.put("smb-opens", "whole", b"whole record").unwrap();
-        s.put("smb-opens", "torn", b"a record cut short").unwrap();
-        s.put("smb-opens", "flipped", b"a record altered").unwrap();
-        let torn = dir.join("smb-opens/torn");
-        let bytes = std::fs::read(&torn).unwrap();
-        std::fs::write(&torn, &bytes[..bytes.len() - 3]).unwrap();
-        let flipped = dir.join("smb-opens/flipped");
-        let mut bytes = std::fs::read(&flipped).unwrap();
-        *bytes.last_mut().unwrap() ^= 1;
-        std::fs::write(&flipped, &bytes).unwrap();
-        std::fs::write(dir.join("smb-opens/garbage"), b"xx").unwrap();
+    fn records_of_their_own_files_are_read_and_replaced_and_bad_ones_reported() {
+        // Records as Braid kept them before the journals: a file each.
+        let dir = temp_dir("legacy");
+        let space = dir.join("smb-opens");
+        std::fs::create_dir_all(&space).unwrap();
+        std::fs::write(space.join("whole"), seal(b"whole record")).unwrap();
+        let sealed = seal(b"a record cut short");
+        std::fs::write(space.join("torn"), &sealed[..sealed.len() - 3]).unwrap();
+        let mut flipped = seal(b"a record altered");
+        *flipped.last_mut().unwrap() ^= 1;
+        std::fs::write(space.join("flipped"), &flipped).unwrap();
+        std::fs::write(space.join("garbage"), b"xx").unwrap();
         // A write that crashed before its rename.
-        std::fs::write(dir.join("smb-opens/.tmp-whole"), b"partial").unwrap();
+        std::fs::write(space.join(".tmp-whole"), b"partial").unwrap();
+        let s = LocalStore::new(&dir);
         let loaded = s.load("smb-opens").unwrap();
         assert_eq!(
             loaded.records,
@@ -428,7 +432,36 @@ mod tests {
             .collect();
         bad.sort();
         assert_eq!(bad, vec!["flipped", "garbage", "torn"]);
-        assert!(!dir.join("smb-opens/.tmp-whole").exists());
+        assert!(!space.join(".tmp-whole").exists());
+        // Written again, a record moves to the journal; deleted, it is gone.
+        s.put("smb-opens", "whole", b"new").unwrap();
+        s.delete("smb-opens", "torn").unwrap();
+        assert!(!space.join("whole").exists() && !space.join("torn").exists());
+        let again = LocalStore::new(&dir).load("smb-opens").unwrap();
+        assert_eq!(again.records, vec![("whole".to_string(), b"new".to_vec())]);
+        assert_eq!(again.corrupt.len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_damaged_record_in_the_journal_is_skipped_and_the_others_kept() {
+        let dir = temp_dir("damaged");
+        let s = LocalStore::new(&dir);
+        s.put("smb-opens", "first", b"first record").unwrap();
+        s.put("smb-opens", "second", b"second record").unwrap();
+        s.put("smb-opens", "third", b"third record").unwrap();
+        drop(s);
+        let path = dir.join("smb-opens.journal");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes
+            .windows(13)
+            .position(|w| w == b"second record")
+            .unwrap();
+        bytes[at] ^= 0xff;
+        std::fs::write(&path, &bytes).unwrap();
+        let loaded = LocalStore::new(&dir).load("smb-opens").unwrap();
+        let keys: Vec<_> = loaded.records.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, vec!["first", "third"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -475,7 +508,7 @@ mod tests {
         let dir = temp_dir("mode");
         let s = LocalStore::new(&dir);
         s.put("smb-opens", "k", b"secret-ish").unwrap();
-        let mode = std::fs::metadata(dir.join("smb-opens/k"))
+        let mode = std::fs::metadata(dir.join("smb-opens.journal"))
             .unwrap()
             .permissions()
             .mode();
