@@ -64,9 +64,12 @@ fn frame_len(key: &str, value: &[u8]) -> u64 {
 /// Stretches of a journal that did not read back: offset, length, why.
 type Skipped = Vec<(usize, usize, String)>;
 
-/// The frame at the start of `rest`: its length and (op, key, value), or
-/// why it is not one.
-fn read_frame(rest: &[u8]) -> Result<(usize, (u8, String, Vec<u8>)), String> {
+/// One change: op, key, value.
+type Change = (u8, String, Vec<u8>);
+
+/// The frame at the start of `rest`: its length and change, or why it is
+/// not one.
+fn read_frame(rest: &[u8]) -> Result<(usize, Change), String> {
     let n = rest
         .get(4..8)
         .map(|l| HEADER_LEN + u32::from_le_bytes(l.try_into().unwrap()) as usize)
