@@ -177,7 +177,9 @@ def restart_time(base: Path, records: int) -> dict:
         conn.disconnect(close=False)
     except Exception:
         pass
-    stored = len(list((braid.state / "smb-opens").iterdir()))
+    # The store's journal (braid-fs state_journal.rs): one frame per
+    # record, each starting with the seal's magic.
+    stored = (braid.state / "smb-opens.journal").read_bytes().count(b"BRS1")
     offset = braid.log.stat().st_size
     t0 = braid.start()
     braid.wait()
