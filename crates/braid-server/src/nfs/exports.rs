@@ -50,9 +50,67 @@ pub fn export_id(name: &str) -> u32 {
     h.max(1)
 }
 
-/// The key that seals filehandles (braid-fs `posix/handle.rs`): kept in
-/// `state_dir/nfs-handle-key` (0600) so handles survive a restart; without
-/// a state directory, a new key each run (handles go stale at restart).
+/// The store's space and record for the filehandle key.
+const KEY_SPACE: &str = "nfs-keys";
+const KEY_RECORD: &str = "handle";
+
+/// The key that seals filehandles (braid-fs `posix/handle.rs`), kept in the
+/// server's state store (`store`: record `nfs-keys/handle`), so that
+/// handles survive a restart and, with etcd, are the same on every node of
+/// a cluster. The first start makes it; a key an earlier Braid kept in
+/// `state_dir/nfs-handle-key` is taken into the store. Two nodes making it
+/// at once: the store's revision check lets one win, and the other takes
+/// its key. Without a lasting store, `state_dir`'s file (or, without a
+/// state directory, a new key each run: handles go stale at restart).
+pub fn handle_key_in(
+    store: Option<&dyn braid_fs::state_store::StateStore>,
+    state_dir: Option<&Path>,
+) -> Result<[u8; 32], String> {
+    let Some(store) = store else {
+        return handle_key(state_dir);
+    };
+    let unavailable =
+        |e| format!("NFS filehandle key: {e}; NFS cannot serve without it (check the state store)");
+    let stored =
+        |store: &dyn braid_fs::state_store::StateStore| -> Result<Option<[u8; 32]>, String> {
+            let loaded = store.load(KEY_SPACE).map_err(unavailable)?;
+            match loaded.records.iter().find(|(k, _)| k == KEY_RECORD) {
+            Some((_, v)) => <[u8; 32]>::try_from(v.as_slice()).map(Some).map_err(|_| {
+                format!(
+                    "NFS filehandle key in {} is not 32 bytes; restore it (removing it makes every client's filehandles stale)",
+                    store.describe()
+                )
+            }),
+            None if loaded.corrupt.is_empty() => Ok(None),
+            None => Err(format!(
+                "NFS filehandle key in {} is corrupt ({}); restore it (removing it makes every client's filehandles stale)",
+                store.describe(),
+                loaded.corrupt[0].location
+            )),
+        }
+        };
+    if let Some(key) = stored(store)? {
+        return Ok(key);
+    }
+    let legacy = state_dir.map(|d| d.join("nfs-handle-key"));
+    let key = match legacy.filter(|p| p.exists()) {
+        Some(_) => handle_key(state_dir)?,
+        None => PosixShare::generate_key(),
+    };
+    match store.put(KEY_SPACE, KEY_RECORD, &key) {
+        Ok(()) => Ok(key),
+        // Another node made it first.
+        Err(braid_fs::state_store::StoreError::Conflict(_)) => stored(store)?.ok_or_else(|| {
+            unavailable(braid_fs::state_store::StoreError::Unavailable(
+                "the key another node wrote is gone".into(),
+            ))
+        }),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
+/// The key kept in `state_dir/nfs-handle-key` (0600): the state store's
+/// before there was one, and the key of a run without a lasting store.
 pub fn handle_key(state_dir: Option<&Path>) -> Result<[u8; 32], String> {
     let Some(dir) = state_dir else {
         return Ok(PosixShare::generate_key());
@@ -184,4 +242,32 @@ impl Exports {
 /// default: braid-fs `FdLimits::default` says why).
 fn keeps_fds(config: &ServerConfig, share: &crate::config::ShareConfig) -> bool {
     share.metadata_cache && config.metadata_cache_fds.max_fds > 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use braid_fs::state_store::{LocalStore, StateStore};
+
+    #[test]
+    fn the_handle_key_is_made_once_and_kept_in_the_store() {
+        let dir = std::env::temp_dir().join(format!("braid-handle-key-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // An earlier Braid's key file is taken into the store.
+        let old = handle_key(Some(&dir)).unwrap();
+        let store = LocalStore::new(&dir);
+        assert_eq!(handle_key_in(Some(&store), Some(&dir)).unwrap(), old);
+        std::fs::remove_file(dir.join("nfs-handle-key")).unwrap();
+        let again = LocalStore::new(&dir);
+        assert_eq!(handle_key_in(Some(&again), Some(&dir)).unwrap(), old);
+        // A store of its own (another node's view of etcd): the same key.
+        let fresh = braid_fs::state_store::MemoryStore::default();
+        let made = handle_key_in(Some(&fresh), None).unwrap();
+        assert_eq!(handle_key_in(Some(&fresh), None).unwrap(), made);
+        fresh.put(KEY_SPACE, KEY_RECORD, b"short").unwrap();
+        let err = handle_key_in(Some(&fresh), None).unwrap_err();
+        assert!(err.contains("not 32 bytes"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -150,7 +150,7 @@ impl NfsState {
         store: state::store::LocalStore,
     ) -> Result<Arc<NfsState>, String> {
         let state_dir = config.state_dir.clone();
-        let key = exports::handle_key(state_dir.as_deref())?;
+        let key = exports::handle_key_in(store.inner().as_deref(), state_dir.as_deref())?;
         let exports = exports::Exports::new(config, key)?;
         let boot_verifier: [u8; 8] = rand::random();
         let boot_epoch = std::time::SystemTime::now()
