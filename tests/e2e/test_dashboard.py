@@ -18,6 +18,14 @@ workload advisor, against a Braid with an admin token, driven by
 - A share throttled on egress is shown as throttled and advised to raise
   egress_mibps: that needs QoS (issue 45) in the build and is skipped
   without it (the skip is not in allowed-skips.txt: CI reports it).
+- Issue 56, what is kept for clients that are gone, on a Braid with a
+  state_dir and a continuously available share: on a fresh start the page
+  says there is no NFS grace period and no open waits; a persistent handle
+  (smbprotocol, DH2Q) whose TCP connection is dropped without a CLOSE shows
+  as a row of its share and path, marked persistent, with /api/v1/opens'
+  owner and caching; after an NFS client (pynfs, RECLAIM_COMPLETE) recorded
+  itself, kill -9 and a start, the page shows the grace period waiting for
+  that one client, and the persistent open still waiting.
 """
 
 from __future__ import annotations
@@ -25,16 +33,32 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
+from smbprotocol.connection import Capabilities, Connection
+from smbprotocol.create_contexts import (
+    CreateContextName, DurableHandleFlags, SMB2CreateContextRequest,
+    SMB2CreateDurableHandleRequestV2, SMB2CreateDurableHandleResponseV2)
+from smbprotocol.open import (
+    CreateDisposition, CreateOptions, FilePipePrinterAccessMask, ImpersonationLevel, Open,
+    ShareAccess)
+from smbprotocol.session import Session
+from smbprotocol.tree import TreeConnect
 
 import cdp
 import servers
+from smb_nfs import pynfs_tree  # noqa: F401
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+import run_pynfs  # noqa: E402
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
@@ -49,7 +73,7 @@ USER = "dash"
 
 
 class Braid:
-    def __init__(self, base: Path, extra_share: str = ""):
+    def __init__(self, base: Path, extra_share: str = "", top: str = ""):
         self.share_dir = base / "share"
         self.share_dir.mkdir()
         self.token = secrets.token_hex(32)
@@ -59,15 +83,25 @@ class Braid:
         self.password = "Pw-" + secrets.token_hex(8)
         self.admin = f"127.0.0.1:{servers.free_port()}"
         self.nfs_port = servers.free_port()
-        config = (f'admin_listen = "{self.admin}"\n'
+        config = (top + f'admin_listen = "{self.admin}"\n'
                   f'admin_token_file = {json.dumps(str(self.token_file))}\n'
                   f'nfs_listen = ["127.0.0.1:{self.nfs_port}"]\n'
                   f'[[share]]\nname = "{SHARE}"\npath = {json.dumps(str(self.share_dir))}\n'
                   + "root_squash = false\n"
                   + extra_share)
-        (base / "server").mkdir()
-        self.proc, self.port = servers.start_braid_with_config(base / "server", config,
+        self.config, self.workdir = config, base / "server"
+        self.workdir.mkdir()
+        self.start()
+
+    def start(self):
+        """Braid on this config (the admin and NFS ports as before, SMB on
+        a new one)."""
+        self.proc, self.port = servers.start_braid_with_config(self.workdir, self.config,
                                                                {USER: self.password})
+
+    def kill(self):
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
 
     def api(self, path: str, token: str | None = "default"):
         req = urllib.request.Request(f"http://{self.admin}{path}")
@@ -300,3 +334,132 @@ def test_a_throttled_share_is_shown_and_advised(throttled_braid, browser):
     got = new_advice(braid, before, min_ops=10)
     assert "throttled_egress" in got, (got, json.dumps(share_of(braid.api("/api/v1/shares"), SHARE)["qos"]),
                                        braid.api("/api/v1/advice"))
+
+
+# The "kept for their clients" section, read from the DOM.
+KEPT = """(() => {
+  const g = document.getElementById('nfs-grace');
+  return {
+    polls: window.braidDashboard.polls,
+    grace: g.hidden ? null : {active: g.dataset.active, clients: g.dataset.clientsToReclaim, text: g.textContent},
+    rows: [...document.querySelectorAll('#kept tbody tr')].map(tr => tr.classList.contains('none')
+      ? {none: tr.textContent}
+      : Object.fromEntries([...tr.querySelectorAll('[data-field]')].map(td =>
+          [td.dataset.field, {value: td.dataset.value ?? td.textContent, text: td.textContent}]))),
+  };
+})()"""
+
+# A new NFSv4.1 client that sends RECLAIM_COMPLETE (pynfs_session.session),
+# which records it in the state store; it exits without DESTROY_CLIENTID.
+RECORD_NFS_CLIENT = (
+    "import sys; sys.path.insert(1, sys.argv[3]); from pynfs_session import session; "
+    "session(sys.argv[1], int(sys.argv[2]), 1, b'braid-dashboard-kept')")
+
+
+@pytest.fixture
+def kept_braid(tmp_path):
+    base = tmp_path / "braid"  # tmp_path itself is the browser's profile
+    base.mkdir()
+    state = base / "state"
+    state.mkdir(mode=0o700)
+    b = Braid(base, extra_share="continuous_availability = true\n",
+              top=f"state_dir = {json.dumps(str(state))}\n")
+    yield b
+    b.stop()
+
+
+def open_persistent_and_drop(braid: Braid, name: str) -> None:
+    """Over SMB 3.1.1: `name` created with a DH2Q asking for a persistent
+    handle, written, and the TCP connection dropped with the file open (no
+    CLOSE, no LOGOFF), as a client that lost its network."""
+    conn = Connection(uuid.uuid4(), "127.0.0.1", braid.port, require_signing=True)
+    # Persistent handles are offered only to a client that offers them.
+    conn.client_capabilities |= Capabilities.SMB2_GLOBAL_CAP_PERSISTENT_HANDLES
+    conn.connect(timeout=30)
+    try:
+        session = Session(conn, USER, braid.password, require_encryption=False)
+        session.connect()
+        tree = TreeConnect(session, rf"\\127.0.0.1\{SHARE}")
+        tree.connect()
+        assert tree.is_ca_share
+        dh2q = SMB2CreateDurableHandleRequestV2()
+        dh2q["timeout"] = 300_000
+        dh2q["flags"] = DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT
+        dh2q["create_guid"] = uuid.uuid4()
+        ctx = SMB2CreateContextRequest()
+        ctx["buffer_name"] = CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST_V2
+        ctx["buffer_data"] = dh2q
+        op = Open(tree, name)
+        replies = op.create(ImpersonationLevel.Impersonation,
+                            FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE,
+                            0x80, ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_OVERWRITE_IF,
+                            CreateOptions.FILE_NON_DIRECTORY_FILE, create_contexts=[ctx])
+        got = [r for r in replies or [] if isinstance(r, SMB2CreateDurableHandleResponseV2)]
+        assert got and got[0]["flags"].get_value() & DurableHandleFlags.SMB2_DHANDLE_FLAG_PERSISTENT, replies
+        op.write(b"kept for its client", 0)
+    finally:
+        conn.disconnect(close=False)
+
+
+def waiting_opens(braid: Braid) -> list[dict]:
+    return [o for o in braid.api("/api/v1/opens")["opens"] if o["disconnected"]]
+
+
+def test_the_dashboard_shows_what_is_kept_for_its_clients(kept_braid, browser, pynfs_tree):
+    braid = kept_braid
+    browser.open(f"http://{braid.admin}/#token={braid.token}")
+    browser.wait_for("window.braidDashboard && window.braidDashboard.polls >= 1")
+    # A fresh server: no grace period (no NFS client of an earlier run),
+    # nothing waiting.
+    view = browser.eval(KEPT)
+    assert braid.api("/api/v1/sessions")["nfs_grace"]["active"] is False
+    assert view["grace"] == {"active": "false", "clients": "0", "text": "NFS: no grace period"}, view
+    assert view["rows"] == [{"none": "No open is waiting for its client."}], view
+
+    name = f"kept-{secrets.token_hex(4)}.bin"
+    open_persistent_and_drop(braid, name)
+    deadline = time.monotonic() + 30
+    while not any(o["path"] == name for o in waiting_opens(braid)):
+        assert time.monotonic() < deadline, braid.api("/api/v1/opens")
+        time.sleep(0.2)
+    [api_open] = waiting_opens(braid)
+    assert api_open["persistent"] is True and api_open["share"] == SHARE
+    browser.wait_for(f"document.querySelector('#kept tr[data-open]')?.dataset.open === {json.dumps(SHARE + chr(92) + name)}")
+    [row] = browser.eval(KEPT)["rows"]
+    assert row["share"]["text"] == SHARE
+    assert row["path"] == {"value": name, "text": name}
+    assert row["user"]["text"] == api_open["user"] and api_open["user"].lower() == USER
+    assert row["caching"]["text"] == api_open["caching"]
+    assert row["persistent"] == {"value": "true", "text": "yes"}
+    assert row["locks"]["value"] == str(api_open["locks"])
+
+    # An NFS client records itself; kill -9 and a start: the grace period
+    # waits for it, and the persistent open is still kept.
+    r = subprocess.run([run_pynfs.PYTHON, "-c", RECORD_NFS_CLIENT, "127.0.0.1", str(braid.nfs_port),
+                        str(Path(__file__).resolve().parent)],
+                       cwd=pynfs_tree / "nfs4.1", capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    braid.kill()
+    braid.start()
+    deadline = time.monotonic() + 30
+    while True:  # the admin listener may come up just after SMB's
+        try:
+            grace = braid.api("/api/v1/sessions")["nfs_grace"]
+            break
+        except OSError:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+    assert grace["active"] is True and grace["clients_to_reclaim"] == 1, grace
+    browser.wait_for("document.getElementById('nfs-grace').dataset.active === 'true'", timeout=30)
+    view = browser.eval(KEPT)
+    assert view["grace"]["clients"] == "1", view
+    text = view["grace"]["text"]
+    assert text.startswith("NFS grace period: 1 client still to reclaim, ends within "), text
+    seconds = int(text.split("ends within ")[1].split(" s")[0])
+    assert 0 < seconds <= grace["ends_in_ms"] / 1000 + 5, (text, grace)
+    assert [o["path"] for o in waiting_opens(braid)] == [name]
+    browser.wait_for("!!document.querySelector('#kept tr[data-open]')")
+    [row] = browser.eval(KEPT)["rows"]
+    assert row["path"]["value"] == name and row["persistent"]["value"] == "true", row
+    LOGS.mkdir(parents=True, exist_ok=True)
+    browser.screenshot(LOGS / "dashboard-kept.png")

@@ -265,6 +265,45 @@ function renderTops(clients) {
     el("tr", { "data-file": f.file }, el("td", {}, f.file), num("operations", f.operations, 0))));
 }
 
+// What waits for its client: the NFS grace period after a restart (only
+// when NFS is served), and the SMB durable and persistent opens of lost
+// connections.
+function renderKept(sessions, opens) {
+  const line = document.getElementById("nfs-grace");
+  const g = sessions.nfs_grace;
+  if (!g) {
+    line.hidden = true;
+    line.replaceChildren();
+  } else {
+    line.hidden = false;
+    line.dataset.active = g.active;
+    line.dataset.clientsToReclaim = g.clients_to_reclaim;
+    line.dataset.endsInMs = g.ends_in_ms ?? "";
+    if (!g.active) {
+      line.replaceChildren("NFS: no grace period");
+    } else {
+      const n = g.clients_to_reclaim;
+      const ends = g.ends_in_ms == null ? "" : `, ends within ${fmt(Math.ceil(g.ends_in_ms / 1000), 0)} s`;
+      line.replaceChildren(el("b", {}, "NFS grace period: "),
+        `${fmt(n, 0)} client${n === 1 ? "" : "s"} still to reclaim${ends} (only reclaims are served until then)`);
+    }
+  }
+  const waiting = opens.opens.filter((o) => o.disconnected);
+  const rows = waiting.map((o) => {
+    // As `braid status --opens` shows it: the root is \, a directory ends in \.
+    const shown = o.path === "" ? "\\" : o.path + (o.directory ? "\\" : "");
+    return el("tr", { "data-open": o.share + "\\" + o.path },
+      el("td", { "data-field": "share" }, o.share),
+      el("td", { "data-field": "path", "data-value": o.path }, shown),
+      el("td", { "data-field": "user" }, o.user),
+      el("td", { "data-field": "caching" }, o.caching),
+      el("td", { "data-field": "persistent", "data-value": !!o.persistent }, o.persistent ? "yes" : "no"),
+      num("locks", o.locks, 0));
+  });
+  if (!rows.length) rows.push(el("tr", { class: "none" }, el("td", { colspan: 6 }, "No open is waiting for its client.")));
+  document.querySelector("#kept tbody").replaceChildren(...rows);
+}
+
 function renderAdvice(advice) {
   const list = document.getElementById("advice");
   if (!advice.advice.length) {
@@ -279,8 +318,9 @@ function renderAdvice(advice) {
 
 async function poll() {
   try {
-    const [shares, sessions, clients, advice] = await Promise.all([
-      api("api/v1/shares"), api("api/v1/sessions"), api("api/v1/clients"), api("api/v1/advice")]);
+    const [shares, sessions, clients, advice, opens] = await Promise.all([
+      api("api/v1/shares"), api("api/v1/sessions"), api("api/v1/clients"), api("api/v1/advice"),
+      api("api/v1/opens")]);
     if (Array.isArray(shares.latency_bounds_us)) BOUNDS_US = shares.latency_bounds_us;
     const t = performance.now() / 1000;
     const cards = [];
@@ -292,6 +332,7 @@ async function poll() {
     }
     document.getElementById("shares").replaceChildren(...cards);
     renderSessions(sessions, clients);
+    renderKept(sessions, opens);
     renderTops(clients);
     renderAdvice(advice);
     state.polls++;
