@@ -326,7 +326,12 @@ async function poll() {
     const cards = [];
     for (const share of shares.shares) {
       const hist = (state.history[share.name] = state.history[share.name] || []);
-      hist.push(sample(share, t));
+      const next = sample(share, t);
+      // Counters that went down: the server restarted, and its counters
+      // start again from zero; the old history would chart negative rates.
+      const last = hist[hist.length - 1];
+      if (last && (next.ops < last.ops || next.read < last.read || next.written < last.written)) hist.length = 0;
+      hist.push(next);
       while (hist.length > 2 && t - hist[0].t > HISTORY_S) hist.shift();
       cards.push(renderShare(share, hist));
     }
