@@ -5,6 +5,9 @@ stops first, then the state is saved (braid-server `stop.rs`).
   while a WRITE whose bytes are still arriving keeps the process up: that
   WRITE is read to its end, run and answered (success, every byte on
   disk), and only then does Braid exit, with status 0.
+- A WRITE that never finishes arriving holds the stop no longer than its
+  deadline (5 s): Braid then exits with status 0 all the same, and the
+  durable handle of that client's connection is kept for the next start.
 - A client holding a durable (not persistent) v2 handle on a plain share
   and one holding a persistent handle on a continuously available share,
   both having written, find their handles after the stop and a start with
@@ -56,9 +59,9 @@ def connect_refused(port: int) -> bool:
         return True
 
 
-def send_in_two_parts(client, between) -> None:
+def send_in_two_parts(client, between, finish: bool = True) -> None:
     """Make the client's next message go out in two parts, calling
-    `between()` once the first is sent."""
+    `between()` once the first is sent (the second never, unless `finish`)."""
     transport = client.conn.transport
     plain_send = transport.send
 
@@ -68,9 +71,19 @@ def send_in_two_parts(client, between) -> None:
         half = len(frame) // 2
         transport._sock.sendall(frame[:half])
         between()
-        transport._sock.sendall(frame[half:])
+        if finish:
+            transport._sock.sendall(frame[half:])
 
     transport.send = send
+
+
+def wait_until_reading(braid, session_id: int, before: int) -> None:
+    """Until Braid has read the length of a frame after the `before`th on
+    the session's channel: the frame is under way."""
+    deadline = time.monotonic() + 10
+    while requests_received(braid, session_id) == before:
+        assert time.monotonic() < deadline, "Braid did not start reading the frame"
+        time.sleep(0.02)
 
 
 def test_a_stop_refuses_new_connections_and_finishes_a_write_in_flight(braid, clients):
@@ -85,11 +98,7 @@ def test_a_stop_refuses_new_connections_and_finishes_a_write_in_flight(braid, cl
     before = requests_received(braid, session_id)
 
     def stop_while_the_write_arrives() -> None:
-        # Braid has read the WRITE's length: the frame is under way.
-        deadline = time.monotonic() + 10
-        while requests_received(braid, session_id) == before:
-            assert time.monotonic() < deadline, "Braid did not start reading the WRITE"
-            time.sleep(0.02)
+        wait_until_reading(braid, session_id, before)
         os.kill(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + 3
         while not connect_refused(braid.port):
@@ -105,6 +114,39 @@ def test_a_stop_refuses_new_connections_and_finishes_a_write_in_flight(braid, cl
     braid.proc = None
     assert (braid.dirs["plain"] / name).read_bytes() == data
     braid.start()
+
+
+def test_a_write_that_never_arrives_holds_the_stop_only_until_its_deadline(braid, clients):
+    guid, create_guid = uuid.uuid4(), uuid.uuid4()
+    batch = RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH
+    client = clients("plain", guid)
+    op, got = open_durable(client, "stuck.bin", create_guid, flags=0, oplock=batch)
+    assert "durable" in got, got
+    op.write(b"before the stop", 0)
+    file_id = op.file_id
+    session_id = client.session.session_id
+    proc = braid.proc
+    before = requests_received(braid, session_id)
+    stopped = []
+
+    def stop_with_half_a_write() -> None:
+        wait_until_reading(braid, session_id, before)
+        os.kill(proc.pid, signal.SIGTERM)
+        stopped.append(time.monotonic())
+
+    message, _ = op.write(os.urandom(WRITE_SIZE), 0, send=False)
+    send_in_two_parts(client, stop_with_half_a_write, finish=False)
+    client.conn.send(message, sid=session_id, tid=client.tree.tree_connect_id)
+    assert proc.wait(30) == 0, braid.log_since(0)[-4000:]
+    took = time.monotonic() - stopped[0]
+    assert 4 < took < 12, f"the stop took {took:.1f} s"
+    braid.proc = None
+    braid.start()
+
+    again, _ = reconnect(clients("plain", guid), "stuck.bin", file_id, create_guid, flags=0,
+                         oplock=batch)
+    assert again.read(0, 15) == b"before the stop"
+    again.close()
 
 
 def test_durable_and_persistent_handles_survive_a_graceful_stop(braid, clients):
