@@ -345,12 +345,14 @@ pub async fn restore_all(server: &Arc<ServerState>) -> Restored {
     out
 }
 
-async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), String> {
-    let share = server
-        .share(&r.share)
-        .ok_or_else(|| "the share is no longer served".to_string())?;
+/// Open the recorded file again, with the recorded access and share
+/// access, and take its byte-range locks again (on the blocking pool).
+async fn reopen(
+    fs_share: braid_fs::ShareRef,
+    server: &ServerState,
+    r: &OpenRecord,
+) -> Result<braid_fs::Opened, String> {
     let files = server.files.clone();
-    let fs_share = share.fs.clone();
     let params = OpenParams {
         access: r.granted_access,
         share_access: r.share_access,
@@ -361,7 +363,7 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
     // The open was authorized when it was made: reopened as the server,
     // not checked against the owner's access again.
     let ctx = RequestCtx::new(r.owner.clone());
-    let opened = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let o = files
             .open(&ctx, &fs_share, params)
             .map_err(|e| e.to_string())?;
@@ -374,7 +376,14 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
         Ok(o)
     })
     .await
-    .map_err(|e| e.to_string())??;
+    .map_err(|e| e.to_string())?
+}
+
+async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), String> {
+    let share = server
+        .share(&r.share)
+        .ok_or_else(|| "the share is no longer served".to_string())?;
+    let opened = reopen(share.fs.clone(), server, r).await?;
     let info = opened.info.clone();
     let file_id = FileId {
         persistent: r.persistent_id,
