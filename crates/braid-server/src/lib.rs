@@ -20,6 +20,7 @@ pub mod server;
 pub mod sharded;
 pub mod smb;
 pub mod state;
+pub mod stop;
 pub mod userdb;
 pub mod users_live;
 pub mod workload;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use braid_fs::{FileService, SystemClock};
 use tokio::net::TcpListener;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::config::ServerConfig;
 use crate::smb::conn::serve_connection;
@@ -116,12 +116,14 @@ impl Server {
         self.admin.as_ref().and_then(|l| l.local_addr().ok())
     }
 
-    /// A graceful stop: keep every durable open in the state store, so
-    /// that a restart with the same store resumes them (blocking).
+    /// Keep every durable open in the state store, so that a restart with
+    /// the same store resumes them (blocking).
     pub fn save_state(state: &ServerState) -> usize {
         crate::smb::persistent::save_all_durable(state)
     }
 
+    /// Serve until a stop is asked for (`stop.rs`); returns once every
+    /// listener is closed.
     pub async fn run(self) {
         let mut tasks = Vec::new();
         if let Some(l) = self.admin {
@@ -132,66 +134,103 @@ impl Server {
             let state = self.state.clone();
             let admits =
                 std::sync::Arc::new(move |ip: std::net::IpAddr| state.config().hosts.admits(ip));
-            tokio::spawn(nfs.run(admits));
+            tasks.push(tokio::spawn(nfs.run(admits, self.state.stop.clone())));
         }
         for l in self.listeners {
-            let state = self.state.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut refused = RefusalLog::default();
-                let mut hosts_refused = RefusalLog::default();
-                loop {
-                    match l.accept().await {
-                        Ok((stream, peer)) => {
-                            // As now: a reload applies to connections
-                            // accepted after it.
-                            let config = state.config();
-                            if !config.hosts.admits(peer.ip()) {
-                                // Logged before the close, so whoever sees
-                                // the reset finds the reason in the log.
-                                hosts_refused.note(peer, "not in hosts_allow, or in hosts_deny");
-                                drop(stream);
-                                continue;
-                            }
-                            if state.smb.connections.len() >= config.max_connections {
-                                // Closed at once: the client sees a reset
-                                // and may try again later.
-                                state
-                                    .metrics
-                                    .connections_refused
-                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                refused.note(peer, "max_connections reached");
-                                drop(stream);
-                                continue;
-                            }
-                            // Held while the connection is served (a
-                            // refusal is logged by `take`).
-                            let Some(slot) = state.smb.client_connections.take(peer.ip()) else {
-                                drop(stream);
-                                state
-                                    .metrics
-                                    .connections_refused
-                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                continue;
-                            };
-                            let state = state.clone();
-                            tokio::spawn(async move {
-                                serve_connection(state, stream).await;
-                                drop(slot);
-                            });
-                        }
-                        Err(e) => {
-                            warn!("accept failed: {e}");
-                            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        }
-                    }
-                }
-            }));
+            tasks.push(tokio::spawn(accept_smb(self.state.clone(), l)));
         }
         info!("serving");
         for t in tasks {
             let _ = t.await;
         }
     }
+
+    /// A graceful stop (`stop.rs`): close the listeners (`serving` is the
+    /// task running `run`, unless it ended), let connections finish what
+    /// they run, then keep every durable open in the state store. Returns
+    /// how many were kept.
+    pub async fn stop(
+        state: &Arc<ServerState>,
+        serving: Option<tokio::task::JoinHandle<()>>,
+    ) -> usize {
+        state.stop.request();
+        if let Some(serving) = serving {
+            let _ = serving.await;
+        }
+        info!("listeners closed; connections finish their running requests");
+        // Beyond the connections' own deadline: their teardown (closing
+        // the opens that are not durable) takes a moment too.
+        let limit = state.stop.deadline() + std::time::Duration::from_secs(2);
+        if tokio::time::timeout_at(limit, state.stop.drained())
+            .await
+            .is_err()
+        {
+            warn!("connections still open at the stop's deadline; their durable opens are saved as they are");
+        }
+        let state = state.clone();
+        tokio::task::spawn_blocking(move || Server::save_state(&state))
+            .await
+            .unwrap_or(0)
+    }
+}
+
+/// Accept SMB connections on `l` until a stop is asked for, then close it.
+async fn accept_smb(state: Arc<ServerState>, l: TcpListener) {
+    let mut refused = RefusalLog::default();
+    let mut hosts_refused = RefusalLog::default();
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = state.stop.requested() => break,
+            a = l.accept() => a,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                warn!("accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // As now: a reload applies to connections accepted after it.
+        let config = state.config();
+        if !config.hosts.admits(peer.ip()) {
+            // Logged before the close, so whoever sees the reset finds the
+            // reason in the log.
+            hosts_refused.note(peer, "not in hosts_allow, or in hosts_deny");
+            drop(stream);
+            continue;
+        }
+        if state.smb.connections.len() >= config.max_connections {
+            // Closed at once: the client sees a reset and may try again
+            // later.
+            state
+                .metrics
+                .connections_refused
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            refused.note(peer, "max_connections reached");
+            drop(stream);
+            continue;
+        }
+        // Held while the connection is served (a refusal is logged by
+        // `take`).
+        let Some(slot) = state.smb.client_connections.take(peer.ip()) else {
+            drop(stream);
+            state
+                .metrics
+                .connections_refused
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            continue;
+        };
+        let serving = state.stop.serving();
+        let state = state.clone();
+        tokio::spawn(async move {
+            serve_connection(state, stream).await;
+            drop(slot);
+            drop(serving);
+        });
+    }
+    debug!("SMB listener closed");
 }
 
 /// Connections refused at accept, logged at most every 10 s for each

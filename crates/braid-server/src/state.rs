@@ -254,6 +254,9 @@ pub struct ServerState {
     /// (`state_store = "etcd"`), else files under `state_dir`, or memory
     /// when there is none.
     pub store: Arc<dyn braid_fs::state_store::StateStore>,
+    /// A graceful stop in progress (`stop.rs`): listeners and connections
+    /// watch it.
+    pub stop: Arc<crate::stop::Stop>,
 }
 
 impl ServerState {
@@ -318,6 +321,7 @@ impl ServerState {
             nfs: std::sync::OnceLock::new(),
             // SMB's acknowledgement timer bounds the longest break.
             store,
+            stop: Default::default(),
             caching: Arc::new(braid_fs::caching::CachingGrants::new(
                 crate::smb::oplock::BREAK_ACK_TIMEOUT,
             )),

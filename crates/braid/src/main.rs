@@ -708,7 +708,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("starting runtime: {e}"))?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let mut shares: Vec<String> = cfg.shares.iter().map(|s| format!("{}={}", s.name, s.path.display())).collect();
         if let Some(h) = &cfg.homes {
             shares.push(format!("(each user's own)={}", h.path.display()));
@@ -765,22 +765,26 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         let mut terminate =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
                 .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-        tokio::select! {
-            _ = server.run() => {}
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-        // A graceful stop (SIGTERM, SIGINT): durable opens are kept for
-        // the next start (persistent ones already are).
+        let mut serving = tokio::spawn(server.run());
+        let ended = tokio::select! {
+            _ = &mut serving => true,
+            _ = tokio::signal::ctrl_c() => false,
+            _ = terminate.recv() => false,
+        };
+        // A graceful stop (SIGTERM, SIGINT; braid-server `stop.rs`): no new
+        // connection or request, running requests finish, then durable
+        // opens are kept for the next start (persistent ones already are).
         println!("braid: stopping");
-        let kept = tokio::task::spawn_blocking(move || braid_server::server::Server::save_state(&state))
-            .await
-            .unwrap_or(0);
+        let kept = Server::stop(&state, (!ended).then_some(serving)).await;
         if kept > 0 {
             println!("braid: {kept} durable open(s) kept in the state store for the next start");
         }
         Ok(())
-    })
+    });
+    // A request stuck in the file system (a hung mount) would hold the
+    // exit for ever on its blocking thread; its state is saved already.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
 }
 
 /// One `[[share]]` table (or `--share` flag) checked and turned into what

@@ -170,8 +170,15 @@ impl Connection {
     }
 }
 
-/// Serve one accepted connection until it closes.
-pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
+/// Serve one NFS connection until it closes, or until a graceful stop
+/// (`stop.rs`): then reading stops, and it ends once the compounds it runs
+/// are answered (within the stop's deadline).
+pub async fn serve(
+    state: Arc<NfsState>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    stop: &crate::stop::Stop,
+) {
     let _ = stream.set_nodelay(true);
     let local = stream.local_addr().ok();
     let (mut rd, wr) = stream.into_split();
@@ -207,6 +214,7 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
     // record_timeout (a trickle of one byte a minute does not keep a
     // connection for ever).
     let mut record_began: Option<Instant> = None;
+    let stopping = stop.watch();
     let why = loop {
         if conn.tx.is_closed() {
             break "the writer stopped";
@@ -233,7 +241,12 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
             None => usize::MAX,
         };
         let mut limited = (&mut rd).take(limit as u64);
-        match tokio::time::timeout(wait, limited.read_buf(&mut buf)).await {
+        let read = tokio::select! {
+            biased;
+            _ = stopping.cancelled() => break "the server is stopping",
+            r = tokio::time::timeout(wait, limited.read_buf(&mut buf)) => r,
+        };
+        match read {
             // The connection a client keeps for callbacks may be idle for
             // as long as it likes.
             Err(_) if !in_record && state.sessions.is_back_bound(conn.id) => continue,
@@ -313,8 +326,12 @@ pub async fn serve(state: Arc<NfsState>, stream: TcpStream, peer: SocketAddr) {
     state.connections.remove(conn.id);
     state.sessions.connection_lost(conn.id);
     drop(conn);
-    // The writer ends when the last sender (tasks still running) is gone.
-    let _ = writer.await;
+    // The writer ends when the last sender (tasks still running) is gone;
+    // a stop waits for that no longer than its deadline.
+    let _ = tokio::select! {
+        w = writer => w.ok(),
+        _ = stop.deadline_passed(&stopping) => None,
+    };
 }
 
 /// RFC 5531 11: the record mark before each fragment.

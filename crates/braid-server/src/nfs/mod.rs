@@ -252,18 +252,29 @@ impl NfsServer {
             .collect()
     }
 
-    /// Serve until the process ends. `admits` is the server-wide
+    /// Serve until a stop is asked for (`stop.rs`); returns once every
+    /// listener is closed. `admits` is the server-wide
     /// hosts_allow/hosts_deny check.
-    pub async fn run(self, admits: Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>) {
+    pub async fn run(
+        self,
+        admits: Arc<dyn Fn(std::net::IpAddr) -> bool + Send + Sync>,
+        stop: Arc<crate::stop::Stop>,
+    ) {
         let state = self.state;
         tokio::spawn(state::reaper::run(state.clone()));
         let mut tasks = Vec::new();
         for l in self.listeners {
             let state = state.clone();
             let admits = admits.clone();
+            let stop = stop.clone();
             tasks.push(tokio::spawn(async move {
                 loop {
-                    match l.accept().await {
+                    let accepted = tokio::select! {
+                        biased;
+                        _ = stop.requested() => break,
+                        a = l.accept() => a,
+                    };
+                    match accepted {
                         Ok((stream, peer)) => {
                             if !admits(peer.ip()) {
                                 drop(stream);
@@ -278,9 +289,12 @@ impl NfsServer {
                                 continue;
                             };
                             let state = state.clone();
+                            let serving = stop.serving();
+                            let stop = stop.clone();
                             tokio::spawn(async move {
-                                conn::serve(state, stream, peer).await;
+                                conn::serve(state, stream, peer, &stop).await;
                                 drop(slot);
+                                drop(serving);
                             });
                         }
                         Err(e) => {

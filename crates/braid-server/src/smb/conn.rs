@@ -6,10 +6,11 @@ use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -67,6 +68,15 @@ impl Drop for AsyncSlot<'_> {
     }
 }
 
+/// A request counted in `Connection::running` until dropped.
+struct RunningRequest<'a>(&'a AtomicUsize);
+
+impl Drop for RunningRequest<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Early CANCELs remembered per connection.
 const EARLY_CANCELS: usize = 64;
 
@@ -80,6 +90,9 @@ struct Outgoing {
     /// The request this frame answers stays in flight (`workload.rs`)
     /// until the frame is written.
     held: Option<crate::workload::InFlight>,
+    /// The last frame of a graceful stop (no parts): the writer closes its
+    /// half of the connection behind what it wrote, then says so here.
+    last: Option<oneshot::Sender<()>>,
 }
 
 pub struct Connection {
@@ -104,6 +117,8 @@ pub struct Connection {
     /// Requests answered STATUS_PENDING and not yet finished (bounded by
     /// `max_async_requests`).
     async_requests: AtomicUsize,
+    /// Requests read and not yet finished (a graceful stop waits for them).
+    running: AtomicUsize,
     pub sessions: Mutex<HashSet<u64>>,
     /// Sessions this connection is in the middle of binding to.
     pub binding: Mutex<HashSet<u64>>,
@@ -154,7 +169,12 @@ impl Connection {
         self.bytes_out.fetch_add(n as u64 + 4, Ordering::Relaxed);
         // A closed writer means the connection is going away; a tracked
         // frame's waiter then learns it (the sender is dropped).
-        let _ = self.out.send(Outgoing { parts, acked, held });
+        let _ = self.out.send(Outgoing {
+            parts,
+            acked,
+            held,
+            last: None,
+        });
     }
 
     pub fn negotiated(&self) -> Option<&Negotiated> {
@@ -297,6 +317,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         file_order: FileRequestOrder::default(),
         next_async_id: AtomicU64::new(1),
         async_requests: AtomicUsize::new(0),
+        running: AtomicUsize::new(0),
         sessions: Mutex::new(HashSet::new()),
         binding: Mutex::new(HashSet::new()),
         closing: CancellationToken::new(),
@@ -321,7 +342,7 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         // When to look at the acknowledgments next; kept across frames, so
         // that a busy connection is checked too.
         let mut check_at: Option<tokio::time::Instant> = None;
-        loop {
+        let last = loop {
             if check_at.is_none() {
                 check_at = acks.next_check().map(|d| tokio::time::Instant::now() + d);
             }
@@ -348,25 +369,37 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
                             if let Err(e) = wr.as_ref().set_zero_linger() {
                                 debug!(conn = conn_id, error = %e, "SO_LINGER");
                             }
-                            break;
+                            break None;
                         }
                         continue;
                     }
                 },
             };
-            let Some(Outgoing { parts, acked, held }) = next else {
-                break;
+            let Some(Outgoing {
+                parts,
+                acked,
+                held,
+                last,
+            }) = next
+            else {
+                break None;
             };
+            if last.is_some() {
+                break last;
+            }
             let written = write_frame(&mut wr, &parts).await;
             drop(held); // the request it answers is no longer in flight
             match written {
                 Ok(n) => acks.wrote(wr.as_ref(), n, acked),
-                Err(_) => break,
+                Err(_) => break None,
             }
-        }
+        };
         acks.fail_all();
         closing.cancel();
         let _ = wr.shutdown().await;
+        if let Some(last) = last {
+            let _ = last.send(());
+        }
     });
 
     let max_frame = config.max_frame_len();
@@ -376,6 +409,8 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     // handshake must finish within `handshake` of the accept: a peer that
     // trickles bytes or opens endless unfinished sessions is cut off.
     let mut authenticated = false;
+    let stop = server.stop.watch();
+    let mut stopping = false;
     loop {
         if !authenticated {
             authenticated = conn.sessions.lock().unwrap().iter().any(|id| {
@@ -399,8 +434,14 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         };
         let mut len_buf = [0u8; 4];
         let read = tokio::select! {
-            r = tokio::time::timeout(timeout, rd.read_exact(&mut len_buf)) => r,
+            biased;
             _ = conn.closing.cancelled() => break,
+            // A graceful stop (`stop.rs`): no new request is read.
+            _ = stop.cancelled() => {
+                stopping = true;
+                break;
+            }
+            r = tokio::time::timeout(timeout, rd.read_exact(&mut len_buf)) => r,
         };
         match read {
             Ok(Ok(_)) => {}
@@ -477,7 +518,13 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
             }
             Ok::<_, std::io::Error>(())
         };
-        match tokio::time::timeout(idle, body).await {
+        // A frame begun before a graceful stop is read to its end and
+        // run (a large WRITE), unless that takes beyond the stop's deadline.
+        let read = tokio::select! {
+            r = tokio::time::timeout(idle, body) => r,
+            _ = server.stop.deadline_passed(&stop) => break,
+        };
+        match read {
             Ok(Ok(())) => {}
             _ => break,
         }
@@ -500,7 +547,10 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         match frame::accept_frame(&conn, buf, start, decrypted_by, pre_verified) {
             Ok(Some(work)) => {
                 let conn = conn.clone();
+                conn.running.fetch_add(1, Ordering::AcqRel);
                 tokio::spawn(async move {
+                    // Counted off when done, even by a panic.
+                    let _running = RunningRequest(&conn.running);
                     if let Err(e) = frame::process(&conn, work).await {
                         debug!(conn = conn.id, "dropping connection: {e}");
                         conn.closing.cancel();
@@ -514,6 +564,9 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
             }
         }
     }
+    if stopping {
+        wind_down(&conn, &mut rd, server.stop.deadline()).await;
+    }
     conn.closing.cancel();
     drop(rd);
     server.smb.connections.remove(&conn.id);
@@ -521,6 +574,55 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     teardown(&conn).await;
     writer.abort();
     debug!(conn = conn.id, "connection closed");
+}
+
+/// How often a stopping connection looks whether its requests finished.
+const WIND_DOWN_POLL: Duration = Duration::from_millis(10);
+/// How long a stopping connection waits for more bytes from its client
+/// before it closes.
+const LINGER: Duration = Duration::from_millis(200);
+
+/// A graceful stop (`stop.rs`) of this connection, whose reader stopped:
+/// the requests it runs finish and their responses are written, then the
+/// connection is closed (the caller tears it down as a lost one). Requests
+/// that wait on a client (answered STATUS_PENDING: a blocking lock, a
+/// change notify) do not hold the stop; they end with the connection, as
+/// on any loss. Nothing waits beyond `deadline`.
+async fn wind_down(conn: &Connection, rd: &mut OwnedReadHalf, deadline: tokio::time::Instant) {
+    let running = || conn.running.load(Ordering::Acquire);
+    while running() > conn.async_requests() && !conn.closing.is_cancelled() {
+        if tokio::time::Instant::now() >= deadline {
+            warn!(
+                conn = conn.id,
+                running = running(),
+                "graceful stop: requests still running at the deadline"
+            );
+            return;
+        }
+        tokio::time::sleep(WIND_DOWN_POLL).await;
+    }
+    let (last, written) = oneshot::channel();
+    let _ = conn.out.send(Outgoing {
+        parts: Vec::new(),
+        acked: None,
+        held: None,
+        last: Some(last),
+    });
+    if tokio::time::timeout_at(deadline, written).await.is_err() {
+        return;
+    }
+    // Our half is closed behind the responses. Whatever the client still
+    // sends is read and dropped until it closes too: a socket closed with
+    // bytes unread is reset, and a reset can discard responses the client
+    // has not received yet.
+    let mut sink = vec![0u8; 64 * 1024];
+    loop {
+        let wait = LINGER.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        match tokio::time::timeout(wait, rd.read(&mut sink)).await {
+            Ok(Ok(n)) if n > 0 => continue,
+            _ => break,
+        }
+    }
 }
 
 /// Write one frame; returns the bytes written, length prefix included.

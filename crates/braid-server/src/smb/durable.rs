@@ -47,6 +47,10 @@ pub struct Durability {
     pub app_instance: Option<[u8; 16]>,
     /// The share it was opened on (lower-cased).
     pub share: String,
+    /// The CreateAction the create that made it answered (MS-SMB2 2.2.14):
+    /// a replay of that create answers it again, also after a restart
+    /// (`persistent.rs`).
+    pub create_action: u32,
 }
 
 /// The timeout granted for a DH2Q asking for `requested` milliseconds.

@@ -201,8 +201,14 @@ impl Request<'_> {
             }
         }
         *self.used_file_id.lock().unwrap() = Some(id);
-        open.replay_eligible
-            .store(false, std::sync::atomic::Ordering::Relaxed);
+        // MS-SMB2 3.3.5.13 (and each request on an open): a request on an
+        // open that is not persistent ends its replay eligibility; a
+        // persistent one stays eligible, so that a client replays its
+        // create after a failover or restart whatever it did since.
+        let eligible = &open.replay_eligible;
+        if eligible.load(std::sync::atomic::Ordering::Relaxed) && !open.is_persistent() {
+            eligible.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
         Ok(open)
     }
 

@@ -79,6 +79,20 @@ pub struct OpenRecord {
     pub timeout_ms: u64,
     /// When the record was written (Unix ms): for the admin view.
     pub written_unix_ms: u64,
+    /// Open.IsReplayEligible when the record was written: a replay of the
+    /// create (its CreateGuid) gets the open back after a restart too. A
+    /// persistent open always is (MS-SMB2 3.3.5.13 and the other
+    /// requests on an open end it only for an open that is not).
+    #[serde(default)]
+    pub replay_eligible: bool,
+    /// The CreateAction such a replay answers (records written before
+    /// there was one: OPENED).
+    #[serde(default = "opened")]
+    pub create_action: u32,
+}
+
+fn opened() -> u32 {
+    braid_smb_proto::messages::create::create_action::OPENED
 }
 
 impl OpenRecord {
@@ -158,6 +172,8 @@ pub fn record_of(open: &Open) -> Option<OpenRecord> {
         written_unix_ms: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |t| t.as_millis() as u64),
+        replay_eligible: open.replay_eligible.load(Ordering::Relaxed),
+        create_action: d.create_action,
     })
 }
 
@@ -186,13 +202,7 @@ pub fn save(store: &Arc<dyn StateStore>, open: &Open) -> Result<(), String> {
 /// Write a persistent open's record again after its locks or lease
 /// changed (from the reactor: the write runs on the blocking pool).
 pub async fn resave_if_persistent(server: &Arc<ServerState>, open: &Arc<Open>) {
-    let persistent = open
-        .durable
-        .lock()
-        .unwrap()
-        .as_ref()
-        .is_some_and(|d| d.persistent);
-    if !persistent || open.closed.load(Ordering::Acquire) {
+    if !open.is_persistent() || open.closed.load(Ordering::Acquire) {
         return;
     }
     let store = server.store.clone();
@@ -335,12 +345,14 @@ pub async fn restore_all(server: &Arc<ServerState>) -> Restored {
     out
 }
 
-async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), String> {
-    let share = server
-        .share(&r.share)
-        .ok_or_else(|| "the share is no longer served".to_string())?;
+/// Open the recorded file again, with the recorded access and share
+/// access, and take its byte-range locks again (on the blocking pool).
+async fn reopen(
+    fs_share: braid_fs::ShareRef,
+    server: &ServerState,
+    r: &OpenRecord,
+) -> Result<braid_fs::Opened, String> {
     let files = server.files.clone();
-    let fs_share = share.fs.clone();
     let params = OpenParams {
         access: r.granted_access,
         share_access: r.share_access,
@@ -351,7 +363,7 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
     // The open was authorized when it was made: reopened as the server,
     // not checked against the owner's access again.
     let ctx = RequestCtx::new(r.owner.clone());
-    let opened = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let o = files
             .open(&ctx, &fs_share, params)
             .map_err(|e| e.to_string())?;
@@ -364,7 +376,14 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
         Ok(o)
     })
     .await
-    .map_err(|e| e.to_string())??;
+    .map_err(|e| e.to_string())?
+}
+
+async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), String> {
+    let share = server
+        .share(&r.share)
+        .ok_or_else(|| "the share is no longer served".to_string())?;
+    let opened = reopen(share.fs.clone(), server, r).await?;
     let info = opened.info.clone();
     let file_id = FileId {
         persistent: r.persistent_id,
@@ -380,7 +399,7 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
         state: l.state,
         epoch: l.epoch,
     });
-    oplock_file.restore(&oplocks.leases, key, file_id, r.oplock_level, lease);
+    let restored_lease = oplock_file.restore(&oplocks.leases, key, file_id, r.oplock_level, lease);
     let durability = Durability {
         version: r.durable_version,
         persistent: r.persistent,
@@ -390,7 +409,20 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
         client_guid: r.client_guid,
         app_instance: r.app_instance,
         share: r.share.clone(),
+        create_action: r.create_action,
     };
+    // MS-SMB2 3.3.5.9.10: a client that never saw the answer to its create
+    // (the server stopped first) replays it, and gets this open.
+    let replay_eligible = r.durable_version == 2 && (r.persistent || r.replay_eligible);
+    let create_reply = replay_eligible.then(|| {
+        crate::smb::ops::create_durable::restored_create_reply(
+            &info,
+            &durability,
+            file_id,
+            restored_lease.as_deref(),
+            r.oplock_level,
+        )
+    });
     let open = Arc::new(Open {
         oplock: Some(OplockRef {
             file: oplock_file,
@@ -410,8 +442,8 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
         host_watch_tried: AtomicBool::new(false),
         durable: Mutex::new(Some(durability)),
         create_guid: (r.durable_version == 2).then_some((r.create_guid, r.client_guid)),
-        replay_eligible: AtomicBool::new(false),
-        create_reply: Mutex::new(None),
+        replay_eligible: AtomicBool::new(replay_eligible),
+        create_reply: Mutex::new(create_reply),
         disconnects: AtomicU64::new(0),
         renamed: Default::default(),
         lock_sequences: Mutex::new(crate::smb::session::NO_LOCK_SEQUENCES),
@@ -439,9 +471,8 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
 mod tests {
     use super::*;
 
-    #[test]
-    fn records_round_trip_through_json() {
-        let r = OpenRecord {
+    fn sample() -> OpenRecord {
+        OpenRecord {
             persistent_id: 0x1234,
             durable_version: 2,
             persistent: true,
@@ -468,10 +499,28 @@ mod tests {
             }],
             timeout_ms: 60_000,
             written_unix_ms: 1,
-        };
+            replay_eligible: true,
+            create_action: 2,
+        }
+    }
+
+    #[test]
+    fn records_round_trip_through_json() {
+        let r = sample();
         let bytes = serde_json::to_vec(&r).unwrap();
         let back: OpenRecord = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(back, r);
         assert_eq!(back.key(), "0000000000001234");
+    }
+
+    #[test]
+    fn a_record_written_before_replays_were_kept_reads_with_defaults() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        let fields = v.as_object_mut().unwrap();
+        fields.remove("replay_eligible");
+        fields.remove("create_action");
+        let back: OpenRecord = serde_json::from_value(v).unwrap();
+        assert!(!back.replay_eligible);
+        assert_eq!(back.create_action, opened());
     }
 }

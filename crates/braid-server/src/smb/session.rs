@@ -373,7 +373,7 @@ pub struct Open {
     pub durable: Mutex<Option<crate::smb::durable::Durability>>,
     /// MS-SMB2 3.3.1.10 Open.IsReplayEligible: a replay of the durable
     /// create that made this open gets `create_reply` again; any other
-    /// request on the open ends that.
+    /// request on the open ends that, unless the open is persistent.
     pub replay_eligible: AtomicBool,
     /// Open.CreateGuid of a create with a DH2Q context (durable or not),
     /// with the ClientGuid of the connection that made it.
@@ -417,6 +417,15 @@ impl Open {
 
     pub fn is_durable(&self) -> bool {
         self.durable.lock().unwrap().is_some()
+    }
+
+    /// MS-SMB2 3.3.1.10 Open.IsPersistent.
+    pub fn is_persistent(&self) -> bool {
+        self.durable
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|d| d.persistent)
     }
 
     /// Mark closed; true if this call closed it. The caller closes the

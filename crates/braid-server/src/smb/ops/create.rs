@@ -374,6 +374,12 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         },
     );
     let oplock_level = granted_caching.oplock_level;
+    let action = match opened.action {
+        CreateAction::Superseded => create_action::SUPERSEDED,
+        CreateAction::Opened => create_action::OPENED,
+        CreateAction::Created => create_action::CREATED,
+        CreateAction::Overwritten => create_action::OVERWRITTEN,
+    };
     let durable = super::create_durable::grant(
         req,
         &durable_ask,
@@ -386,6 +392,7 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         &session,
         &share.name,
         share.continuous_availability,
+        action,
     );
     let open = Arc::new(Open {
         oplock: Some(crate::smb::oplock::OplockRef {
@@ -524,12 +531,6 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
         });
     }
 
-    let action = match opened.action {
-        CreateAction::Superseded => create_action::SUPERSEDED,
-        CreateAction::Opened => create_action::OPENED,
-        CreateAction::Created => create_action::CREATED,
-        CreateAction::Overwritten => create_action::OVERWRITTEN,
-    };
     let response = create_response(&info, oplock_level, action, file_id, contexts);
     if open
         .replay_eligible

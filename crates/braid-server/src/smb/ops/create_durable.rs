@@ -112,7 +112,8 @@ pub fn parse(contexts: &[CreateContext], conn_dialect: u16) -> Result<DurableCon
 /// a directory) opened with a batch oplock or a lease that caches handles
 /// is durable; one asking for persistence on a continuously available
 /// share is persistent (and durable) whatever it caches. Returns the
-/// durability and the response context.
+/// durability and the response context. `create_action`: what the create
+/// answers (MS-SMB2 2.2.14 CreateAction).
 #[allow(clippy::too_many_arguments)]
 pub fn grant(
     req: &Request<'_>,
@@ -123,6 +124,7 @@ pub fn grant(
     session: &Session,
     share: &str,
     continuously_available: bool,
+    create_action: u32,
 ) -> Option<(Durability, CreateContext)> {
     if is_directory || !(ask.v1 || ask.v2.is_some()) {
         return None;
@@ -153,6 +155,7 @@ pub fn grant(
         client_guid: req.conn_client_guid(),
         app_instance: ask.app_instance,
         share: share.to_lowercase(),
+        create_action,
     };
     let context = match &ask.v2 {
         Some(q) => {
@@ -210,8 +213,9 @@ pub fn preserved_with_create_guid(
 
 /// The replay of a CREATE whose open waits for its client (3.3.5.9.10):
 /// without the replay flag STATUS_DUPLICATE_OBJECTID; by another user
-/// ACCESS_DENIED; otherwise the open joins this session and tree connect
-/// and the first execution's response is sent again.
+/// ACCESS_DENIED; on another share OBJECT_NAME_NOT_FOUND (as a DH2C there
+/// is); otherwise the open joins this session and tree connect and the
+/// first execution's response is sent again.
 pub fn replay_preserved(
     req: &Request<'_>,
     session: &Arc<Session>,
@@ -223,14 +227,24 @@ pub fn replay_preserved(
     if req.header.flags & flags::REPLAY_OPERATION == 0 {
         return Err(NtStatus::DUPLICATE_OBJECTID);
     }
-    let owner = open
+    let Some((owner, share)) = open
         .durable
         .lock()
         .unwrap()
         .as_ref()
-        .map(|d| d.owner.clone());
-    if owner.as_deref() != Some(session.user_name().as_str()) {
+        .map(|d| (d.owner.clone(), d.share.clone()))
+    else {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
+    };
+    if owner != session.user_name() {
         return Err(NtStatus::ACCESS_DENIED);
+    }
+    let on_share = tree
+        .share
+        .as_ref()
+        .is_some_and(|s| s.name.to_lowercase() == share);
+    if !on_share {
+        return Err(NtStatus::OBJECT_NAME_NOT_FOUND);
     }
     let reply = replay(req, open.clone(), requested_oplock, lease)?;
     rejoin(req, session, tree, open.persistent_id)?;
@@ -352,6 +366,41 @@ pub fn replay(
     let mut reply = Reply::of(&resp);
     reply.created_file_id = Some(resp.file_id);
     Ok(reply)
+}
+
+/// The response a replay of the create that made a restored open gets
+/// (3.3.5.9.10, `persistent.rs`): the first one was sent by the process
+/// that stopped, so it is made again from the open as restored: its file
+/// as it was reopened, its oplock or lease, the durable context granted
+/// then (the open is a version 2 one: only those are replayed) and the
+/// create's CreateAction.
+pub fn restored_create_reply(
+    info: &braid_fs::FileInfo,
+    d: &Durability,
+    file_id: FileId,
+    lease: Option<&crate::smb::lease::Lease>,
+    oplock: u8,
+) -> braid_smb_proto::messages::CreateResponse {
+    let mut contexts = Vec::new();
+    let oplock = match lease {
+        Some(l) => {
+            contexts.push(CreateContext {
+                name: context_name::REQUEST_LEASE.to_vec(),
+                data: l.response_context().encode(),
+            });
+            oplock_level::LEASE
+        }
+        None => oplock,
+    };
+    contexts.push(CreateContext {
+        name: context_name::DURABLE_HANDLE_REQUEST_V2.to_vec(),
+        data: DurableResponseV2 {
+            timeout: d.timeout.as_millis() as u32,
+            flags: if d.persistent { FLAG_PERSISTENT } else { 0 },
+        }
+        .encode(),
+    });
+    super::create::create_response(info, oplock, d.create_action, file_id, contexts)
 }
 
 /// How long a reconnect waits for an open its client has left but whose
