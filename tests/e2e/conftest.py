@@ -23,6 +23,7 @@ from typing import NamedTuple
 import pytest
 
 import servers
+from etcd_server import Etcd
 
 TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 
@@ -86,3 +87,11 @@ def remote_dir(smb_server) -> str:
     path.mkdir()
     servers.give_to_share_owner(smb_server.share_dir, path)
     return name
+
+
+@pytest.fixture(scope="session")
+def etcd(tmp_path_factory):
+    """One etcd for the session, started by the first test that asks."""
+    e = Etcd(tmp_path_factory.mktemp("etcd"))
+    yield e
+    e.stop()

@@ -34,7 +34,7 @@ from smbprotocol.open import CreateDisposition, RequestedOplockLevel
 
 from smbremote import SHARE_ALL
 from test_persistent_handles import (  # noqa: F401 (fixtures)
-    PERSISTENT, RWH, braid, clients, create, etcd, open_durable, open_plain, reconnect)
+    PERSISTENT, RWH, braid, clients, create, open_durable, open_plain, reconnect)
 
 pytestmark = pytest.mark.skipif(os.environ.get("BRAID_E2E_TARGET", "braid") != "braid",
                                 reason="Braid's config format and restarts of its process")

@@ -7,7 +7,8 @@ check, one client could reclaim, during the grace period, a lock another
 client held and has not reclaimed yet.
 
 The clients are pynfs's client library (nfs_reclaim_client.py): the kernel
-client reclaims only what it held. Braid only: nfs-ganesha and knfsd keep
+client reclaims only what it held. With the local store and with etcd
+(`state_store = "etcd"`, the session's etcd: conftest.py). Braid only: nfs-ganesha and knfsd keep
 client records, not what the clients held, and take reclaims on trust.
 """
 
@@ -50,25 +51,35 @@ def run_client(nfs, tree: Path, phase: str, name: str, stdin: str = "") -> dict:
     return json.loads(lines[-1])
 
 
-def start(workdir: Path, export_dir: Path, port: int | None = None):
+def start(workdir: Path, export_dir: Path, port: int | None = None, etcd_url: str | None = None):
     top = (f'state_dir = "{workdir / "state"}"\n'
            f"nfs_lease_time_secs = {LEASE}\nnfs_grace_time_secs = {GRACE}\n")
+    if etcd_url:
+        # A key prefix of this Braid's own in the session's etcd.
+        top += (f'state_store = "etcd"\netcd_endpoints = ["{etcd_url}"]\n'
+                f'etcd_prefix = "/braid-e2e/{workdir.name}"\n')
     return servers.start_braid_nfs(export_dir, workdir, port=port, top_config=top)
 
 
+@pytest.fixture(params=["local", "etcd"])
+def store(request):
+    """The state store: files under state_dir, or the session's etcd."""
+    return request.getfixturevalue("etcd").url if request.param == "etcd" else None
+
+
 @pytest.fixture
-def crashed_server(tmp_path, pynfs_tree):
+def crashed_server(tmp_path, pynfs_tree, store):
     """A Braid with a state directory where two clients took state, killed
     with SIGKILL and started again: (server, the state's file handles,
     the clients' name)."""
     export_dir = tmp_path / "export"
     export_dir.mkdir()
-    nfs = start(tmp_path, export_dir)
+    nfs = start(tmp_path, export_dir, etcd_url=store)
     name = f"reclaim-{uuid.uuid4().hex[:8]}"
     handles = run_client(nfs, pynfs_tree, "before", name)
     os.kill(nfs.pid, signal.SIGKILL)
     nfs.proc.wait(10)
-    again = start(tmp_path, export_dir, port=nfs.port)
+    again = start(tmp_path, export_dir, port=nfs.port, etcd_url=store)
     yield again, handles, name
     again.stop()
 

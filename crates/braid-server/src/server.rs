@@ -117,8 +117,14 @@ impl Server {
     }
 
     /// Keep every durable open in the state store, so that a restart with
-    /// the same store resumes them (blocking).
+    /// the same store resumes them, and sync what NFS clients hold
+    /// (blocking).
     pub fn save_state(state: &ServerState) -> usize {
+        // What NFS clients hold was written without a sync (`held.rs`):
+        // synced now, so that it survives the machine too.
+        if let Some(nfs) = state.nfs.get() {
+            nfs.held.flush();
+        }
         crate::smb::persistent::save_all_durable(state)
     }
 
