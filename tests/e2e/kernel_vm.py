@@ -270,15 +270,17 @@ def send_go(ns: NetNs, timeout: float = 60.0) -> None:
 
 
 def run_nfs_script(kernel: Kernel, ns: NetNs, script: str, workdir: Path, timeout: float,
-                   files: dict[str, Path] | None = None, at_pause=None) -> list[str]:
-    """Boot the VM once with the NFS client's modules and run `script`
+                   files: dict[str, Path] | None = None, at_pause=None,
+                   modules: tuple[str, ...] = NFS_MODULES) -> list[str]:
+    """Boot the VM once with the NFS client's modules (or `modules`: the
+    same ok/fail/pause script for cifs) and run `script`
     (NFS_HELPERS' functions defined first; mount with nfs_mount_command).
     At each `pause NAME` of the script, at_pause(NAME) runs on the host
     and then the guest goes on; an exception it raises is raised again
     once the VM is off. Returns the console's lines (kernel messages, the
     script's output, "@@ guest-done STATUS" last when it finished)."""
     initrd = build_initrd(kernel, NFS_HELPERS.format(go_port=GO_PORT) + script,
-                          workdir / "initrd-nfs.gz", modules=NFS_MODULES, files=files)
+                          workdir / "initrd-nfs.gz", modules=modules, files=files)
     vm = boot(kernel, initrd, ns, timeout)
     lines: list[str] = []
     failure: BaseException | None = None

@@ -761,12 +761,13 @@ def start_braid_nfs(export_dir: Path, workdir: Path, port: int | None = None,
                      log_path, proc)
 
 
-def crash_and_restart_braid_nfs(server: NfsServer, wrap=None) -> float:
-    """Kill the Braid that start_braid_nfs started with SIGKILL, as a crash
-    would (its PID only), and start it again with the same command line,
-    config and state_dir on the same address and port (in wrap's network
-    namespace when given, as it was started). Returns once the new process
-    answers an NFS NULL call; `server` then names it. The seconds it took."""
+def crash_and_restart_braid(server: Server | NfsServer, ready, wrap=None) -> float:
+    """Kill the Braid `server` names with SIGKILL, as a crash would (its
+    PID only), and start it again with the same command line (so the same
+    config, state_dir, addresses and ports), in wrap's network namespace
+    when given, as it was started. Returns once ready(proc) has returned
+    (it raises if the new process does not come up); `server` then names
+    the new process. The seconds it took."""
     started = time.monotonic()
     argv = _cmdline(server.pid)[:-1]  # /proc's cmdline ends each argument with a NUL
     if not argv or Path(argv[0]).resolve() != BRAID_BIN.resolve():
@@ -778,8 +779,16 @@ def crash_and_restart_braid_nfs(server: NfsServer, wrap=None) -> float:
         log.write(b"\n===== servers.py: SIGKILL and start again\n")
     proc = _spawn(wrap(argv) if wrap else argv, server.log_path, server.workdir)
     server.proc, server.pid = proc, proc.pid
-    _wait_for_nfs(server.host, server.port, proc, server.log_path, wrap)
+    ready(proc)
     return time.monotonic() - started
+
+
+def crash_and_restart_braid_nfs(server: NfsServer, wrap=None) -> float:
+    """crash_and_restart_braid for a Braid start_braid_nfs started:
+    returns once the new process answers an NFS NULL call."""
+    return crash_and_restart_braid(
+        server, lambda proc: _wait_for_nfs(server.host, server.port, proc, server.log_path,
+                                           wrap), wrap)
 
 
 def start_braid_smb_nfs(share_dir: Path, workdir: Path,
