@@ -164,8 +164,8 @@ install_dependencies() {
     if ! /usr/bin/python3 -c 'import samba.dcerpc.srvsvc' >/dev/null 2>&1; then
         missing+=(python3-samba)
     fi
-    # tests/e2e/test_kernel_client.py, test_nfs_kernel.py and
-    # test_nfs_kernel_restart.py boot Debian's kernel (its SMB3 client,
+    # tests/e2e/test_kernel_client.py, test_smb_kernel_restart.py,
+    # test_nfs_kernel.py and test_nfs_kernel_restart.py boot Debian's kernel (its SMB3 client,
     # cifs.ko, and NFSv4.1 client, nfsv4.ko) under qemu with a static
     # busybox as its userland; the NFS ones build small static lock tools
     # for it with cc (which Rust needs anyway).
