@@ -311,6 +311,37 @@ def run_nfs_script(kernel: Kernel, ns: NetNs, script: str, workdir: Path, timeou
     return lines
 
 
+def results_of(lines: list[str], host: dict[str, tuple[bool, str]]
+               ) -> dict[str, tuple[bool, str]]:
+    """The checks of a VM run: the host's own (`host`), then each guest
+    line `OK name` or `FAIL name detail` (the first one of a name counts)."""
+    results = dict(host)
+    for line in lines:
+        words = line.split(maxsplit=2)
+        if len(words) >= 2 and words[0] in ("OK", "FAIL"):
+            results.setdefault(words[1], (words[0] == "OK", words[2] if len(words) > 2 else ""))
+    return results
+
+
+def finished_problem(results: dict, lines: list[str], known: list[str]) -> str | None:
+    """Why a VM run is not whole: the guest script did not reach
+    `@@ checks-done`, or reported checks the test does not know."""
+    if "@@ checks-done" not in lines:
+        return "the guest script did not finish:\n" + "\n".join(lines[-60:])
+    unknown = sorted(set(results) - set(known))
+    return f"markers the test does not know: {unknown}" if unknown else None
+
+
+def check_problem(results: dict, lines: list[str], base: Path, check: str) -> str | None:
+    """Why `check` did not pass in a VM run (None: it passed)."""
+    if check not in results:
+        return (f"no marker for {check} (console in {base / 'console.log'}):\n"
+                + "\n".join(lines[-40:]))
+    ok, detail = results[check]
+    failed = sorted(name for name, (good, _) in results.items() if not good)
+    return None if ok else f"{check}: {detail} (all failed checks: {', '.join(failed)})"
+
+
 def main() -> int:
     if sys.argv[1:] != ["prepare"]:
         print(__doc__)

@@ -585,28 +585,17 @@ def nfs_vm(tmp_path_factory):
             server.stop()
         ns.close()
     (base / "console.log").write_text("\n".join(lines) + "\n")
-    results: dict[str, tuple[bool, str]] = dict(host)
-    for line in lines:
-        words = line.split(maxsplit=2)
-        if len(words) >= 2 and words[0] in ("OK", "FAIL"):
-            results.setdefault(words[1], (words[0] == "OK", words[2] if len(words) > 2 else ""))
+    results = kernel_vm.results_of(lines, host)
     return results, lines, base
 
 
 def test_vm_finished(nfs_vm):
-    results, lines, base = nfs_vm
-    tail = "\n".join(lines[-60:])
-    assert "@@ checks-done" in lines, f"the guest script did not finish:\n{tail}"
-    unknown = sorted(set(results) - set(CHECKS) - set(HOST_CHECKS))
-    assert not unknown, f"markers the test does not know: {unknown}"
+    results, lines, _ = nfs_vm
+    problem = kernel_vm.finished_problem(results, lines, CHECKS + HOST_CHECKS)
+    assert problem is None, problem
 
 
 @pytest.mark.parametrize("check", CHECKS + HOST_CHECKS)
 def test_nfs_kernel(nfs_vm, check):
-    results, lines, base = nfs_vm
-    if check not in results:
-        pytest.fail(f"no marker for {check} (console in {base / 'console.log'}):\n"
-                    + "\n".join(lines[-40:]))
-    ok, detail = results[check]
-    failed = sorted(name for name, (good, _) in results.items() if not good)
-    assert ok, f"{check}: {detail} (all failed checks: {', '.join(failed)})"
+    problem = kernel_vm.check_problem(*nfs_vm, check)
+    assert problem is None, problem

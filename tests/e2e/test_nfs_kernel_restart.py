@@ -84,6 +84,7 @@ from pathlib import Path
 import pytest
 
 import kernel_vm
+from nfs_locker import NfsLocker
 import servers
 
 HERE = Path(__file__).resolve().parent
@@ -321,42 +322,9 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "(missing)"
 
 
-class Locker:
-    """nfs_lock_client.py in the namespace: a second NFS client that opens
-    a file of the export and takes, tests and releases locks (as
-    test_nfs_smb_locks.py runs it)."""
-
-    def __init__(self, ns: kernel_vm.NetNs, tree: Path, name: str):
-        self.proc = subprocess.Popen(
-            ns.argv([run_pynfs.PYTHON, str(HERE / "nfs_lock_client.py"), SERVER, str(PORT),
-                     EXPORT, "--", name]),
-            cwd=tree / "nfs4.1", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-        self.opened = self.reply()
-
-    def reply(self) -> str:
-        """The helper's next answer (pynfs prints a word of its own about
-        gssapi first), or what it said when it ended."""
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                self.proc.wait(10)
-                return f"(ended {self.proc.returncode}: {self.proc.stderr.read()[-1500:]})"
-            if line.startswith("> "):
-                return line[2:].strip()
-
-    def __call__(self, command: str) -> str:
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        return self.reply()
-
-    def close(self):
-        try:
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
-            self.proc.wait(10)
+def Locker(ns: kernel_vm.NetNs, tree: Path, name: str) -> NfsLocker:
+    """A second NFS client in the namespace (nfs_locker.py)."""
+    return NfsLocker(SERVER, PORT, [EXPORT], tree, name, wrap=ns.argv)
 
 
 def wait_for_grace_end(ns: kernel_vm.NetNs, server, restarted: float) -> tuple[bool, str]:
@@ -548,28 +516,17 @@ def restart_vm(tmp_path_factory):
             server.stop()
         ns.close()
     (base / "console.log").write_text("\n".join(lines) + "\n")
-    results: dict[str, tuple[bool, str]] = dict(host)
-    for line in lines:
-        words = line.split(maxsplit=2)
-        if len(words) >= 2 and words[0] in ("OK", "FAIL"):
-            results.setdefault(words[1], (words[0] == "OK", words[2] if len(words) > 2 else ""))
+    results = kernel_vm.results_of(lines, host)
     return results, lines, base
 
 
 def test_vm_finished(restart_vm):
-    results, lines, base = restart_vm
-    tail = "\n".join(lines[-60:])
-    assert "@@ checks-done" in lines, f"the guest script did not finish:\n{tail}"
-    unknown = sorted(set(results) - set(CHECKS) - set(HOST_CHECKS))
-    assert not unknown, f"markers the test does not know: {unknown}"
+    results, lines, _ = restart_vm
+    problem = kernel_vm.finished_problem(results, lines, CHECKS + HOST_CHECKS)
+    assert problem is None, problem
 
 
 @pytest.mark.parametrize("check", CHECKS + HOST_CHECKS)
 def test_nfs_kernel_restart(restart_vm, check):
-    results, lines, base = restart_vm
-    if check not in results:
-        pytest.fail(f"no marker for {check} (console in {base / 'console.log'}):\n"
-                    + "\n".join(lines[-40:]))
-    ok, detail = results[check]
-    failed = sorted(name for name, (good, _) in results.items() if not good)
-    assert ok, f"{check}: {detail} (all failed checks: {', '.join(failed)})"
+    problem = kernel_vm.check_problem(*restart_vm, check)
+    assert problem is None, problem

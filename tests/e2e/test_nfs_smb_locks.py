@@ -11,10 +11,7 @@ Braid only: Samba and nfs-ganesha each serve one of the two protocols.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from smbprotocol.exceptions import SMBResponseException
@@ -22,6 +19,7 @@ from smbprotocol.open import FilePipePrinterAccessMask as Access
 from smbprotocol.open import LockFlags
 
 import servers
+from nfs_locker import NfsLocker
 from smb_nfs import both, pynfs_tree  # noqa: F401
 from smbremote import RawClient, lock_element
 
@@ -29,42 +27,8 @@ TARGET = os.environ.get("BRAID_E2E_TARGET", "braid")
 pytestmark = pytest.mark.skipif(TARGET != "braid",
                                 reason="one share over SMB and NFS: Braid only")
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "conformance"))
-import run_pynfs  # noqa: E402
-
 LOCK_NOT_GRANTED = 0xC0000055
 EXCLUSIVE_NOW = LockFlags.SMB2_LOCKFLAG_EXCLUSIVE_LOCK | LockFlags.SMB2_LOCKFLAG_FAIL_IMMEDIATELY
-
-
-class NfsLocker:
-    def __init__(self, nfs, tree: Path, name: str):
-        components = [p for p in nfs.export.split("/") if p]
-        self.proc = subprocess.Popen(
-            [run_pynfs.PYTHON, str(HERE / "nfs_lock_client.py"), nfs.host, str(nfs.port),
-             *components, "--", name],
-            cwd=tree / "nfs4.1", stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
-        assert self.reply() == "OPEN"
-
-    def reply(self) -> str:
-        """The helper's next answer (pynfs prints a word of its own about
-        gssapi first)."""
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                pytest.fail(f"the NFS client ended: {self.proc.stderr.read()[-3000:]}")
-            if line.startswith("> "):
-                return line[2:].strip()
-
-    def __call__(self, command: str) -> str:
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-        return self.reply()
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(10)
 
 
 @pytest.fixture
@@ -73,7 +37,9 @@ def file(both, pynfs_tree):
     name = f"l-{uuid.uuid4().hex[:12]}"
     (smb.share_dir / name).write_bytes(bytes(256))
     servers.give_to_share_owner(smb.share_dir, smb.share_dir / name)
-    locker = NfsLocker(nfs, pynfs_tree, name)
+    components = [p for p in nfs.export.split("/") if p]
+    locker = NfsLocker(nfs.host, nfs.port, components, pynfs_tree, name)
+    assert locker.opened == "OPEN", locker.opened
     raw = RawClient(smb)
     op = raw.open(name, Access.GENERIC_READ | Access.GENERIC_WRITE)
     yield locker, op
