@@ -5,17 +5,24 @@ loss of its TCP connection: a new connection and session reconnect it with
 the DHnC context and read back what was written through it, and the
 reconnected handle keeps writing. A reconnect by a second session while the
 open is connected, or after another client's open closed it, is refused.
+An application instance (AppInstanceId) failing over to another client
+takes the file from its older instance, and an older instance cannot take
+it from a newer one (AppInstanceVersion: STATUS_FILE_FORCED_CLOSED).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 
 import pytest
 from smbprotocol.create_contexts import (
     CreateContextName,
+    SMB2CreateAppInstanceId,
+    SMB2CreateAppInstanceVersion,
     SMB2CreateContextRequest,
+    SMB2CreateDurableHandleRequestV2,
     SMB2CreateDurableHandleReconnect,
     SMB2CreateDurableHandleRequest,
     SMB2CreateDurableHandleResponse,
@@ -37,6 +44,7 @@ from smbremote import RawClient as Client
 ALL_ACCESS = (FilePipePrinterAccessMask.GENERIC_READ | FilePipePrinterAccessMask.GENERIC_WRITE
               | FilePipePrinterAccessMask.DELETE)
 NORMAL = 0x80
+STATUS_FILE_FORCED_CLOSED = 0xC00000B6  # not among smbprotocol's names
 
 
 def context(name, data) -> SMB2CreateContextRequest:
@@ -172,3 +180,47 @@ def test_open_waiting_on_a_break_takes_over_when_the_holder_disconnects(clients,
         reconnect(third, name, file_id)
     assert e.value.status == NtStatus.STATUS_OBJECT_NAME_NOT_FOUND
     taken["open"].close()
+
+
+def app_instance_open(client: Client, name: str, app: bytes, version: tuple[int, int]) -> Open:
+    """A durable (DH2Q, batch oplock) open of `name` by application
+    instance `app` at `version` (high, low): what a clustered application
+    sends, failing over from one client machine to another."""
+    op = Open(client.tree, name)
+    dh2q = SMB2CreateDurableHandleRequestV2()
+    dh2q["create_guid"] = uuid.uuid4().bytes
+    app_id = SMB2CreateAppInstanceId()
+    app_id["app_instance_id"] = app
+    app_version = SMB2CreateAppInstanceVersion()
+    app_version["app_instance_version_high"], app_version["app_instance_version_low"] = version
+    contexts = [context(CreateContextName.SMB2_CREATE_DURABLE_HANDLE_REQUEST_V2, dh2q),
+                context(CreateContextName.SMB2_CREATE_APP_INSTANCE_ID, app_id),
+                context(CreateContextName.SMB2_CREATE_APP_INSTANCE_VERSION, app_version)]
+    op.create(ImpersonationLevel.Impersonation, ALL_ACCESS, NORMAL,
+              ShareAccess.FILE_SHARE_READ, CreateDisposition.FILE_OPEN_IF,
+              CreateOptions.FILE_NON_DIRECTORY_FILE, create_contexts=contexts,
+              oplock_level=RequestedOplockLevel.SMB2_OPLOCK_LEVEL_BATCH)
+    return op
+
+
+def test_an_older_application_instance_cannot_take_the_file_from_a_newer_one(clients, remote_dir):
+    """MS-SMB2 3.3.5.9.13: a create by another client with the same
+    AppInstanceId closes the open first, unless its AppInstanceVersion is
+    not newer than the open's: then STATUS_FILE_FORCED_CLOSED, and the
+    open stays."""
+    name = f"{remote_dir}\\app-version.bin"
+    app = uuid.uuid4().bytes
+    first = app_instance_open(clients(), name, app, (2, 0))
+    first.write(b"first", 0)
+    for older in ((1, 9), (2, 0)):
+        with pytest.raises(SMBResponseException) as e:
+            app_instance_open(clients(), name, app, older)
+        assert e.value.status == STATUS_FILE_FORCED_CLOSED, (older, e.value)
+    first.write(b"still", 0)
+    newer = app_instance_open(clients(), name, app, (2, 1))
+    # The old instance's open was closed for the new one.
+    with pytest.raises(SMBResponseException) as e:
+        first.write(b"gone", 0)
+    assert e.value.status == NtStatus.STATUS_FILE_CLOSED, e.value
+    assert newer.read(0, 5) == b"still"
+    newer.close()

@@ -72,6 +72,13 @@ impl<K: Hash + Eq, V: Clone> ShardedMap<K, V> {
             .collect()
     }
     /// Remove and return every value matching `pred`.
+    /// Whether some value matches `pred`.
+    pub fn any(&self, mut pred: impl FnMut(&V) -> bool) -> bool {
+        self.shards
+            .iter()
+            .any(|s| s.lock().unwrap().values().any(&mut pred))
+    }
+
     pub fn drain_where(&self, mut pred: impl FnMut(&V) -> bool) -> Vec<V> {
         let mut out = Vec::new();
         for s in &self.shards {

@@ -96,6 +96,7 @@ statuses! {
     NOT_FOUND = 0xC000_0225,
     INVALID_LOCK_SEQUENCE = 0xC000_001E,
     IO_TIMEOUT = 0xC000_00B5,
+    FILE_FORCED_CLOSED = 0xC000_00B6,
 }
 
 impl NtStatus {

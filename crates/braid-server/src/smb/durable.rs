@@ -45,6 +45,8 @@ pub struct Durability {
     pub client_guid: [u8; 16],
     /// Open.AppInstanceId (MS-SMB2 3.3.5.9.13).
     pub app_instance: Option<[u8; 16]>,
+    /// Open.ApplicationInstanceVersionHigh and Low.
+    pub app_version: Option<(u64, u64)>,
     /// The share it was opened on (lower-cased).
     pub share: String,
     /// The CreateAction the create that made it answered (MS-SMB2 2.2.14):
@@ -184,6 +186,11 @@ impl PreservedOpens {
 
     pub fn is_empty(&self) -> bool {
         self.opens.is_empty()
+    }
+
+    /// Whether a disconnected open matches `pred` (app instance checks).
+    pub fn any(&self, pred: impl FnMut(&Arc<Open>) -> bool) -> bool {
+        self.opens.any(pred)
     }
 
     /// Disconnected opens that match `pred` (app instance checks).

@@ -65,6 +65,10 @@ pub struct OpenRecord {
     pub create_guid: [u8; 16],
     pub client_guid: [u8; 16],
     pub app_instance: Option<[u8; 16]>,
+    /// Open.ApplicationInstanceVersionHigh and Low (records written
+    /// before there was one: none).
+    #[serde(default)]
+    pub app_instance_version: Option<(u64, u64)>,
     /// Open.DurableOwner.
     pub owner: String,
     /// The share (lower-cased) and the path within it.
@@ -160,6 +164,7 @@ pub fn record_of(open: &Open) -> Option<OpenRecord> {
         create_guid: d.create_guid,
         client_guid: d.client_guid,
         app_instance: d.app_instance,
+        app_instance_version: d.app_version,
         owner: d.owner,
         share: d.share,
         path: open.handle.path(),
@@ -408,6 +413,7 @@ async fn restore_one(server: &Arc<ServerState>, r: &OpenRecord) -> Result<(), St
         owner: r.owner.clone(),
         client_guid: r.client_guid,
         app_instance: r.app_instance,
+        app_version: r.app_instance_version,
         share: r.share.clone(),
         create_action: r.create_action,
     };
@@ -479,6 +485,7 @@ mod tests {
             create_guid: [1; 16],
             client_guid: [2; 16],
             app_instance: Some([3; 16]),
+            app_instance_version: Some((7, 9)),
             owner: "alice".into(),
             share: "data".into(),
             path: "dir/file.txt".into(),

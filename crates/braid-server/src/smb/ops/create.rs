@@ -227,9 +227,8 @@ pub async fn handle(req: &mut Request<'_>) -> OpResult {
             &session,
             (q.create_guid, client),
         )?);
-        if let Some(app) = durable_ask.app_instance {
-            super::create_durable::close_app_instance(req, &share.name, &name, app).await;
-        }
+        let app = (durable_ask.app_instance, durable_ask.app_version);
+        super::create_durable::close_app_instance(req, &share.name, &name, app).await?;
     }
 
     let params = open_params(&r, name, allocation_size);

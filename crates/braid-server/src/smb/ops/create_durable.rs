@@ -34,6 +34,8 @@ pub struct DurableContexts {
     pub reconnect: Option<Reconnect>,
     /// SMB2_CREATE_APP_INSTANCE_ID.
     pub app_instance: Option<[u8; 16]>,
+    /// SMB2_CREATE_APP_INSTANCE_VERSION (3.1.1 only): (high, low).
+    pub app_version: Option<(u64, u64)>,
 }
 
 pub enum Reconnect {
@@ -73,6 +75,18 @@ pub fn parse(contexts: &[CreateContext], conn_dialect: u16) -> Result<DurableCon
             return Err(NtStatus::INVALID_PARAMETER);
         }
         out.app_instance = Some(c.data[4..20].try_into().unwrap());
+    }
+    // MS-SMB2 2.2.13.2.15: StructureSize (24), Reserved, Padding, then the
+    // version's high and low halves; only valid on 3.1.1.
+    match find(&context_name::APP_INSTANCE_VERSION) {
+        Some(c) if conn_dialect == dialect::SMB311 => {
+            if c.data.len() != 24 || u16::from_le_bytes([c.data[0], c.data[1]]) != 24 {
+                return Err(NtStatus::INVALID_PARAMETER);
+            }
+            let half = |at: usize| u64::from_le_bytes(c.data[at..at + 8].try_into().unwrap());
+            out.app_version = Some((half(8), half(16)));
+        }
+        _ => {}
     }
     if let Some(c) = dhnc {
         if dh2q.is_some() || dh2c.is_some() {
@@ -154,6 +168,7 @@ pub fn grant(
         owner,
         client_guid: req.conn_client_guid(),
         app_instance: ask.app_instance,
+        app_version: ask.app_version,
         share: share.to_lowercase(),
         create_action,
     };
@@ -504,8 +519,18 @@ pub async fn reconnect(
 
 /// MS-SMB2 3.3.5.9.13: an open of the same path on the same share with the
 /// same AppInstanceId, made by another client (a failed-over application
-/// instance), is closed before this create runs.
-pub async fn close_app_instance(req: &Request<'_>, share: &str, name: &str, app: [u8; 16]) {
+/// instance), is closed before this create runs; unless both say their
+/// version (3.1.1) and the open's is not older than the create's, when the
+/// create fails with STATUS_FILE_FORCED_CLOSED and the open stays.
+pub async fn close_app_instance(
+    req: &Request<'_>,
+    share: &str,
+    name: &str,
+    (app, version): (Option<[u8; 16]>, Option<(u64, u64)>),
+) -> Result<(), NtStatus> {
+    let Some(app) = app else {
+        return Ok(());
+    };
     let server = &req.conn.server;
     let client = req.conn_client_guid();
     let share = share.to_lowercase();
@@ -514,6 +539,26 @@ pub async fn close_app_instance(req: &Request<'_>, share: &str, name: &str, app:
             d.app_instance == Some(app) && d.client_guid != client && d.share == share
         }) && same_name(&o.handle.path(), name)
     };
+    // (high, low) compared as one 128-bit number.
+    let not_older = |o: &Arc<Open>| {
+        let open_version = o
+            .durable
+            .lock()
+            .unwrap()
+            .as_ref()
+            .and_then(|d| d.app_version);
+        matches!((open_version, version), (Some(had), Some(asked)) if had >= asked)
+    };
+    let newer_held = server.smb.preserved.any(|o| matches(o) && not_older(o))
+        || server
+            .smb
+            .sessions
+            .values()
+            .iter()
+            .any(|s| s.opens.any(|o| matches(o) && not_older(o)));
+    if newer_held {
+        return Err(NtStatus::FILE_FORCED_CLOSED);
+    }
     let mut doomed = server.smb.preserved.take_where(matches);
     for s in server.smb.sessions.values() {
         for o in s.opens.drain_where(matches) {
@@ -531,6 +576,7 @@ pub async fn close_app_instance(req: &Request<'_>, share: &str, name: &str, app:
         })
         .await;
     }
+    Ok(())
 }
 
 /// Request names and open paths compare without regard to case or the
