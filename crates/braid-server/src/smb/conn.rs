@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -289,148 +289,26 @@ const RECV_PIECE: usize = 256 * 1024;
 /// ones in one pass afterwards.
 const STREAM_MIN: usize = 64 * 1024;
 
-/// Serve one accepted TCP connection until it closes.
+/// Serve one accepted TCP connection until it closes: its writer task,
+/// then its reader loop (one frame at a time, each run in a task of its
+/// own), then its teardown.
 pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
-    let peer = stream
-        .peer_addr()
-        .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
-    let local = stream
-        .local_addr()
-        .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
-    let _ = stream.set_nodelay(true);
-    let (mut rd, mut wr) = stream.into_split();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
-    let config = server.config();
-    let conn = Arc::new(Connection {
-        id: server.smb.new_connection_id(),
-        peer,
-        local,
-        server: server.clone(),
-        config: config.clone(),
-        out: tx,
-        negotiated: OnceLock::new(),
-        preauth: Mutex::new(None),
-        negotiate_started: Mutex::new(false),
-        credits: Mutex::new(CreditWindow::new(config.max_credits)),
-        pending: Mutex::new(PendingTable::default()),
-        notify_order: NotifyOrder::default(),
-        file_order: FileRequestOrder::default(),
-        next_async_id: AtomicU64::new(1),
-        async_requests: AtomicUsize::new(0),
-        running: AtomicUsize::new(0),
-        sessions: Mutex::new(HashSet::new()),
-        binding: Mutex::new(HashSet::new()),
-        closing: CancellationToken::new(),
-        connected_at: Instant::now(),
-        connected_since: std::time::SystemTime::now(),
-        requests_in: AtomicU64::new(0),
-        bytes_in: AtomicU64::new(0),
-        bytes_out: AtomicU64::new(0),
-        last_request_ms: AtomicU64::new(0),
-    });
-    server
-        .smb
-        .connections
-        .insert(conn.id, Arc::downgrade(&conn));
-    server.metrics.connection_opened();
-    debug!(conn = conn.id, %peer, "connection accepted");
-
-    let closing = conn.closing.clone();
-    let conn_id = conn.id;
-    let writer = tokio::spawn(async move {
-        let mut acks = AckTracker::default();
-        // When to look at the acknowledgments next; kept across frames, so
-        // that a busy connection is checked too.
-        let mut check_at: Option<tokio::time::Instant> = None;
-        let last = loop {
-            if check_at.is_none() {
-                check_at = acks.next_check().map(|d| tokio::time::Instant::now() + d);
-            }
-            // Only a connection with a tracked frame waits on a timer.
-            let next = match check_at {
-                None => rx.recv().await,
-                Some(at) => tokio::select! {
-                    m = rx.recv() => m,
-                    _ = tokio::time::sleep_until(at) => {
-                        check_at = None;
-                        if acks.check(wr.as_ref()) == AckCheck::TimedOut {
-                            // No acknowledgment for several retransmission
-                            // timeouts: the channel is dead (Samba drops it
-                            // too). Closed with a reset, not a FIN: the FIN
-                            // would wait behind the unacknowledged frame
-                            // and never be sent, while a reset reaches a
-                            // peer that still receives, which then fails
-                            // what it has pending there and moves to its
-                            // other channels (smbtorture
-                            // smb2.multichannel.leases.test2 counts that
-                            // failure), and the socket does not linger in
-                            // FIN-WAIT-1 holding the unsent queue.
-                            warn!(conn = conn_id, "peer stopped acknowledging; resetting the channel");
-                            if let Err(e) = wr.as_ref().set_zero_linger() {
-                                debug!(conn = conn_id, error = %e, "SO_LINGER");
-                            }
-                            break None;
-                        }
-                        continue;
-                    }
-                },
-            };
-            let Some(Outgoing {
-                parts,
-                acked,
-                held,
-                last,
-            }) = next
-            else {
-                break None;
-            };
-            if last.is_some() {
-                break last;
-            }
-            let written = write_frame(&mut wr, &parts).await;
-            drop(held); // the request it answers is no longer in flight
-            match written {
-                Ok(n) => acks.wrote(wr.as_ref(), n, acked),
-                Err(_) => break None,
-            }
-        };
-        acks.fail_all();
-        closing.cancel();
-        let _ = wr.shutdown().await;
-        if let Some(last) = last {
-            let _ = last.send(());
-        }
-    });
-
-    let max_frame = config.max_frame_len();
-    let idle = config.idle_timeout;
-    let handshake = config.handshake_timeout;
+    let (conn, mut rd, wr, rx) = accept(&server, stream);
+    let writer = tokio::spawn(write_loop(conn.id, conn.closing.clone(), wr, rx));
+    let max_frame = conn.config.max_frame_len();
+    let idle = conn.config.idle_timeout;
     // Until a session on this connection has authenticated, the whole
-    // handshake must finish within `handshake` of the accept: a peer that
-    // trickles bytes or opens endless unfinished sessions is cut off.
+    // handshake must finish within `handshake_timeout` of the accept: a
+    // peer that trickles bytes or opens endless unfinished sessions is cut
+    // off.
     let mut authenticated = false;
     let stop = server.stop.watch();
     let mut stopping = false;
     loop {
-        if !authenticated {
-            authenticated = conn.sessions.lock().unwrap().iter().any(|id| {
-                server
-                    .smb
-                    .sessions
-                    .get(id)
-                    .is_some_and(|s| s.phase() == crate::smb::session::SessionPhase::Valid)
-            });
-        }
-        let timeout = if authenticated {
-            idle
-        } else {
-            match handshake.checked_sub(conn.connected_at.elapsed()) {
-                Some(left) => left.min(idle),
-                None => {
-                    debug!(conn = conn.id, "handshake deadline passed");
-                    break;
-                }
-            }
+        authenticated = authenticated || has_valid_session(&conn);
+        let Some(timeout) = read_timeout(&conn, authenticated) else {
+            debug!(conn = conn.id, "handshake deadline passed");
+            break;
         };
         let mut len_buf = [0u8; 4];
         let read = tokio::select! {
@@ -465,103 +343,17 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
         conn.requests_in.fetch_add(1, Ordering::Relaxed);
         let since_connect = conn.connected_at.elapsed().as_millis() as u64;
         conn.last_request_ms.store(since_connect, Ordering::Relaxed);
-        // Read into uninitialised capacity: zero-filling an 8 MiB WRITE
-        // frame first costs as much as the copy from the socket. A large
-        // AES-GCM frame is decrypted piece by piece as it arrives (each
-        // piece still in the CPU cache, and while the peer still sends).
-        // A large frame starts `start` bytes in, so that a WRITE's payload
-        // is page-aligned (frame::payload_pad).
-        let pad_room = if len >= STREAM_MIN {
-            frame::PAYLOAD_ALIGN
-        } else {
-            0
-        };
-        let mut buf = Vec::with_capacity(len + pad_room);
-        let mut start = 0;
-        let mut decrypting: Option<(DecryptStream, Arc<crate::smb::session::Session>)> = None;
-        let mut verifying: Option<(GmacVerifier, Vec<u8>)> = None;
-        let body = async {
-            if len >= STREAM_MIN {
-                let mut head = [0u8; HEADER_LEN];
-                rd.read_exact(&mut head).await?;
-                start = frame::payload_pad(buf.as_ptr() as usize, &head);
-                buf.resize(start, 0);
-                buf.extend_from_slice(&head);
-            }
-            let end = start + len;
-            let mut limited = (&mut rd).take((end - buf.len()) as u64);
-            let mut done = 0;
-            while buf.len() < end {
-                let room = (end - buf.len()).min(RECV_PIECE);
-                let mut piece = (&mut limited).take(room as u64);
-                if piece.read_buf(&mut buf).await? == 0 {
-                    return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
-                }
-                // Large frames: decide once the first 64 bytes are in.
-                if done == 0 && len >= STREAM_MIN && buf.len() - start >= HEADER_LEN {
-                    let head = &buf[start..];
-                    decrypting = frame::start_decrypt(&conn, &head[..TRANSFORM_HEADER_LEN], len);
-                    done = start + TRANSFORM_HEADER_LEN;
-                    if decrypting.is_none() {
-                        verifying = frame::start_verify(&conn, &head[..HEADER_LEN]);
-                        done = start + HEADER_LEN;
-                    }
-                }
-                let bad = || std::io::Error::from(std::io::ErrorKind::InvalidData);
-                if let Some((stream, _)) = decrypting.as_mut() {
-                    stream.update(&mut buf[done..]).map_err(|_| bad())?;
-                    done = buf.len();
-                } else if let Some((verifier, _)) = verifying.as_mut() {
-                    verifier.update(&buf[done..]).map_err(|_| bad())?;
-                    done = buf.len();
-                }
-            }
-            Ok::<_, std::io::Error>(())
-        };
         // A frame begun before a graceful stop is read to its end and
         // run (a large WRITE), unless that takes beyond the stop's deadline.
         let read = tokio::select! {
-            r = tokio::time::timeout(idle, body) => r,
+            r = tokio::time::timeout(idle, read_body(&conn, &mut rd, len)) => r,
             _ = server.stop.deadline_passed(&stop) => break,
         };
-        match read {
-            Ok(Ok(())) => {}
-            _ => break,
-        }
-        let decrypted_by = match decrypting {
-            Some((stream, session)) => match stream.finish() {
-                Ok(()) => Some(session),
-                Err(e) => {
-                    // 3.3.5.2.1.1: a frame that fails to decrypt drops the
-                    // connection.
-                    warn!(conn = conn.id, "dropping connection: decrypt failed: {e}");
-                    break;
-                }
-            },
-            None => None,
+        let Ok(Ok(body)) = read else {
+            break;
         };
-        let pre_verified = verifying.map(|(verifier, key)| frame::PreVerified {
-            key,
-            valid: verifier.finish(),
-        });
-        match frame::accept_frame(&conn, buf, start, decrypted_by, pre_verified) {
-            Ok(Some(work)) => {
-                let conn = conn.clone();
-                conn.running.fetch_add(1, Ordering::AcqRel);
-                tokio::spawn(async move {
-                    // Counted off when done, even by a panic.
-                    let _running = RunningRequest(&conn.running);
-                    if let Err(e) = frame::process(&conn, work).await {
-                        debug!(conn = conn.id, "dropping connection: {e}");
-                        conn.closing.cancel();
-                    }
-                });
-            }
-            Ok(None) => {}
-            Err(e) => {
-                warn!(conn = conn.id, "dropping connection: {e}");
-                break;
-            }
+        if !run_frame(&conn, body) {
+            break;
         }
     }
     if stopping {
@@ -574,6 +366,278 @@ pub async fn serve_connection(server: Arc<ServerState>, stream: TcpStream) {
     teardown(&conn).await;
     writer.abort();
     debug!(conn = conn.id, "connection closed");
+}
+
+/// What the writer task takes frames from.
+type OutQueue = mpsc::UnboundedReceiver<Outgoing>;
+
+/// A new connection's state, registered with the server; its socket's two
+/// halves and the queue its writer sends from.
+fn accept(
+    server: &Arc<ServerState>,
+    stream: TcpStream,
+) -> (Arc<Connection>, OwnedReadHalf, OwnedWriteHalf, OutQueue) {
+    let peer = stream
+        .peer_addr()
+        .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+    let local = stream
+        .local_addr()
+        .unwrap_or_else(|_| ([0, 0, 0, 0], 0).into());
+    let _ = stream.set_nodelay(true);
+    let (rd, wr) = stream.into_split();
+    let (tx, rx) = mpsc::unbounded_channel::<Outgoing>();
+    let config = server.config();
+    let conn = Arc::new(Connection {
+        id: server.smb.new_connection_id(),
+        peer,
+        local,
+        server: server.clone(),
+        config: config.clone(),
+        out: tx,
+        negotiated: OnceLock::new(),
+        preauth: Mutex::new(None),
+        negotiate_started: Mutex::new(false),
+        credits: Mutex::new(CreditWindow::new(config.max_credits)),
+        pending: Mutex::new(PendingTable::default()),
+        notify_order: NotifyOrder::default(),
+        file_order: FileRequestOrder::default(),
+        next_async_id: AtomicU64::new(1),
+        async_requests: AtomicUsize::new(0),
+        running: AtomicUsize::new(0),
+        sessions: Mutex::new(HashSet::new()),
+        binding: Mutex::new(HashSet::new()),
+        closing: CancellationToken::new(),
+        connected_at: Instant::now(),
+        connected_since: std::time::SystemTime::now(),
+        requests_in: AtomicU64::new(0),
+        bytes_in: AtomicU64::new(0),
+        bytes_out: AtomicU64::new(0),
+        last_request_ms: AtomicU64::new(0),
+    });
+    server
+        .smb
+        .connections
+        .insert(conn.id, Arc::downgrade(&conn));
+    server.metrics.connection_opened();
+    debug!(conn = conn.id, %peer, "connection accepted");
+    (conn, rd, wr, rx)
+}
+
+/// The writer task: frames from the queue to the socket, one vectored
+/// write each, watching that the peer acknowledges them.
+async fn write_loop(
+    conn_id: u64,
+    closing: CancellationToken,
+    mut wr: OwnedWriteHalf,
+    mut rx: OutQueue,
+) {
+    let mut acks = AckTracker::default();
+    // When to look at the acknowledgments next; kept across frames, so
+    // that a busy connection is checked too.
+    let mut check_at: Option<tokio::time::Instant> = None;
+    let last = loop {
+        if check_at.is_none() {
+            check_at = acks.next_check().map(|d| tokio::time::Instant::now() + d);
+        }
+        // Only a connection with a tracked frame waits on a timer.
+        let next = match check_at {
+            None => rx.recv().await,
+            Some(at) => tokio::select! {
+                m = rx.recv() => m,
+                _ = tokio::time::sleep_until(at) => {
+                    check_at = None;
+                    if acks.check(wr.as_ref()) == AckCheck::TimedOut {
+                        // No acknowledgment for several retransmission
+                        // timeouts: the channel is dead (Samba drops it
+                        // too). Closed with a reset, not a FIN: the FIN
+                        // would wait behind the unacknowledged frame
+                        // and never be sent, while a reset reaches a
+                        // peer that still receives, which then fails
+                        // what it has pending there and moves to its
+                        // other channels (smbtorture
+                        // smb2.multichannel.leases.test2 counts that
+                        // failure), and the socket does not linger in
+                        // FIN-WAIT-1 holding the unsent queue.
+                        warn!(conn = conn_id, "peer stopped acknowledging; resetting the channel");
+                        if let Err(e) = wr.as_ref().set_zero_linger() {
+                            debug!(conn = conn_id, error = %e, "SO_LINGER");
+                        }
+                        break None;
+                    }
+                    continue;
+                }
+            },
+        };
+        let Some(Outgoing {
+            parts,
+            acked,
+            held,
+            last,
+        }) = next
+        else {
+            break None;
+        };
+        if last.is_some() {
+            break last;
+        }
+        let written = write_frame(&mut wr, &parts).await;
+        drop(held); // the request it answers is no longer in flight
+        match written {
+            Ok(n) => acks.wrote(wr.as_ref(), n, acked),
+            Err(_) => break None,
+        }
+    };
+    acks.fail_all();
+    closing.cancel();
+    let _ = wr.shutdown().await;
+    if let Some(last) = last {
+        let _ = last.send(());
+    }
+}
+
+/// Whether a session on `conn` has authenticated.
+fn has_valid_session(conn: &Connection) -> bool {
+    conn.sessions.lock().unwrap().iter().any(|id| {
+        conn.server
+            .smb
+            .sessions
+            .get(id)
+            .is_some_and(|s| s.phase() == crate::smb::session::SessionPhase::Valid)
+    })
+}
+
+/// How long the next frame may take to start arriving: the idle timeout,
+/// or what is left of the handshake's (None: it passed).
+fn read_timeout(conn: &Connection, authenticated: bool) -> Option<Duration> {
+    let idle = conn.config.idle_timeout;
+    if authenticated {
+        return Some(idle);
+    }
+    let left = conn
+        .config
+        .handshake_timeout
+        .checked_sub(conn.connected_at.elapsed())?;
+    Some(left.min(idle))
+}
+
+/// A frame as read, with the decryption or the signature check of a large
+/// one done as it arrived.
+struct FrameBody {
+    buf: Vec<u8>,
+    /// Where the frame starts in `buf` (so that a WRITE's payload is
+    /// page-aligned).
+    start: usize,
+    decrypting: Option<(DecryptStream, Arc<crate::smb::session::Session>)>,
+    verifying: Option<(GmacVerifier, Vec<u8>)>,
+}
+
+/// Read a frame of `len` bytes (its length already read). Into
+/// uninitialised capacity: zero-filling an 8 MiB WRITE frame first costs as
+/// much as the copy from the socket. A large AES-GCM frame is decrypted
+/// piece by piece as it arrives (each piece still in the CPU cache, and
+/// while the peer still sends). A large frame starts `start` bytes in, so
+/// that a WRITE's payload is page-aligned (frame::payload_pad).
+async fn read_body(
+    conn: &Connection,
+    rd: &mut OwnedReadHalf,
+    len: usize,
+) -> std::io::Result<FrameBody> {
+    let pad_room = if len >= STREAM_MIN {
+        frame::PAYLOAD_ALIGN
+    } else {
+        0
+    };
+    let mut body = FrameBody {
+        buf: Vec::with_capacity(len + pad_room),
+        start: 0,
+        decrypting: None,
+        verifying: None,
+    };
+    let buf = &mut body.buf;
+    if len >= STREAM_MIN {
+        let mut head = [0u8; HEADER_LEN];
+        rd.read_exact(&mut head).await?;
+        body.start = frame::payload_pad(buf.as_ptr() as usize, &head);
+        buf.resize(body.start, 0);
+        buf.extend_from_slice(&head);
+    }
+    let start = body.start;
+    let end = start + len;
+    let mut limited = rd.take((end - buf.len()) as u64);
+    let mut done = 0;
+    while buf.len() < end {
+        let room = (end - buf.len()).min(RECV_PIECE);
+        let mut piece = (&mut limited).take(room as u64);
+        if piece.read_buf(buf).await? == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
+        }
+        // Large frames: decide once the first 64 bytes are in.
+        if done == 0 && len >= STREAM_MIN && buf.len() - start >= HEADER_LEN {
+            let head = &buf[start..];
+            body.decrypting = frame::start_decrypt(conn, &head[..TRANSFORM_HEADER_LEN], len);
+            done = start + TRANSFORM_HEADER_LEN;
+            if body.decrypting.is_none() {
+                body.verifying = frame::start_verify(conn, &head[..HEADER_LEN]);
+                done = start + HEADER_LEN;
+            }
+        }
+        let bad = || std::io::Error::from(std::io::ErrorKind::InvalidData);
+        if let Some((stream, _)) = body.decrypting.as_mut() {
+            stream.update(&mut buf[done..]).map_err(|_| bad())?;
+            done = buf.len();
+        } else if let Some((verifier, _)) = body.verifying.as_mut() {
+            verifier.update(&buf[done..]).map_err(|_| bad())?;
+            done = buf.len();
+        }
+    }
+    Ok(body)
+}
+
+/// Finish decrypting or verifying `body` and run it in a task of its own;
+/// false when the connection must close.
+fn run_frame(conn: &Arc<Connection>, body: FrameBody) -> bool {
+    let FrameBody {
+        buf,
+        start,
+        decrypting,
+        verifying,
+    } = body;
+    let decrypted_by = match decrypting {
+        Some((stream, session)) => match stream.finish() {
+            Ok(()) => Some(session),
+            Err(e) => {
+                // 3.3.5.2.1.1: a frame that fails to decrypt drops the
+                // connection.
+                warn!(conn = conn.id, "dropping connection: decrypt failed: {e}");
+                return false;
+            }
+        },
+        None => None,
+    };
+    let pre_verified = verifying.map(|(verifier, key)| frame::PreVerified {
+        key,
+        valid: verifier.finish(),
+    });
+    match frame::accept_frame(conn, buf, start, decrypted_by, pre_verified) {
+        Ok(Some(work)) => {
+            let conn = conn.clone();
+            conn.running.fetch_add(1, Ordering::AcqRel);
+            tokio::spawn(async move {
+                // Counted off when done, even by a panic.
+                let _running = RunningRequest(&conn.running);
+                if let Err(e) = frame::process(&conn, work).await {
+                    debug!(conn = conn.id, "dropping connection: {e}");
+                    conn.closing.cancel();
+                }
+            });
+            true
+        }
+        Ok(None) => true,
+        Err(e) => {
+            warn!(conn = conn.id, "dropping connection: {e}");
+            false
+        }
+    }
 }
 
 /// How often a stopping connection looks whether its requests finished.
