@@ -20,6 +20,8 @@ import signal
 import subprocess
 import sys
 import time
+import re
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -84,6 +86,16 @@ def crashed_server(tmp_path, pynfs_tree, store):
     again.stop()
 
 
+def metrics(nfs) -> dict[str, float]:
+    """The restarted Braid's /metrics (its admin address from its log)."""
+    log = nfs.log_path.read_text(errors="replace")
+    admin = re.findall(r"admin API on (http://[0-9.:]+)/", log)[-1]
+    with urllib.request.urlopen(f"{admin}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {k: float(v) for k, v in
+            (line.rsplit(" ", 1) for line in text.splitlines() if line and line[0] != "#")}
+
+
 def test_reclaims_are_checked_against_what_each_client_held(crashed_server, pynfs_tree):
     nfs, handles, name = crashed_server
     got = run_client(nfs, pynfs_tree, "after", name, json.dumps(handles) + "\n")
@@ -104,6 +116,14 @@ def test_reclaims_are_checked_against_what_each_client_held(crashed_server, pynf
         "A's delegation on d": 1,
         "A reclaim complete": "NFS4_OK",
     }, got
+    # Counted in /metrics: every refusal above, and what was reclaimed.
+    m = metrics(nfs)
+    assert m["braid_nfs_reclaims_refused_total"] == 5, m
+    assert m['braid_nfs_reclaims_total{kind="open"}'] == 4, m
+    assert m['braid_nfs_reclaims_total{kind="lock"}'] == 2, m
+    assert m['braid_nfs_reclaims_total{kind="delegation"}'] == 1, m
+    # Both recorded clients sent RECLAIM_COMPLETE: the grace period ended.
+    assert m["braid_nfs_grace_active"] == 0 and m["braid_nfs_clients_to_reclaim"] == 0, m
 
 
 def test_a_torn_record_journal_is_reported_and_the_whole_records_kept(tmp_path, pynfs_tree):

@@ -609,6 +609,10 @@ pub fn shares_view(state: &ServerState) -> SharesView {
 pub fn gauges(state: &ServerState) -> Gauges {
     let mut g = Gauges {
         durable: state.smb.preserved.counts(),
+        nfs: state.nfs.get().map(|n| {
+            let (active, waiting, _) = n.grace.view();
+            n.reclaims.snapshot((active, waiting))
+        }),
         ..Gauges::default()
     };
     for s in state.smb.sessions.values() {
@@ -772,6 +776,7 @@ mod tests {
                 sessions: 1,
                 channels: 0,
                 durable: Default::default(),
+                nfs: None,
             }
         );
         let _ = std::fs::remove_dir_all(&dir);

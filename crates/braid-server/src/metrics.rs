@@ -157,6 +157,8 @@ pub struct Gauges {
     pub channels: u64,
     /// The SMB durable and persistent opens' counts (`smb/durable.rs`).
     pub durable: crate::smb::durable::DurableCounts,
+    /// NFS reclaims, grace and lease expiries (None: NFS is not served).
+    pub nfs: Option<crate::nfs::state::held::NfsGauges>,
 }
 
 pub struct Metrics {
@@ -448,8 +450,58 @@ impl Metrics {
             header(&mut out, name, kind, help);
             let _ = writeln!(out, "{name} {v}");
         }
+        if let Some(nfs) = gauges.nfs {
+            render_nfs(&mut out, nfs);
+        }
         self.ops.render_prometheus(&mut out);
         out
+    }
+}
+
+/// RFC 8881 8.4.2: the grace period after a restart and the reclaims in it.
+fn render_nfs(out: &mut String, g: crate::nfs::state::held::NfsGauges) {
+    let plain = [
+        (
+            "braid_nfs_grace_active",
+            "gauge",
+            "1 while the NFS grace period after a restart is on (only reclaims are served).",
+            g.grace_active,
+        ),
+        (
+            "braid_nfs_clients_to_reclaim",
+            "gauge",
+            "NFS clients of the last run that have not finished reclaiming.",
+            g.clients_to_reclaim,
+        ),
+        (
+            "braid_nfs_reclaims_refused_total",
+            "counter",
+            "NFS reclaims refused with NFS4ERR_RECLAIM_BAD: the client did not hold that state.",
+            g.reclaims_refused,
+        ),
+        (
+            "braid_nfs_clients_expired_total",
+            "counter",
+            "NFS clients whose lease ran out and whose state was released.",
+            g.clients_expired,
+        ),
+    ];
+    for (name, kind, help, v) in plain {
+        header(out, name, kind, help);
+        let _ = writeln!(out, "{name} {v}");
+    }
+    header(
+        out,
+        "braid_nfs_reclaims_total",
+        "counter",
+        "NFS state reclaimed after a restart, by kind.",
+    );
+    for (kind, v) in [
+        ("open", g.reclaimed_opens),
+        ("lock", g.reclaimed_locks),
+        ("delegation", g.reclaimed_delegations),
+    ] {
+        let _ = writeln!(out, "braid_nfs_reclaims_total{{kind=\"{kind}\"}} {v}");
     }
 }
 
@@ -654,6 +706,15 @@ mod tests {
                 expired: 1,
                 restored: 6,
             },
+            nfs: Some(crate::nfs::state::held::NfsGauges {
+                grace_active: 1,
+                clients_to_reclaim: 2,
+                reclaimed_opens: 3,
+                reclaimed_locks: 4,
+                reclaimed_delegations: 5,
+                reclaims_refused: 6,
+                clients_expired: 7,
+            }),
         });
         let has = |line: &str| {
             assert!(
@@ -685,6 +746,11 @@ mod tests {
         has("braid_smb_durable_opens_waiting 2");
         has("braid_smb_durable_reconnects_total 4");
         has("braid_smb_durable_expired_total 1");
+        has("braid_nfs_grace_active 1");
+        has("braid_nfs_clients_to_reclaim 2");
+        has("braid_nfs_reclaims_total{kind=\"lock\"} 4");
+        has("braid_nfs_reclaims_refused_total 6");
+        has("braid_nfs_clients_expired_total 7");
         has("braid_smb_opens_restored_total 6");
         has("braid_connections_refused_total 3");
         // Shares with no traffic have no series.

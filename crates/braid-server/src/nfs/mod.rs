@@ -136,6 +136,8 @@ pub struct NfsState {
     /// What each client holds, recorded for checking reclaims after a
     /// restart (`state/held.rs`; the state table writes to it).
     pub held: Arc<state::held::HeldLog>,
+    /// Reclaims and lease expiries, for `/metrics`.
+    pub reclaims: state::held::ReclaimCounts,
 }
 
 impl NfsState {
@@ -183,6 +185,7 @@ impl NfsState {
             started: Instant::now(),
             stateids: state::stateids::StateTable::with_held(boot_epoch, held.clone()),
             held,
+            reclaims: Default::default(),
             files: std::sync::OnceLock::new(),
             grants: std::sync::OnceLock::new(),
             host_watch: std::sync::OnceLock::new(),

@@ -6,6 +6,7 @@ use braid_fs::posix::ObjectKind;
 use braid_nfs_proto::nfs4::*;
 
 use crate::nfs::compound::Compound;
+use crate::nfs::state::held::ReclaimCounts;
 use crate::nfs::state::locks::{self, LockError, LockRequest, Locker};
 use crate::nfs::state::stateids::{courtesy, resolve_real, session_client};
 
@@ -50,6 +51,7 @@ fn lock(c: &mut Compound, a: &LOCK4args) -> Result<stateid4, LockError> {
         let write = a.locktype == WRITE_LT || a.locktype == WRITEW_LT;
         let file = (export.name.as_str(), obj.fileid());
         if !c.state.held.may_relock(&client.owner, file, range, write) {
+            ReclaimCounts::bump(&c.state.reclaims.refused);
             return Err(NFS4ERR_RECLAIM_BAD.into());
         }
     } else if c.state.grace.active() {
@@ -84,6 +86,9 @@ fn lock(c: &mut Compound, a: &LOCK4args) -> Result<stateid4, LockError> {
         },
     )?;
     drop(expire);
+    if a.reclaim {
+        ReclaimCounts::bump(&c.state.reclaims.locks);
+    }
     c.current_stateid = Some(sid.clone());
     Ok(sid)
 }

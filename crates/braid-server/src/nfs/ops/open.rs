@@ -254,6 +254,14 @@ fn open(c: &mut Compound, a: &OPEN4args) -> Result<OPEN4resok, nfsstat4> {
         reclaim,
         (&export, &obj, &granted.stateid.other),
     );
+    open_reclaim::granted(
+        c,
+        reclaim,
+        !matches!(
+            delegation,
+            open_delegation4::OPEN_DELEGATE_NONE | open_delegation4::OPEN_DELEGATE_NONE_EXT(_)
+        ),
+    );
     c.set_current(Fh::Object {
         export: export.clone(),
         obj,

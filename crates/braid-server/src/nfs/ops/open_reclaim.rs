@@ -9,6 +9,18 @@ use braid_nfs_proto::nfs4::*;
 use crate::nfs::compound::Compound;
 use crate::nfs::exports::Export;
 use crate::nfs::state::clients::Client;
+use crate::nfs::state::held::ReclaimCounts;
+
+/// Count a reclaim granted (`/metrics`).
+pub fn granted(c: &Compound, reclaim: Reclaim, delegated: bool) {
+    let counts = &c.state.reclaims;
+    if reclaim != Reclaim::No {
+        ReclaimCounts::bump(&counts.opens);
+    }
+    if matches!(reclaim, Reclaim::Delegation { .. }) && delegated {
+        ReclaimCounts::bump(&counts.delegations);
+    }
+}
 
 /// What an OPEN reclaims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +70,7 @@ pub fn check(
     {
         Ok(())
     } else {
+        ReclaimCounts::bump(&c.state.reclaims.refused);
         Err(NFS4ERR_RECLAIM_BAD)
     }
 }

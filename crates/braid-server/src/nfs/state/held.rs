@@ -60,6 +60,48 @@ pub struct HeldRecord {
     pub held: Held,
 }
 
+/// What `/metrics` counts of restarts (RFC 8881 8.4.2): reclaims granted
+/// by kind, refused (NFS4ERR_RECLAIM_BAD), and clients whose lease ran out.
+#[derive(Default)]
+pub struct ReclaimCounts {
+    pub opens: std::sync::atomic::AtomicU64,
+    pub locks: std::sync::atomic::AtomicU64,
+    pub delegations: std::sync::atomic::AtomicU64,
+    pub refused: std::sync::atomic::AtomicU64,
+    pub clients_expired: std::sync::atomic::AtomicU64,
+}
+
+/// A snapshot of the counts and the grace period, for `/metrics`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NfsGauges {
+    pub grace_active: u64,
+    pub clients_to_reclaim: u64,
+    pub reclaimed_opens: u64,
+    pub reclaimed_locks: u64,
+    pub reclaimed_delegations: u64,
+    pub reclaims_refused: u64,
+    pub clients_expired: u64,
+}
+
+impl ReclaimCounts {
+    pub fn bump(counter: &std::sync::atomic::AtomicU64) {
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn snapshot(&self, (active, waiting): (bool, usize)) -> NfsGauges {
+        let get = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        NfsGauges {
+            grace_active: active as u64,
+            clients_to_reclaim: waiting as u64,
+            reclaimed_opens: get(&self.opens),
+            reclaimed_locks: get(&self.locks),
+            reclaimed_delegations: get(&self.delegations),
+            reclaims_refused: get(&self.refused),
+            clients_expired: get(&self.clients_expired),
+        }
+    }
+}
+
 /// Whether reclaims are checked, and against what.
 enum Previous {
     /// No store: nothing was kept, nobody can reclaim anyway.

@@ -60,6 +60,7 @@ pub fn expire(state: &NfsState) {
             continue;
         }
         if client.try_expire(lease) {
+            super::held::ReclaimCounts::bump(&state.reclaims.clients_expired);
             info!(
                 clientid = client.clientid,
                 courtesy, "NFS client's lease expired; its state is released"
