@@ -52,11 +52,16 @@ def requests_received(braid, session_id: int) -> int:
 
 
 def connect_refused(port: int) -> bool:
+    """Whether a connect to `port` is refused now. A connect that races the
+    listener's close may be reset instead (its SYN was taken, then the
+    socket went): not an answer yet, the caller asks again."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2):
             return False
     except ConnectionRefusedError:
         return True
+    except ConnectionResetError:
+        return False
 
 
 def send_in_two_parts(client, between, finish: bool = True) -> None:
